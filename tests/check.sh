@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# The one test command: installs missing Debian packages, configures with
+# -Werror, builds, and runs every test (plus the model under ASan/UBSan).
+# Usage (as root on Debian 12): tests/check.sh [extra meson test args]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+top=$PWD
+
+# 1. Packages: install only what is missing (apt-get update once, if needed).
+mapfile -t pkgs < <(grep -v '^\s*#' tests/debian-packages.txt | awk 'NF{print $1}')
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "check: installing ${missing[*]}"
+  if [ "$(id -u)" -ne 0 ]; then echo "check: run as root to install packages" >&2; exit 1; fi
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -q
+  apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+
+# Debian's python3 (with dbusmock) first, whatever shims PATH has.
+export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:$PATH
+
+builddir=${BUILDDIR:-$top/build}
+asandir=${ASANDIR:-$top/build-asan}
+
+# 2. Main build: every component, warnings are errors.
+if [ ! -f "$builddir/build.ninja" ]; then
+  meson setup "$builddir" -Dwerror=true -Dbuildtype=debugoptimized
+else
+  meson configure "$builddir" -Dwerror=true >/dev/null
+fi
+ninja -C "$builddir"
+
+# 3. Sanitizer build of the pure layers (model + kernel fixture).
+if [ ! -f "$asandir/build.ninja" ]; then
+  meson setup "$asandir" -Dwerror=true -Db_sanitize=address,undefined \
+    -Db_lundef=false -Dcomponents=model,fixture
+fi
+ninja -C "$asandir"
+
+status=0
+meson test -C "$builddir" --print-errorlogs --num-processes 2 "$@" || status=1
+UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+  meson test -C "$asandir" --print-errorlogs --suite model "$@" || status=1
+
+# The plain closing line CI reads, summed over both runs.
+python3 - "$builddir" "$asandir" <<'PY'
+import json, sys, os
+passed = failed = skipped = 0
+for d in sys.argv[1:]:
+    path = os.path.join(d, "meson-logs", "testlog.json")
+    if not os.path.exists(path):
+        continue
+    for line in open(path):
+        r = json.loads(line).get("result")
+        if r == "OK" or r == "EXPECTEDFAIL": passed += 1
+        elif r == "SKIP": skipped += 1
+        else: failed += 1
+# A skipped test is a failure here: CI must not pass on skipped work.
+print(f"{passed} passed, {failed + skipped} failed")
+PY
+exit $status

@@ -6,19 +6,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 top=$PWD
 
-# 1. Packages: install only what is missing (apt-get update once, if needed).
-mapfile -t pkgs < <(grep -v '^\s*#' tests/debian-packages.txt | awk 'NF{print $1}')
-missing=()
-for p in "${pkgs[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
-done
-if ((${#missing[@]})); then
-  echo "check: installing ${missing[*]}"
-  if [ "$(id -u)" -ne 0 ]; then echo "check: run as root to install packages" >&2; exit 1; fi
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update -q
-  apt-get install -y -q --no-install-recommends "${missing[@]}"
-fi
+# 1. Packages: install only what is missing.
+tests/install-deps.sh
 
 # Debian's python3 (with dbusmock) first, whatever shims PATH has.
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:$PATH

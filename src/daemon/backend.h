@@ -1,0 +1,71 @@
+/* backend.h: the one small interface between the service and the place where
+ * tags really live (the ptags LSM's attr files, or BPF task storage).
+ *
+ * A backend reads and applies already-validated, already-authorized changes
+ * and reports errno-level failures; it never decides about authorization.
+ * Container-ID operations will be appended to PtagsBackendOps later; backends
+ * must zero-initialise their ops table so new members default to NULL
+ * ("not supported"). */
+#pragma once
+
+#include <gio/gio.h>
+#include <sys/types.h>
+
+#include "ptags-model.h"
+
+typedef struct _PtagsBackend PtagsBackend;
+
+/* Called by find() once per process holding a matching tag. @tags is
+ * borrowed for the duration of the call only. */
+typedef void (*PtagsFoundFunc)(pid_t pid, const ptags_set *tags, void *user_data);
+
+typedef struct {
+        /* The Backend D-Bus property: "ptags-lsm", "bpf-lsm" or "bpf-tracepoint". */
+        const char *name;
+        /* Longest command line (without '\n') it can apply; 0 = no limit.
+         * ptags-lsm: PTAGS_WRITE_MAX - 1, as one kernel write is one page. */
+        size_t max_line;
+        /* Read the tags of the process pinned by @pidfd (pid @pid).
+         * 0 and *out (transfer full: ptags_set_free), or -errno. */
+        int (*read)(PtagsBackend *b, int pidfd, pid_t pid, ptags_set **out);
+        /* Apply every change of @plan, all or nothing: 0, or -errno with the
+         * target's tags as they were before the call. */
+        int (*apply)(PtagsBackend *b, int pidfd, pid_t pid, const ptags_plan *plan);
+        /* Call @cb for every live process holding a tag that matches the
+         * validated @pattern (empty = any tag). 0 or -errno. */
+        int (*find)(PtagsBackend *b, const char *pattern, size_t len, PtagsFoundFunc cb,
+                    void *user_data);
+        /* Release everything; @b is invalid afterwards. */
+        void (*free)(PtagsBackend *b);
+} PtagsBackendOps;
+
+/* Backends embed this as their first member. */
+struct _PtagsBackend {
+        const PtagsBackendOps *ops;
+};
+
+/* The patched-kernel backend: /proc/PID/attr/ptags, or DIR/PID/attr/ptags
+ * when @proc_root is non-NULL (tests). (transfer full: ops->free) */
+PtagsBackend *ptags_backend_lsm_new(const char *proc_root, GError **error);
+
+#ifdef HAVE_BPF_BACKEND
+/* The stock-kernel backend, in backend-bpf.c. (transfer full: ops->free) */
+PtagsBackend *ptags_backend_bpf_new(GError **error);
+#endif
+
+/* Convenience wrappers, so callers never touch ops directly. */
+static inline int ptags_backend_read(PtagsBackend *b, int pidfd, pid_t pid, ptags_set **out)
+{
+        return b->ops->read(b, pidfd, pid, out);
+}
+
+static inline int ptags_backend_apply(PtagsBackend *b, int pidfd, pid_t pid, const ptags_plan *plan)
+{
+        return b->ops->apply(b, pidfd, pid, plan);
+}
+
+static inline void ptags_backend_free(PtagsBackend *b)
+{
+        if (b != NULL)
+                b->ops->free(b);
+}

@@ -112,7 +112,10 @@ bool ptags_set_matches(const ptags_set *s, const char *pat, size_t len, bool kep
 /* Parse the kernel's read format: zero or more lines "[@]TAG[=VALUE]\n".
  * Rejects bad tags/values, duplicates, unsorted input, a missing final
  * newline and more than PTAGS_MAX_TAGS lines. On error *out is untouched and
- * *err_offset (may be NULL) gets the byte offset of the bad line.
+ * *err_offset (may be NULL) gets the byte offset of the bad line. Errors:
+ * INVALID_TAG (bad tag, duplicate or out of order), INVALID_VALUE (bad value,
+ * or "TAG=" which the kernel never prints), INVALID_COMMAND (no final
+ * newline), TOO_MANY_TAGS. Whatever parses prints back byte for byte.
  * (transfer full: *out) */
 ptags_result ptags_set_parse(const char *buf, size_t len, ptags_set **out, size_t *err_offset);
 /* Print in the kernel's read format. Returns a malloc'd NUL-terminated
@@ -173,15 +176,32 @@ typedef struct {
         size_t value_len;
 } ptags_cmd;
 
-/* Parse one line WITHOUT its trailing '\n' (a '\n' inside is invalid).
- * Validates tag, pattern and value per command. */
+/* Parse one line WITHOUT its trailing '\n' (a '\n' inside, even in a '#'
+ * comment, is INVALID_COMMAND). Validates tag, pattern and value per
+ * command. Decisions beyond KERNEL.md's table:
+ * - the first byte must be '+', '-', '!', '?' or '#' (or the line empty),
+ *   else INVALID_COMMAND; '@' right after '+', '-' or '?' selects the keep
+ *   form ("!@x" is the tag "@x", hence INVALID_TAG);
+ * - where a single tag is required (+TAG, the TAG of !TAG=VALUE): an empty
+ *   tag is INVALID_COMMAND (bare '+', "!", "!=v"), any '*' in it is
+ *   INVALID_PATTERN ("+app:*"), other grammar errors INVALID_TAG;
+ * - where a pattern is allowed (+@ - -@ ? ?@): empty means every (kept)
+ *   tag; without '*' the pattern is an exact tag (errors: INVALID_TAG);
+ *   with '*' it must be "PREFIX:*" (errors: INVALID_PATTERN);
+ * - +@TAG (exact) adds TAG if missing and sets keep; +@PREFIX:* and bare
+ *   "+@" only set keep on existing matches;
+ * - a bad value is INVALID_VALUE; "!TAG=" and "!TAG" both clear. */
 ptags_result ptags_cmd_parse(const char *line, size_t len, ptags_cmd *out);
 
 /* Apply one parsed command to @target as the kernel does, checking rights
  * against @w (NULL = unrestricted). No-ops succeed without rights; global
  * forms act where allowed and silently skip the rest; a new tag beyond
  * PTAGS_MAX_TAGS fails with TOO_MANY_TAGS before permissions. On failure
- * @target is unchanged. */
+ * @target is unchanged. Free no-ops: re-adding a present tag, +@ on a kept
+ * tag, removing an absent tag, -@ on a tag without keep (or absent), and
+ * setting the value a tag already holds. An exact tag the writer may not
+ * change is NOT_PERMITTED; '!' on a missing tag is NO_SUCH_TAG before any
+ * rights check. */
 ptags_result ptags_cmd_apply(ptags_set *target, const ptags_cmd *cmd, const ptags_writer *w);
 
 /* The kernel's write(2) on /proc/PID/attr/ptags: @buf is cut to
@@ -224,7 +244,12 @@ typedef struct {
  * order against the evolving set) and the resulting set. Opaque. */
 typedef struct ptags_plan ptags_plan;
 
-/* Build a plan from @n lines (each WITHOUT '\n'; @lens may be NULL for
+/* Changes are recorded in order, one per affected tag, so a tag added and
+ * then removed in one batch gives two changes; '?' lines see the evolving
+ * copy and a failing one is NO_SUCH_TAG at its line. Global forms expand to
+ * every match (ptags_plan_check_rights then needs a right for each; unlike
+ * the kernel, an atomic batch never skips silently).
+ * Build a plan from @n lines (each WITHOUT '\n'; @lens may be NULL for
  * NUL-terminated lines) against @current. Rights are NOT checked (the
  * daemon authorizes each change); every other rule is (grammar, ENOENT,
  * query preconditions, 4000 tags). On failure returns the error, sets
@@ -248,6 +273,18 @@ ptags_result ptags_plan_check_rights(const ptags_plan *p, const ptags_writer *w,
  * snprintf), so a buffer of PTAGS_MAX_LINE_LEN always suffices. */
 #define PTAGS_MAX_LINE_LEN (2u + PTAGS_MAX_TAG_LEN + 1u + PTAGS_MAX_VALUE_LEN + 1u)
 size_t ptags_change_format(const ptags_change *c, bool inverse, char *buf, size_t size);
+
+/* How many kernel lines undo @c: 2 for a REMOVE of a tag that had a value
+ * ("+@TAG" or "+TAG" restores the tag and its keep flag, then "!TAG=OLD"),
+ * 1 otherwise. To undo a whole plan, run the undo lines of its changes from
+ * the last change to the first, each change's lines in index order.
+ * ptags_change_format(c, true, ...) is the same as undo line 0.
+ * Since: 0.1 (added with the atomic batches). */
+size_t ptags_change_undo_count(const ptags_change *c);
+/* The @index-th undo line of @c (0 <= index < ptags_change_undo_count),
+ * formatted like ptags_change_format; returns 0 (and writes "" when @size
+ * allows) for an index past the last line. */
+size_t ptags_change_format_undo(const ptags_change *c, size_t index, char *buf, size_t size);
 
 /* Atomic mode in one call: all lines succeed (rights checked against @w,
  * NULL = unrestricted) and @target becomes the result, or nothing changes

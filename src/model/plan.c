@@ -1,0 +1,238 @@
+/* plan.c: atomic batches (the D-Bus Apply): resolve every line against a
+ * working copy into a list of effective changes, authorize, then commit. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model-private.h"
+
+struct ptags_plan {
+        ptags_change *changes;
+        size_t count;
+        size_t cap;
+        ptags_set *result;
+        size_t line; /* the line being resolved, stamped on its changes */
+};
+
+static void change_clear(ptags_change *c)
+{
+        free((char *)c->tag);
+        free((char *)c->value);
+        free((char *)c->old_value);
+}
+
+void ptags_plan_free(ptags_plan *p)
+{
+        if (p == NULL)
+                return;
+        for (size_t i = 0; i < p->count; i++)
+                change_clear(&p->changes[i]);
+        free(p->changes);
+        ptags_set_free(p->result);
+        free(p);
+}
+
+static char *dup_bytes(const char *s, size_t len)
+{
+        char *d = malloc(len + 1);
+        if (d == NULL)
+                return NULL;
+        if (len > 0)
+                memcpy(d, s, len);
+        d[len] = '\0';
+        return d;
+}
+
+/* The sink of ptags_cmd_run: keep an owned copy of each change. */
+static ptags_result record_change(const ptags_change *c, void *ctx)
+{
+        ptags_plan *p = ctx;
+        if (p->count == p->cap) {
+                size_t cap = p->cap ? p->cap * 2 : 16;
+                if (cap > SIZE_MAX / sizeof(ptags_change))
+                        return PTAGS_E_NOMEM;
+                ptags_change *changes = realloc(p->changes, cap * sizeof(*changes));
+                if (changes == NULL)
+                        return PTAGS_E_NOMEM;
+                p->changes = changes;
+                p->cap = cap;
+        }
+        ptags_change copy = *c;
+        copy.line = p->line;
+        copy.tag = dup_bytes(c->tag, c->tag_len);
+        copy.value = dup_bytes(c->value, c->value_len);
+        copy.old_value = dup_bytes(c->old_value, c->old_value_len);
+        if (copy.tag == NULL || copy.value == NULL || copy.old_value == NULL) {
+                change_clear(&copy);
+                return PTAGS_E_NOMEM;
+        }
+        p->changes[p->count++] = copy;
+        return PTAGS_OK;
+}
+
+ptags_result ptags_plan_build(const ptags_set *current, const char *const *lines,
+                              const size_t *lens, size_t n, ptags_plan **out, size_t *failed_line)
+{
+        ptags_plan *p = calloc(1, sizeof(*p));
+        ptags_result r = PTAGS_E_NOMEM;
+
+        if (p != NULL)
+                p->result = ptags_set_copy(current);
+        if (p == NULL || p->result == NULL) {
+                ptags_plan_free(p);
+                if (failed_line)
+                        *failed_line = 0;
+                return PTAGS_E_NOMEM;
+        }
+        r = PTAGS_OK;
+        for (size_t i = 0; i < n && r == PTAGS_OK; i++) {
+                size_t len = lens ? lens[i] : strlen(lines[i]);
+                ptags_cmd cmd;
+                p->line = i;
+                r = ptags_cmd_parse(lines[i], len, &cmd);
+                if (r == PTAGS_OK)
+                        r = ptags_cmd_run(p->result, &cmd, NULL, record_change, p);
+        }
+        if (r != PTAGS_OK) {
+                if (failed_line)
+                        *failed_line = p->line;
+                ptags_plan_free(p);
+                return r;
+        }
+        *out = p;
+        return PTAGS_OK;
+}
+
+size_t ptags_plan_change_count(const ptags_plan *p)
+{
+        return p->count;
+}
+
+const ptags_change *ptags_plan_change_at(const ptags_plan *p, size_t i)
+{
+        return i < p->count ? &p->changes[i] : NULL;
+}
+
+const ptags_set *ptags_plan_result(const ptags_plan *p)
+{
+        return p->result;
+}
+
+ptags_result ptags_plan_check_rights(const ptags_plan *p, const ptags_writer *w, size_t *refused)
+{
+        for (size_t i = 0; i < p->count; i++) {
+                const ptags_change *c = &p->changes[i];
+                if (!ptags_rights_allow(w, c->action, c->tag, c->tag_len)) {
+                        if (refused)
+                                *refused = i;
+                        return PTAGS_E_NOT_PERMITTED;
+                }
+        }
+        return PTAGS_OK;
+}
+
+/* snprintf-like assembly of "<op><tag>[=<value>]". */
+static size_t format_line(const char *op, const ptags_change *c, const char *value,
+                          size_t value_len, bool with_value, char *buf, size_t size)
+{
+        size_t op_len = strlen(op);
+        size_t need = op_len + c->tag_len + (with_value ? 1 + value_len : 0);
+        if (size == 0)
+                return need;
+        char tmp_eq = '=';
+        const struct {
+                const char *s;
+                size_t len;
+        } part[] = {{op, op_len},
+                    {c->tag, c->tag_len},
+                    {&tmp_eq, with_value ? 1 : 0},
+                    {value, with_value ? value_len : 0}};
+        size_t off = 0;
+        for (size_t k = 0; k < sizeof(part) / sizeof(part[0]); k++) {
+                size_t room = size - 1 - off;
+                size_t n = part[k].len < room ? part[k].len : room;
+                if (n > 0)
+                        memcpy(buf + off, part[k].s, n);
+                off += n;
+        }
+        buf[off] = '\0';
+        return need;
+}
+
+size_t ptags_change_undo_count(const ptags_change *c)
+{
+        if (c->kind == PTAGS_CHANGE_REMOVE && c->old_value_len > 0)
+                return 2;
+        return 1;
+}
+
+size_t ptags_change_format(const ptags_change *c, bool inverse, char *buf, size_t size)
+{
+        if (inverse)
+                return ptags_change_format_undo(c, 0, buf, size);
+        switch (c->kind) {
+        case PTAGS_CHANGE_ADD:
+                return format_line("+", c, "", 0, false, buf, size);
+        case PTAGS_CHANGE_ADD_KEPT:
+        case PTAGS_CHANGE_SET_KEEP:
+                return format_line("+@", c, "", 0, false, buf, size);
+        case PTAGS_CHANGE_REMOVE:
+                return format_line("-", c, "", 0, false, buf, size);
+        case PTAGS_CHANGE_CLEAR_KEEP:
+                return format_line("-@", c, "", 0, false, buf, size);
+        case PTAGS_CHANGE_SET_VALUE:
+                return format_line("!", c, c->value, c->value_len, true, buf, size);
+        case PTAGS_CHANGE_CLEAR_VALUE:
+                return format_line("!", c, "", 0, false, buf, size);
+        }
+        return format_line("#", c, "", 0, false, buf, size);
+}
+
+size_t ptags_change_format_undo(const ptags_change *c, size_t index, char *buf, size_t size)
+{
+        if (index >= ptags_change_undo_count(c)) {
+                if (size > 0)
+                        buf[0] = '\0';
+                return 0;
+        }
+        switch (c->kind) {
+        case PTAGS_CHANGE_ADD:
+        case PTAGS_CHANGE_ADD_KEPT:
+                return format_line("-", c, "", 0, false, buf, size);
+        case PTAGS_CHANGE_SET_KEEP:
+                return format_line("-@", c, "", 0, false, buf, size);
+        case PTAGS_CHANGE_REMOVE:
+                /* "+@" brings back tag and keep flag in one line; then the value. */
+                if (index == 0)
+                        return format_line(c->old_keep ? "+@" : "+", c, "", 0, false, buf, size);
+                return format_line("!", c, c->old_value, c->old_value_len, true, buf, size);
+        case PTAGS_CHANGE_CLEAR_KEEP:
+                return format_line("+@", c, "", 0, false, buf, size);
+        case PTAGS_CHANGE_SET_VALUE:
+        case PTAGS_CHANGE_CLEAR_VALUE:
+                return format_line("!", c, c->old_value, c->old_value_len, c->old_value_len > 0,
+                                   buf, size);
+        }
+        return format_line("#", c, "", 0, false, buf, size);
+}
+
+ptags_result ptags_apply_atomic(ptags_set *target, const char *const *lines, const size_t *lens,
+                                size_t n, const ptags_writer *w, size_t *failed_line)
+{
+        ptags_plan *p;
+        size_t refused;
+        ptags_result r = ptags_plan_build(target, lines, lens, n, &p, failed_line);
+
+        if (r != PTAGS_OK)
+                return r;
+        r = ptags_plan_check_rights(p, w, &refused);
+        if (r != PTAGS_OK) {
+                if (failed_line)
+                        *failed_line = p->changes[refused].line;
+                ptags_plan_free(p);
+                return r;
+        }
+        ptags_set_swap(target, p->result);
+        ptags_plan_free(p);
+        return PTAGS_OK;
+}

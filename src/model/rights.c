@@ -18,10 +18,11 @@ static bool holds_right(const ptags_set *tags, const char *tag, size_t len, cons
         if (!ptags_tag_is_rights(tag, len) &&
             ptags_set_has_pieces(tags, "ptags", 5, suffix, right_len + 1, "", 0))
                 return true;
-        for (size_t i = 1; i <= len; i++) {
+        for (size_t i = 0; i <= len; i++) {
                 if (i < len && tag[i] != ':')
                         continue;
-                /* P = tag[0..i): the whole tag or a field prefix. */
+                /* P = tag[0..i): the whole tag or a field prefix, possibly
+                 * empty (":x::a" has the prefixes "", ":x" and ":x:"). */
                 if (ptags_set_has_pieces(tags, "ptags:", 6, tag, i, suffix, right_len + 1))
                         return true;
         }

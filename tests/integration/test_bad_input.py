@@ -1,0 +1,190 @@
+# test_bad_input.py: a table of bad inputs, each answered with its exact
+# named error while the daemon stays up and no process's tags change.
+#
+# Bad UTF-8 cannot be tested over D-Bus: the bus itself refuses strings that
+# are not valid UTF-8 (the sender is disconnected before ptagsd sees them).
+
+import os
+import unittest
+
+from ptags_harness import PtagsTestCase
+
+INVALID_ARGS = "org.freedesktop.DBus.Error.InvalidArgs"
+LONG_TAG = "a" * 4001
+LONG_VALUE = "v" * 32701
+
+
+def rows_bad_tags(t):
+    rows = []
+    for tag, why in [
+        ("", "empty"), (LONG_TAG, "4001 bytes"), ("a\x01b", "control byte 0x01"),
+        ("a\x1fb", "control byte 0x1f"), ("a\tb", "tab"), ("a\nb", "newline"),
+        ("a\x7fb", "DEL 0x7f"), ("a=b", "'='"), ("@a", "starts with '@'"),
+        ("a:", "ends with ':'"), ("ptags:app:del", "bad rights field"),
+        ("ptags:x", "bad rights field (one field)"),
+    ]:
+        rows.append(("AddTag %s" % why, "AddTag", "usb", [t, tag, False], "InvalidTag"))
+    # A '*' where a tag is required reads as a misplaced pattern (the model's
+    # InvalidPattern), in method arguments as in lines.
+    rows.append(("AddTag '*' inside", "AddTag", "usb", [t, "a*b", False], "InvalidPattern"))
+    # "app:a=x" must not be smuggled into the line "!app:a=x=y".
+    rows.append(("SetValue tag with '='", "SetValue", "uss", [t, "app:a=x", "y"], "InvalidTag"))
+    rows.append(("Apply +bad tag ending ':'", "Apply", "uas", [t, ["+app:"]], "InvalidTag"))
+    # An exact pattern is a tag: a bad one is InvalidTag (as in the model).
+    rows.append(("Apply +@ with '@' start", "Apply", "uas", [t, ["+@@x"]], "InvalidTag"))
+    rows.append(("RemoveTag '@' start", "RemoveTag", "us", [t, "@app:a"], "InvalidTag"))
+    return rows
+
+
+def rows_bad_values(t):
+    rows = []
+    for value, why in [(LONG_VALUE, "32701 bytes"), ("v\x01", "control byte"),
+                       ("v\x7f", "DEL"), ("v\nw", "newline"), ("v\tw", "tab")]:
+        rows.append(("SetValue %s" % why, "SetValue", "uss", [t, "app:a", value],
+                     "InvalidValue"))
+    rows.append(("Apply !tag=control", "Apply", "uas", [t, ["!app:a=x\x02"]], "InvalidValue"))
+    return rows
+
+
+def rows_bad_patterns(t):
+    rows = []
+    for pattern in ["a*", "*", "a:*:b", "a:**", ":*x"]:
+        rows.append(("RemoveTag %r" % pattern, "RemoveTag", "us", [t, pattern],
+                     "InvalidPattern"))
+    rows += [
+        ("HasTag a*", "HasTag", "us", [t, "a*"], "InvalidPattern"),
+        ("FindTagged a:*:b", "FindTagged", "s", ["a:*:b"], "InvalidPattern"),
+        ("SetKeep x*", "SetKeep", "usb", [t, "x*", True], "InvalidPattern"),
+        ("AddTag pattern", "AddTag", "usb", [t, "app:*", False], "InvalidPattern"),
+        ("SetValue pattern", "SetValue", "uss", [t, "app:*", "v"], "InvalidPattern"),
+    ]
+    return rows
+
+
+def rows_bad_lines(t):
+    return [
+        ("bare +", "Apply", "uas", [t, ["+"]], "InvalidCommand"),
+        ("unknown command x", "Apply", "uas", [t, ["x"]], "InvalidCommand"),
+        ("unknown command =", "Apply", "uas", [t, ["=a"]], "InvalidCommand"),
+        ("+PREFIX:*", "Apply", "uas", [t, ["+a:*"]], "InvalidPattern"),
+        ("!PATTERN=v", "Apply", "uas", [t, ["!a:*=v"]], "InvalidPattern"),
+        ("line with newline", "Apply", "uas", [t, ["+a\nb"]], "InvalidCommand"),
+        ("line with trailing newline", "Apply", "uas", [t, ["+a\n"]], "InvalidCommand"),
+        ("failing ? after good lines", "Apply", "uas", [t, ["+ok", "-app:a", "?app:*"]],
+         "NoSuchTag"),
+        ("! on a missing tag", "Apply", "uas", [t, ["!missing=v"]], "NoSuchTag"),
+        ("SetValue on a missing tag", "SetValue", "uss", [t, "missing", "v"], "NoSuchTag"),
+        ("? without match", "Apply", "uas", [t, ["?zz:*", "+new"]], "NoSuchTag"),
+    ]
+
+
+class BadInputTests(PtagsTestCase):
+    def setUp(self):
+        super().setUp()
+        self.target = self.world.spawn_target(unprivileged=True)
+        self.bystander = self.world.spawn_target()
+        self.assertOk(self.world.root_call(
+            "Apply", "uas", [self.target, ["+app:a", "!app:a=v", "+@k"]]))
+        self.assertOk(self.world.root_call("AddTag", "usb", [self.bystander, "by", False]))
+        self.signals = self.world.record_signals()
+
+    def snapshot(self):
+        return {pid: self.world.get_tags(pid) for pid in (self.target, self.bystander)}
+
+    def run_rows(self, rows, fds_for=None):
+        before = self.snapshot()
+        for label, method, sig, args, error in rows:
+            with self.subTest(label):
+                fds = fds_for(label) if fds_for else ()
+                try:
+                    reply = self.world.root_call(method, sig, args, fds=fds)
+                finally:
+                    for fd in fds:
+                        os.close(fd)
+                self.assertError(reply, error)
+                self.assertTrue(self.world.daemon_alive(), "ptagsd died on: %s" % label)
+                self.assertEqual(self.snapshot(), before, "tags changed by: %s" % label)
+        self.assertEqual(self.signals.drain(0.2), [], "a failed call was signalled")
+        # The daemon still works (a change, on the bystander: the target
+        # may be full).
+        self.assertOk(self.world.root_call("AddTag", "usb", [self.bystander, "after", False]))
+        self.assertIn(("after", False, ""), self.world.get_tags(self.bystander))
+
+    def test_bad_tags(self):
+        self.run_rows(rows_bad_tags(self.target))
+
+    def test_bad_values(self):
+        self.run_rows(rows_bad_values(self.target))
+
+    def test_bad_patterns(self):
+        self.run_rows(rows_bad_patterns(self.target))
+
+    def test_bad_lines(self):
+        self.run_rows(rows_bad_lines(self.target))
+
+    def test_value_longer_than_a_kernel_page(self):
+        # Valid (32700 bytes) but one kernel write is one page: NotSupported
+        # on ptags-lsm, as the interface documents.
+        self.run_rows([("32700-byte value", "SetValue", "uss",
+                        [self.target, "app:a", "v" * 32700], "NotSupported")])
+
+    def test_bad_pids(self):
+        dead = self.world.dead_pid()
+        self.run_rows([
+            ("GetTags dead pid", "GetTags", "u", [dead], "NoSuchProcess"),
+            ("AddTag dead pid", "AddTag", "usb", [dead, "x", False], "NoSuchProcess"),
+            ("Apply dead pid", "Apply", "uas", [dead, ["+x"]], "NoSuchProcess"),
+            ("HasTag pid 2^31-1", "HasTag", "us", [2**31 - 1, "x"], "NoSuchProcess"),
+            ("AddTag pid 2^31-1", "AddTag", "usb", [2**31 - 1, "x", False], "NoSuchProcess"),
+            ("GetTags pid 2^32-1", "GetTags", "u", [2**32 - 1], "NoSuchProcess"),
+            ("SetValue pid 2^32-1", "SetValue", "uss", [2**32 - 1, "x", "v"], "NoSuchProcess"),
+            ("GetPeerTags unknown unique name", "GetPeerTags", "s", [":1.99999"],
+             "NoSuchProcess"),
+            ("PeerHasTag unowned name", "PeerHasTag", "ss", ["org.example.Nobody", "x"],
+             "NoSuchProcess"),
+        ])
+
+    def test_bad_fds(self):
+        def fds_for(label):
+            if "file" in label:
+                return [os.open("/etc/hostname", os.O_RDONLY | os.O_CLOEXEC)]
+            pid = self.world.spawn_target()
+            pidfd = os.pidfd_open(pid)
+            self.world.kill(pid)  # exited and reaped: the pidfd outlives it
+            return [pidfd]
+
+        self.run_rows([
+            ("GetTagsFd on a file", "GetTagsFd", "h", [0], INVALID_ARGS),
+            ("ApplyFd on a file", "ApplyFd", "has", [0, ["+x"]], INVALID_ARGS),
+            ("GetTagsFd exited pidfd", "GetTagsFd", "h", [0], "NoSuchProcess"),
+            ("ApplyFd exited pidfd", "ApplyFd", "has", [0, ["+x"]], "NoSuchProcess"),
+        ], fds_for=fds_for)
+
+    def test_oversize_batches(self):
+        self.run_rows([
+            ("4097 lines", "Apply", "uas", [self.target, ["# c"] * 4097], "InvalidCommand"),
+            ("more than 1 MiB", "Apply", "uas",
+             [self.target, ["#" + "c" * 3999] * 263], "InvalidCommand"),
+            ("ApplyFd 4097 lines", "ApplyFd", "has", [0, ["+x"] * 4097], "InvalidCommand"),
+        ], fds_for=lambda label: [os.pidfd_open(self.target)] if "Fd" in label else [])
+
+    def test_too_many_tags(self):
+        # Fill the target to exactly 4000 tags in batches the daemon accepts.
+        have = len(self.world.get_tags(self.target))
+        names = ["t:%04d" % i for i in range(4000 - have)]
+        for i in range(0, len(names), 1000):
+            self.assertOk(self.world.root_call(
+                "Apply", "uas", [self.target, ["+" + n for n in names[i:i + 1000]]],
+                timeout_ms=60000))
+        self.assertEqual(len(self.world.get_tags(self.target)), 4000)
+        self.signals.drain(0.1)
+        self.signals.events.clear()
+        self.run_rows([
+            ("AddTag 4001st", "AddTag", "usb", [self.target, "one:more", False], "TooManyTags"),
+            ("Apply 4001st", "Apply", "uas", [self.target, ["-t:0000", "+x", "+y"]],
+             "TooManyTags"),
+        ])
+
+
+if __name__ == "__main__":
+    unittest.main()

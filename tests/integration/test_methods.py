@@ -1,0 +1,171 @@
+# test_methods.py: every org.ptags.Manager method over the bus: reads work
+# for anyone without polkit; each change succeeds, is denied or asks.
+#
+# Changes are made by an unprivileged caller (uid 0 skips polkit, so only a
+# non-root caller exercises authorization) on an unprivileged target.
+
+import unittest
+
+from ptags_harness import INTERACTIVE_REQUIRED, PtagsTestCase
+
+ADD = "org.ptags.tag.add"
+REMOVE = "org.ptags.tag.remove"
+SET_VALUE = "org.ptags.tag.set-value"
+RIGHTS = "org.ptags.rights.change"
+ALL_ACTIONS = [ADD, REMOVE, SET_VALUE, RIGHTS]
+
+
+class ReadMethodTests(PtagsTestCase):
+    def setUp(self):
+        super().setUp()
+        self.target = self.world.spawn_target(unprivileged=True)
+        self.assertOk(self.world.root_call(
+            "Apply", "uas", [self.target, ["+app:a", "+@app:b", "!app:a=x=y", "+other"]]))
+        self.expected = [("app:a", False, "x=y"), ("app:b", True, ""), ("other", False, "")]
+        self.world.polkit.clear_checks()
+
+    def test_reads_by_unprivileged_caller_need_no_polkit(self):
+        client = self.world.spawn_client()
+        got = self.assertOk(client.call("GetTags", "u", [self.target]))[0]
+        self.assertEqual([tuple(t) for t in got], self.expected)
+        got = self.assertOk(client.call("GetTagsFd", "h", [0], pidfd_of=self.target))[0]
+        self.assertEqual([tuple(t) for t in got], self.expected)
+        for pattern, want in [("app:a", True), ("app:*", True), ("@app:b", True),
+                              ("@app:a", False), ("app:c", False), ("", True),
+                              ("@app:*", True), ("nope:*", False)]:
+            with self.subTest(pattern=pattern):
+                self.assertEqual(
+                    self.assertOk(client.call("HasTag", "us", [self.target, pattern]))[0], want)
+        found = self.assertOk(client.call("FindTagged", "s", ["app:*"]))[0]
+        self.assertIn([self.target, [list(t) for t in self.expected]], found)
+        # Its own (empty) tags via pid 0.
+        self.assertEqual(self.assertOk(client.call("GetTags", "u", [0]))[0], [])
+        self.assertEqual(self.world.polkit.checks(), [],
+                         "a read must not consult polkit")
+
+    def test_properties(self):
+        self.assertEqual(self.world.get_property("Backend"), "ptags-lsm")
+        self.assertTrue(self.world.get_property("Version"))
+        self.assertEqual(self.world.get_property("MaxTags"), 4000)
+        self.assertEqual(self.world.get_property("MaxTagLength"), 4000)
+        self.assertEqual(self.world.get_property("MaxValueLength"), 32700)
+        features = self.world.get_property("Features")
+        for name in ("tags", "atomic-apply", "pidfd"):
+            self.assertIn(name, features)
+
+    def test_root_changes_skip_polkit(self):
+        self.world.polkit.clear_checks()
+        self.assertOk(self.world.root_call("AddTag", "usb", [self.target, "root:x", True]))
+        self.assertIn(("root:x", True, ""), self.world.get_tags(self.target))
+        self.assertEqual(self.world.polkit.checks(), [], "uid 0 must not need polkit")
+
+
+class ChangeMethodTests(PtagsTestCase):
+    """For each change: denied, challenge without and with interaction, then
+    allowed; the target changes only on the allowed call."""
+
+    def setUp(self):
+        super().setUp()
+        self.target = self.world.spawn_target(unprivileged=True)
+        self.assertOk(self.world.root_call(
+            "Apply", "uas", [self.target, ["+app:a", "+app:b", "!app:b=old"]]))
+        self.client = self.world.spawn_client()
+
+    def check_authorization_paths(self, method, sig, args, action, expect_after,
+                                  pidfd_of=None):
+        polkit = self.world.polkit
+        before = self.world.get_tags(self.target)
+        kw = {"pidfd_of": pidfd_of} if pidfd_of else {}
+
+        polkit.clear_checks()
+        self.assertError(self.client.call(method, sig, args, **kw), "NotAuthorized")
+        self.assertEqual(self.world.get_tags(self.target), before)
+        checks = polkit.checks()
+        self.assertTrue(checks, "a denied change must have asked polkit")
+        self.assertEqual({c["action"] for c in checks}, {action})
+        for c in checks:
+            self.assertEqual(c["subject_kind"], "system-bus-name")
+            self.assertEqual(c["subject"].get("name"), self.client.unique_name)
+            self.assertEqual(c["flags"] & 1, 0, "interaction was not allowed by the caller")
+
+        polkit.set_challenge([action])
+        self.assertError(self.client.call(method, sig, args, **kw), INTERACTIVE_REQUIRED)
+        self.assertEqual(self.world.get_tags(self.target), before)
+
+        polkit.clear_checks()
+        polkit.set_interactive_answer(False)
+        self.assertError(self.client.call(method, sig, args, interactive=True, **kw),
+                         "NotAuthorized")
+        self.assertEqual(self.world.get_tags(self.target), before)
+        self.assertTrue(all(c["flags"] & 1 for c in polkit.checks()),
+                        "the caller's interactive flag must reach polkit")
+
+        polkit.set_challenge([])
+        polkit.set_allowed([action])
+        self.assertOk(self.client.call(method, sig, args, **kw))
+        self.assertEqual(self.world.get_tags(self.target), expect_after)
+
+    def test_add_tag(self):
+        self.check_authorization_paths(
+            "AddTag", "usb", [self.target, "app:new", True], ADD,
+            [("app:a", False, ""), ("app:b", False, "old"), ("app:new", True, "")])
+
+    def test_add_rights_tag(self):
+        self.check_authorization_paths(
+            "AddTag", "usb", [self.target, "ptags:app:add", False], RIGHTS,
+            [("app:a", False, ""), ("app:b", False, "old"), ("ptags:app:add", False, "")])
+
+    def test_remove_tag(self):
+        self.check_authorization_paths(
+            "RemoveTag", "us", [self.target, "app:b"], REMOVE, [("app:a", False, "")])
+
+    def test_remove_pattern(self):
+        self.check_authorization_paths("RemoveTag", "us", [self.target, "app:*"], REMOVE, [])
+
+    def test_set_value(self):
+        self.check_authorization_paths(
+            "SetValue", "uss", [self.target, "app:a", "v=1 ü"], SET_VALUE,
+            [("app:a", False, "v=1 ü"), ("app:b", False, "old")])
+
+    def test_clear_value(self):
+        self.check_authorization_paths(
+            "SetValue", "uss", [self.target, "app:b", ""], SET_VALUE,
+            [("app:a", False, ""), ("app:b", False, "")])
+
+    def test_set_keep(self):
+        self.check_authorization_paths(
+            "SetKeep", "usb", [self.target, "app:*", True], ADD,
+            [("app:a", True, ""), ("app:b", True, "old")])
+
+    def test_clear_keep(self):
+        self.assertOk(self.world.root_call("SetKeep", "usb", [self.target, "app:a", True]))
+        self.check_authorization_paths(
+            "SetKeep", "usb", [self.target, "app:a", False], REMOVE,
+            [("app:a", False, ""), ("app:b", False, "old")])
+
+    def test_apply(self):
+        self.check_authorization_paths(
+            "Apply", "uas", [self.target, ["+app:c"]], ADD,
+            [("app:a", False, ""), ("app:b", False, "old"), ("app:c", False, "")])
+
+    def test_apply_fd(self):
+        self.check_authorization_paths(
+            "ApplyFd", "has", [0, ["-app:a"]], REMOVE, [("app:b", False, "old")],
+            pidfd_of=self.target)
+
+    def test_apply_needs_every_action(self):
+        """A batch touching three actions is refused while one is denied."""
+        polkit = self.world.polkit
+        lines = ["+app:c", "-app:a", "!app:b=new"]
+        before = self.world.get_tags(self.target)
+        polkit.set_allowed([ADD, REMOVE])
+        self.assertError(self.client.call("Apply", "uas", [self.target, lines]), "NotAuthorized")
+        self.assertEqual(self.world.get_tags(self.target), before)
+        polkit.set_allowed([ADD, REMOVE, SET_VALUE])
+        self.assertOk(self.client.call("Apply", "uas", [self.target, lines]))
+        self.assertEqual(self.world.get_tags(self.target),
+                         [("app:b", False, "new"), ("app:c", False, "")])
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,110 @@
+# test_peers.py: the lookups that resolve a process for the caller: a bus
+# peer (GetPeerTags, PeerHasTag), every tagged process (FindTagged) and
+# pidfds (GetTagsFd, ApplyFd), each checked to hit the right process.
+
+import os
+import unittest
+
+from ptags_harness import PtagsTestCase
+
+
+class PeerTests(PtagsTestCase):
+    def setUp(self):
+        super().setUp()
+        self.peer = self.world.spawn_client()  # an unprivileged bus peer
+        self.other = self.world.spawn_client(unprivileged=False)
+        self.assertOk(self.world.root_call(
+            "Apply", "uas", [self.peer.pid, ["+app:camera", "+@app:mic", "!app:mic=front"]]))
+        self.assertOk(self.world.root_call("AddTag", "usb", [self.other.pid, "web:x", False]))
+
+    def test_get_peer_tags(self):
+        want = [["app:camera", False, ""], ["app:mic", True, "front"]]
+        # Asked by root and by another unprivileged peer: both work.
+        got = self.assertOk(self.world.root_call("GetPeerTags", "s", [self.peer.unique_name]))
+        self.assertEqual(got[0], want)
+        got = self.assertOk(self.other.call("GetPeerTags", "s", [self.peer.unique_name]))
+        self.assertEqual(got[0], want)
+        got = self.assertOk(self.peer.call("GetPeerTags", "s", [self.other.unique_name]))
+        self.assertEqual(got[0], [["web:x", False, ""]])
+
+    def test_peer_has_tag(self):
+        name = self.peer.unique_name
+        for pattern, want in [("app:camera", True), ("app:*", True), ("@app:mic", True),
+                              ("@app:camera", False), ("web:x", False), ("", True)]:
+            with self.subTest(pattern=pattern):
+                got = self.assertOk(self.other.call("PeerHasTag", "ss", [name, pattern]))
+                self.assertEqual(got[0], want)
+        self.assertTrue(self.assertOk(self.peer.call(
+            "PeerHasTag", "ss", [self.other.unique_name, "web:*"]))[0])
+
+    def test_peer_gone(self):
+        name = self.peer.unique_name
+        self.world.kill(self.peer.pid)
+        # The bus notices the disconnect asynchronously; the answer must then
+        # be NoSuchProcess, never another process's tags.
+        reply = self.world.root_call("GetPeerTags", "s", [name])
+        if reply.ok:
+            self.fail("a gone peer returned tags: %r" % (reply,))
+        self.assertError(reply, "NoSuchProcess")
+
+    def test_find_tagged(self):
+        t1 = self.world.spawn_target(unprivileged=True)
+        t2 = self.world.spawn_target()
+        self.assertOk(self.world.root_call("AddTag", "usb", [t1, "app:camera", True]))
+        self.assertOk(self.world.root_call("Apply", "uas", [t2, ["+app:other", "+zz"]]))
+        found = self.assertOk(self.other.call("FindTagged", "s", ["app:camera"]))[0]
+        self.assertEqual(sorted(p for p, _ in found), sorted([self.peer.pid, t1]))
+        self.assertEqual([p for p, _ in found], sorted(p for p, _ in found), "sorted by pid")
+        by_pid = dict((p, tags) for p, tags in found)
+        self.assertEqual(by_pid[t1], [["app:camera", True, ""]])
+        found = self.assertOk(self.other.call("FindTagged", "s", ["app:*"]))[0]
+        self.assertEqual(sorted(p for p, _ in found), sorted([self.peer.pid, t1, t2]))
+        found = self.assertOk(self.other.call("FindTagged", "s", ["@app:*"]))[0]
+        self.assertEqual(sorted(p for p, _ in found), sorted([self.peer.pid, t1]))
+        self.assertEqual(self.assertOk(self.other.call("FindTagged", "s", ["none:*"]))[0], [])
+        self.world.kill(t1)
+        found = self.assertOk(self.other.call("FindTagged", "s", ["app:camera"]))[0]
+        self.assertEqual([p for p, _ in found], [self.peer.pid], "an exited process is gone")
+
+
+class PidfdTests(PtagsTestCase):
+    def setUp(self):
+        super().setUp()
+        self.t1 = self.world.spawn_target(unprivileged=True)
+        self.t2 = self.world.spawn_target(unprivileged=True)
+        self.assertOk(self.world.root_call("AddTag", "usb", [self.t1, "one", False]))
+        self.assertOk(self.world.root_call("AddTag", "usb", [self.t2, "two", False]))
+
+    def test_get_tags_fd(self):
+        fd = os.pidfd_open(self.t2)
+        try:
+            got = self.assertOk(self.world.root_call("GetTagsFd", "h", [0], fds=[fd]))
+        finally:
+            os.close(fd)
+        self.assertEqual(got[0], [["two", False, ""]])
+        client = self.world.spawn_client()
+        got = self.assertOk(client.call("GetTagsFd", "h", [0], pidfd_of=self.t1))
+        self.assertEqual(got[0], [["one", False, ""]])
+
+    def test_apply_fd_targets_the_right_process(self):
+        fd = os.pidfd_open(self.t2)
+        try:
+            self.assertOk(self.world.root_call("ApplyFd", "has", [0, ["+fd:x", "!two=v"]],
+                                               fds=[fd]))
+        finally:
+            os.close(fd)
+        self.assertEqual(self.world.get_tags(self.t2), [("fd:x", False, ""), ("two", False, "v")])
+        self.assertEqual(self.world.get_tags(self.t1), [("one", False, "")])
+
+        client = self.world.spawn_client()
+        self.world.polkit.set_allowed(["org.ptags.tag.remove"])
+        self.world.polkit.clear_checks()
+        self.assertOk(client.call("ApplyFd", "has", [0, ["-one"]], pidfd_of=self.t1))
+        self.assertEqual(self.world.get_tags(self.t1), [])
+        self.assertEqual(self.world.get_tags(self.t2), [("fd:x", False, ""), ("two", False, "v")])
+        checks = self.world.polkit.checks()
+        self.assertEqual([c["details"].get("pid") for c in checks], [str(self.t1)])
+
+
+if __name__ == "__main__":
+    unittest.main()

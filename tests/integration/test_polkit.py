@@ -1,0 +1,211 @@
+# test_polkit.py: what ptagsd asks polkit (action ids, details), and how it
+# behaves when polkit hangs, is slow or is absent.
+#
+# The polkit mock records every CheckAuthorization, so the details an
+# administrator's rules would see are checked exactly.
+
+import time
+import unittest
+
+from ptags_harness import PtagsTestCase
+
+ADD = "org.ptags.tag.add"
+REMOVE = "org.ptags.tag.remove"
+SET_VALUE = "org.ptags.tag.set-value"
+RIGHTS = "org.ptags.rights.change"
+NOBODY = 65534
+
+
+class PolkitDetailsTests(PtagsTestCase):
+    def setUp(self):
+        super().setUp()
+        self.target = self.world.spawn_target(unprivileged=True)
+        self.assertOk(self.world.root_call("Apply", "uas", [self.target, ["+app:a", "+@app:b"]]))
+        self.client = self.world.spawn_client()
+        self.world.polkit.clear_checks()
+
+    def only_check(self):
+        checks = self.world.polkit.checks()
+        self.assertEqual(len(checks), 1, "expected exactly one polkit check: %r" % checks)
+        check = checks[0]
+        self.assertEqual(check["subject_kind"], "system-bus-name")
+        self.assertEqual(check["subject"]["name"], self.client.unique_name)
+        return check
+
+    def assertDetails(self, details, **want):
+        for key, value in want.items():
+            key = key.replace("_", "-")
+            self.assertIn(key, details, "detail %s missing from %r" % (key, details))
+            self.assertEqual(details[key], value, "detail %s" % key)
+
+    def test_add_details(self):
+        self.assertError(self.client.call("AddTag", "usb", [self.target, "app:cam:front", True]),
+                         "NotAuthorized")
+        check = self.only_check()
+        self.assertEqual(check["action"], ADD)
+        self.assertDetails(check["details"], tag="app:cam:front", prefix="app", keep="true",
+                           pid=str(self.target), target_uid=str(NOBODY), self="false",
+                           caller_holds_right="false")
+        self.assertEqual(check["details"].get("target-comm"), "sleep")
+
+    def test_remove_details_per_matching_tag(self):
+        self.assertError(self.client.call("RemoveTag", "us", [self.target, "app:*"]),
+                         "NotAuthorized")
+        checks = self.world.polkit.checks()
+        self.assertTrue(checks)
+        self.assertEqual({c["action"] for c in checks}, {REMOVE})
+        # Denial of the first may stop the rest, but each check names one tag.
+        for c in checks:
+            self.assertIn(c["details"]["tag"], ("app:a", "app:b"))
+            self.assertDetails(c["details"], prefix="app", pid=str(self.target), self="false")
+        self.world.polkit.set_allowed([REMOVE])
+        self.world.polkit.clear_checks()
+        self.assertOk(self.client.call("RemoveTag", "us", [self.target, "app:*"]))
+        tags = sorted(c["details"]["tag"] for c in self.world.polkit.checks())
+        self.assertEqual(tags, ["app:a", "app:b"], "every matching tag is authorized")
+
+    def test_set_value_details(self):
+        self.assertError(self.client.call("SetValue", "uss", [self.target, "app:a", "v=1"]),
+                         "NotAuthorized")
+        check = self.only_check()
+        self.assertEqual(check["action"], SET_VALUE)
+        self.assertDetails(check["details"], tag="app:a", prefix="app", value="v=1",
+                           pid=str(self.target), target_uid=str(NOBODY), self="false",
+                           caller_holds_right="false")
+
+    def test_rights_tag_uses_rights_action(self):
+        self.assertError(self.client.call("AddTag", "usb", [self.target, "ptags:app:add", False]),
+                         "NotAuthorized")
+        check = self.only_check()
+        self.assertEqual(check["action"], RIGHTS)
+        self.assertDetails(check["details"], tag="ptags:app:add", prefix="ptags", keep="false")
+
+    def test_caller_holds_right_for_itself(self):
+        # The caller holds ptags:app:add: adding app:* to itself is a right it has.
+        self.assertOk(self.world.root_call("AddTag", "usb",
+                                           [self.client.pid, "ptags:app:add", False]))
+        self.world.polkit.set_allowed([ADD])
+        self.assertOk(self.client.call("AddTag", "usb", [0, "app:self", False]))
+        check = self.only_check()
+        self.assertEqual(check["action"], ADD)
+        self.assertDetails(check["details"], tag="app:self", prefix="app",
+                           pid=str(self.client.pid), target_uid=str(NOBODY), self="true",
+                           caller_holds_right="true")
+        self.assertIn(("app:self", False, ""), self.world.get_tags(self.client.pid))
+
+        # Outside the right (prefix other) it is false, even for itself.
+        self.world.polkit.clear_checks()
+        self.assertOk(self.client.call("AddTag", "usb", [self.client.pid, "web:x", False]))
+        self.assertDetails(self.only_check()["details"], self="true",
+                           caller_holds_right="false")
+
+        # Another process needs ptags:others too: false.
+        self.world.polkit.clear_checks()
+        self.assertOk(self.client.call("AddTag", "usb", [self.target, "app:other", False]))
+        self.assertDetails(self.only_check()["details"], self="false",
+                           caller_holds_right="false")
+
+        # With ptags:app:others as well, true for the other process.
+        self.assertOk(self.world.root_call("AddTag", "usb",
+                                           [self.client.pid, "ptags:app:others", False]))
+        self.world.polkit.clear_checks()
+        self.assertOk(self.client.call("AddTag", "usb", [self.target, "app:other2", False]))
+        self.assertDetails(self.only_check()["details"], self="false",
+                           caller_holds_right="true")
+
+
+class PolkitHangTests(PtagsTestCase):
+    def setUp(self):
+        super().setUp()
+        self.slow_target = self.world.spawn_target(unprivileged=True)
+        self.other_target = self.world.spawn_target(unprivileged=True)
+        self.assertOk(self.world.root_call("AddTag", "usb", [self.other_target, "app:x", False]))
+        self.slow = self.world.spawn_client()
+        self.fast = self.world.spawn_client()
+
+    def test_hanging_check_does_not_block_others(self):
+        polkit = self.world.polkit
+        polkit.set_hang([ADD])
+        polkit.set_allowed([ADD, REMOVE])
+        self.slow.send("AddTag", "usb", [self.slow_target, "app:slow", False])
+        polkit.wait_hanging(1)
+
+        # Reads and other changes by others are answered meanwhile.
+        started = time.monotonic()
+        got = self.assertOk(self.fast.call("GetTags", "u", [self.other_target], timeout=5))[0]
+        self.assertEqual([tuple(t) for t in got], [("app:x", False, "")])
+        self.assertOk(self.fast.call("RemoveTag", "us", [self.other_target, "app:x"], timeout=5))
+        self.assertOk(self.world.root_call("AddTag", "usb", [self.other_target, "root:y", False],
+                                           timeout_ms=5000))
+        self.assertEqual(self.world.get_tags(self.other_target), [("root:y", False, "")])
+        self.assertLess(time.monotonic() - started, 5)
+        self.assertFalse(self.slow.pending(0.2), "the hanging call must still wait")
+        self.assertEqual(self.world.get_tags(self.slow_target), [])
+
+        polkit.release()
+        self.assertOk(self.slow.receive(timeout=10))
+        self.assertEqual(self.world.get_tags(self.slow_target), [("app:slow", False, "")])
+
+    def test_target_exits_during_authorization(self):
+        polkit = self.world.polkit
+        polkit.set_hang([ADD])
+        polkit.set_allowed([ADD])
+        signals = self.world.record_signals()
+        self.slow.send("AddTag", "usb", [self.slow_target, "app:late", False])
+        polkit.wait_hanging(1)
+        self.world.kill(self.slow_target)
+        polkit.release()
+        self.assertError(self.slow.receive(timeout=10), "NoSuchProcess")
+        self.assertEqual(signals.drain(0.5), [], "nothing was changed, nothing signalled")
+        found = self.assertOk(self.world.root_call("FindTagged", "s", ["app:late"]))[0]
+        self.assertEqual(found, [], "the tag must not land on any process")
+        # The daemon keeps serving.
+        self.assertEqual(self.world.get_tags(self.other_target), [("app:x", False, "")])
+
+
+class PolkitTimeoutTests(PtagsTestCase):
+    world_options = {"polkit_timeout": 2}
+
+    def test_check_slower_than_timeout_is_denied(self):
+        target = self.world.spawn_target(unprivileged=True)
+        client = self.world.spawn_client()
+        self.world.polkit.set_hang([ADD])
+        self.world.polkit.set_allowed([ADD])
+        started = time.monotonic()
+        self.assertError(client.call("AddTag", "usb", [target, "app:x", False], timeout=15),
+                         "NotAuthorized")
+        self.assertLess(time.monotonic() - started, 8, "the polkit timeout was not honoured")
+        self.assertEqual(self.world.get_tags(target), [])
+        # A late "yes" must not apply the change afterwards.
+        self.world.polkit.release()
+        time.sleep(0.3)
+        self.assertEqual(self.world.get_tags(target), [])
+
+
+class PolkitAbsentTests(PtagsTestCase):
+    world_options = {"polkit": "none", "polkit_timeout": 3}
+
+    def test_changes_denied_reads_work(self):
+        target = self.world.spawn_target(unprivileged=True)
+        self.assertOk(self.world.root_call("AddTag", "usb", [target, "app:a", False]))
+        client = self.world.spawn_client()
+        for method, sig, args in [
+            ("AddTag", "usb", [target, "app:b", False]),
+            ("RemoveTag", "us", [target, "app:a"]),
+            ("SetValue", "uss", [target, "app:a", "v"]),
+            ("Apply", "uas", [target, ["+app:c"]]),
+        ]:
+            with self.subTest(method=method):
+                started = time.monotonic()
+                self.assertError(client.call(method, sig, args, timeout=15), "NotAuthorized")
+                self.assertLess(time.monotonic() - started, 6)
+        self.assertEqual(self.world.get_tags(target), [("app:a", False, "")])
+        got = self.assertOk(client.call("GetTags", "u", [target]))[0]
+        self.assertEqual([tuple(t) for t in got], [("app:a", False, "")])
+        self.assertTrue(self.assertOk(client.call("HasTag", "us", [target, "app:a"]))[0])
+        # Root still works without polkit.
+        self.assertOk(self.world.root_call("AddTag", "usb", [target, "app:root", False]))
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,562 @@
+# ptags_harness.py: a private world for each ptagsd integration test (temp
+# dir, private system-like bus, polkit stand-in, kernel fixture, ptagsd).
+#
+# Used by tests/integration (with the polkit mock) and by the deployment
+# tests (with their own bus policy and a real polkitd). Everything that is
+# started is stopped in World.stop(), which is safe to call after a partial
+# start and after failures; every wait has a deadline.
+#
+# Environment read at start (set by meson's test(env: ...)):
+#   PTAGSD            ptagsd executable (required)
+#   PTAGS_FIXTURE     ptags-kernel-fixture executable (required)
+#   PTAGS_SOURCE_ROOT source tree (optional; defaults to this file's ../..)
+# A missing executable is a test FAILURE (HarnessError), never a skip.
+#
+# Minimal use:
+#   class T(ptags_harness.PtagsTestCase):
+#       def test_x(self):
+#           pid = self.world.spawn_target()
+#           self.assertOk(self.world.root_call("AddTag", "usb", [pid, "a", False]))
+
+import json
+import os
+import select
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+import gi
+
+gi.require_version("Gio", "2.0")
+from gi.repository import Gio, GLib  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import ptags_client  # noqa: E402
+from ptags_client import Reply  # noqa: E402,F401  (re-exported for tests)
+
+PYTHON = "/usr/bin/python3"  # Debian's, with gi and dbusmock; never a shim
+LIB_DIR = os.path.dirname(os.path.abspath(__file__))
+NOBODY_UID = 65534
+NOBODY_GID = 65534
+POLKIT_NAME = "org.freedesktop.PolicyKit1"
+POLKIT_PATH = "/org/freedesktop/PolicyKit1/Authority"
+MOCK_IFACE = "org.freedesktop.DBus.Mock"
+ERROR_PREFIX = "org.ptags.Error."
+INTERACTIVE_REQUIRED = "org.freedesktop.DBus.Error.InteractiveAuthorizationRequired"
+
+# setpriv arguments that make a child an ordinary unprivileged user: no
+# supplementary groups, no inheritable or ambient capabilities.
+UNPRIVILEGED = [
+    "setpriv",
+    "--reuid=%d" % NOBODY_UID,
+    "--regid=%d" % NOBODY_GID,
+    "--clear-groups",
+    "--inh-caps=-all",
+]
+
+
+class HarnessError(AssertionError):
+    """The world could not be built or a bounded wait ran out. An
+    AssertionError, so unittest reports a FAILURE, never a skip."""
+
+
+def wait_until(predicate, timeout, what, interval=0.02):
+    """Poll @predicate until it returns a true value or @timeout seconds
+    pass (then HarnessError naming @what). Returns the value."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() >= deadline:
+            raise HarnessError("timed out after %.1fs waiting for %s" % (timeout, what))
+        time.sleep(interval)
+
+
+def default_bus_config(socket_path):
+    """A system-bus-like dbus-daemon config for tests: EXTERNAL auth on a
+    unix socket, any user may connect, own any name and send anything. The
+    real (restrictive) policy is tested separately by the deployment tests,
+    which pass their own config to World(bus_config=...)."""
+    return """<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
+ "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+<busconfig>
+  <type>system</type>
+  <listen>unix:path=%s</listen>
+  <auth>EXTERNAL</auth>
+  <policy context="default">
+    <allow user="*"/>
+    <allow own="*"/>
+    <allow send_type="method_call"/>
+    <allow send_type="signal"/>
+    <allow send_requested_reply="true" send_type="method_return"/>
+    <allow send_requested_reply="true" send_type="error"/>
+    <allow receive_type="method_call"/>
+    <allow receive_type="method_return"/>
+    <allow receive_type="error"/>
+    <allow receive_type="signal"/>
+  </policy>
+</busconfig>
+""" % socket_path
+
+
+class ClientProcess:
+    """A ptags_client.py subprocess (one bus connection, one pid) that makes
+    calls on request. Requests are answered in order; send() + receive()
+    let a test leave a call pending while others proceed."""
+
+    def __init__(self, popen, ready_timeout=10.0):
+        self.popen = popen
+        self._buf = b""
+        hello = self._read_line(ready_timeout, "client start")
+        if not hello.get("ready"):
+            raise HarnessError("client did not start: %r" % hello)
+        self.pid = hello["pid"]
+        self.unique_name = hello["unique_name"]
+
+    def _read_line(self, timeout, what):
+        deadline = time.monotonic() + timeout
+        fd = self.popen.stdout.fileno()
+        while b"\n" not in self._buf:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise HarnessError("timed out after %.1fs waiting for %s" % (timeout, what))
+            ready, _, _ = select.select([fd], [], [], left)
+            if ready:
+                chunk = os.read(fd, 65536)
+                if not chunk:
+                    raise HarnessError("client exited while waiting for %s" % what)
+                self._buf += chunk
+        line, self._buf = self._buf.split(b"\n", 1)
+        return json.loads(line)
+
+    def send(self, method, sig="", args=(), interactive=False, pidfd_of=None, file_fd=None,
+             timeout_ms=ptags_client.DEFAULT_TIMEOUT_MS):
+        req = {
+            "method": method,
+            "sig": sig,
+            "args": list(args),
+            "interactive": interactive,
+            "pidfd_of": pidfd_of,
+            "file_fd": file_fd,
+            "timeout_ms": timeout_ms,
+        }
+        self.popen.stdin.write((json.dumps(req) + "\n").encode())
+        self.popen.stdin.flush()
+
+    def pending(self, wait=0.0):
+        """True when a reply is ready to be read (after up to @wait s)."""
+        if b"\n" in self._buf:
+            return True
+        ready, _, _ = select.select([self.popen.stdout.fileno()], [], [], wait)
+        return bool(ready)
+
+    def receive(self, timeout=25.0):
+        return Reply.from_json(self._read_line(timeout, "a reply"))
+
+    def call(self, method, sig="", args=(), timeout=25.0, **kw):
+        self.send(method, sig, args, **kw)
+        return self.receive(timeout)
+
+    def stop(self):
+        if self.popen.poll() is None:
+            self.popen.kill()
+        self.popen.wait(timeout=10)
+
+
+class PolkitMock:
+    """Control of the ptags_polkit_mock template on the private bus."""
+
+    def __init__(self, conn):
+        self._conn = conn
+
+    def _call(self, method, sig="", args=()):
+        reply = ptags_client.call(self._conn, method, sig, args, bus_name=POLKIT_NAME,
+                                  path=POLKIT_PATH, interface=MOCK_IFACE, timeout_ms=10000)
+        if not reply.ok:
+            raise HarnessError("polkit mock %s failed: %s" % (method, reply))
+        return reply.value
+
+    def set_allowed(self, actions):
+        self._call("SetAllowed", "as", [list(actions)])
+
+    def set_challenge(self, actions):
+        self._call("SetChallenge", "as", [list(actions)])
+
+    def set_interactive_answer(self, answer):
+        self._call("SetInteractiveAnswer", "b", [bool(answer)])
+
+    def set_hang(self, actions):
+        self._call("SetHangActions", "as", [list(actions)])
+
+    def release(self):
+        self._call("ReleaseHangingCalls")
+
+    def hanging_count(self):
+        return self._call("HangingCallCount")[0]
+
+    def wait_hanging(self, count, timeout=10.0):
+        wait_until(lambda: self.hanging_count() >= count, timeout,
+                   "%d hanging polkit check(s)" % count)
+
+    def checks(self):
+        """Every CheckAuthorization so far: dicts with subject_kind, subject,
+        action, details, flags, cancellation_id."""
+        return json.loads(self._call("GetChecksJson")[0])
+
+    def clear_checks(self):
+        self._call("ClearChecks")
+
+    def cancellations(self):
+        return json.loads(self._call("GetCancellationsJson")[0])
+
+
+class SignalRecorder:
+    """Records TagsChanged(u, as, a(sbs)) from ptagsd on a connection."""
+
+    def __init__(self, conn):
+        self.events = []
+        self._conn = conn
+        self._id = conn.signal_subscribe(
+            ptags_client.BUS_NAME, ptags_client.INTERFACE, "TagsChanged",
+            ptags_client.OBJECT_PATH, None, Gio.DBusSignalFlags.NONE, self._on_signal)
+        # A round trip to the bus orders our AddMatch before later calls.
+        conn.call_sync("org.freedesktop.DBus", "/org/freedesktop/DBus",
+                       "org.freedesktop.DBus", "GetId", None, None,
+                       Gio.DBusCallFlags.NONE, 5000, None)
+
+    def _on_signal(self, _conn, _sender, _path, _iface, _name, params):
+        pid, lines, tags = params.unpack()
+        self.events.append((pid, list(lines), [tuple(t) for t in tags]))
+
+    def drain(self, duration):
+        """Dispatch signals for @duration seconds; returns all events."""
+        ctx = GLib.MainContext.default()
+        deadline = time.monotonic() + duration
+        while time.monotonic() < deadline:
+            while ctx.iteration(False):
+                pass
+            time.sleep(0.01)
+        return self.events
+
+    def wait(self, count, timeout=10.0):
+        ctx = GLib.MainContext.default()
+
+        def enough():
+            while ctx.iteration(False):
+                pass
+            return len(self.events) >= count
+
+        wait_until(enough, timeout, "%d TagsChanged signal(s)" % count)
+        return self.events
+
+    def close(self):
+        self._conn.signal_unsubscribe(self._id)
+
+
+class World:
+    """One private world: temp dir, bus, polkit (mock, none or external),
+    kernel fixture, ptagsd. start() builds it, stop() tears it all down.
+
+    bus_config: None for default_bus_config, or a callable(socket_path) ->
+      config XML text (deployment tests pass the real policy here).
+    polkit: "mock" (ptags_polkit_mock), "none" (nothing owns
+      org.freedesktop.PolicyKit1) or "external" (the caller starts its own
+      after start_bus(), e.g. a real polkitd, before start_daemon()).
+    """
+
+    def __init__(self, bus_config=None, polkit="mock", polkit_timeout=None, daemon_args=(),
+                 fixture_args=(), daemon_env=None):
+        self.bus_config = bus_config or default_bus_config
+        self.polkit_kind = polkit
+        self.polkit_timeout = polkit_timeout
+        self.daemon_args = list(daemon_args)
+        self.fixture_args = list(fixture_args)
+        self.daemon_env = dict(daemon_env or {})
+        self.tmp = None
+        self.address = None
+        self.mount = None
+        self.polkit = None
+        self.conn = None
+        self._procs = []  # (label, Popen), stopped in reverse order
+        self._clients = []
+        self._mounted = False
+        self.daemon = None
+        self.daemon_log_path = None
+
+    # ------------------------------------------------------------ building
+
+    def start(self):
+        self.ptagsd = self._required_exe("PTAGSD", "ptagsd (meson variable ptagsd_exe)")
+        self.fixture_exe = self._required_exe(
+            "PTAGS_FIXTURE", "ptags-kernel-fixture (meson variable ptags_kernel_fixture)")
+        self.tmp = tempfile.mkdtemp(prefix="ptags-it-")
+        # Unprivileged clients must reach the bus socket and the client script.
+        os.chmod(self.tmp, 0o755)
+        self.start_bus()
+        if self.polkit_kind == "mock":
+            self.start_polkit_mock()
+        elif self.polkit_kind not in ("none", "external"):
+            raise HarnessError("unknown polkit kind %r" % (self.polkit_kind,))
+        self.start_fixture()
+        if self.polkit_kind != "external":
+            self.start_daemon()
+
+    @staticmethod
+    def _required_exe(var, what):
+        path = os.environ.get(var, "")
+        if not path:
+            raise HarnessError("%s is not set: %s was not built/defined, so this test cannot run"
+                               % (var, what))
+        if not os.access(path, os.X_OK):
+            raise HarnessError("%s=%s is not an executable (%s)" % (var, path, what))
+        return path
+
+    def child_env(self, extra=None):
+        env = {
+            "PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+            "LANG": "C.UTF-8",
+            "DBUS_SYSTEM_BUS_ADDRESS": self.address or "",
+        }
+        env.update(extra or {})
+        return env
+
+    def _spawn(self, label, argv, log_name=None, stdin=subprocess.DEVNULL,
+               stdout=None, env=None):
+        """Start a tracked child; stdout+stderr go to tmp/LOG_NAME when given."""
+        log = None
+        if log_name is not None:
+            log = open(os.path.join(self.tmp, log_name), "wb")
+        try:
+            proc = subprocess.Popen(
+                argv, stdin=stdin,
+                stdout=stdout if stdout is not None else (log or subprocess.DEVNULL),
+                stderr=log or subprocess.DEVNULL,
+                env=env if env is not None else self.child_env(), close_fds=True)
+        finally:
+            if log is not None:
+                log.close()
+        self._procs.append((label, proc))
+        return proc
+
+    def start_bus(self):
+        socket_path = os.path.join(self.tmp, "system_bus_socket")
+        config = os.path.join(self.tmp, "bus.conf")
+        with open(config, "w") as f:
+            f.write(self.bus_config(socket_path))
+        proc = self._spawn("dbus-daemon", ["dbus-daemon", "--nofork", "--nopidfile",
+                                           "--config-file=" + config], log_name="bus.log")
+        wait_until(lambda: os.path.exists(socket_path) or proc.poll() is not None, 10,
+                   "the dbus-daemon socket")
+        if proc.poll() is not None:
+            raise HarnessError("dbus-daemon exited: %s" % self.read_log("bus.log"))
+        os.chmod(socket_path, 0o666)
+        self.address = "unix:path=" + socket_path
+        self.conn = ptags_client.connect(self.address)
+
+    def name_has_owner(self, name):
+        reply = ptags_client.call(self.conn, "NameHasOwner", "s", [name],
+                                  bus_name="org.freedesktop.DBus", path="/org/freedesktop/DBus",
+                                  interface="org.freedesktop.DBus", timeout_ms=5000)
+        return reply.ok and reply.value[0]
+
+    def start_polkit_mock(self):
+        template = os.path.join(LIB_DIR, "ptags_polkit_mock.py")
+        proc = self._spawn("polkit-mock", [PYTHON, "-m", "dbusmock", "--template", template,
+                                           "--system"], log_name="polkit-mock.log")
+        wait_until(lambda: self.name_has_owner(POLKIT_NAME) or proc.poll() is not None, 15,
+                   "the polkit mock on the bus")
+        if proc.poll() is not None:
+            raise HarnessError("polkit mock exited: %s" % self.read_log("polkit-mock.log"))
+        self.polkit = PolkitMock(self.conn)
+
+    def start_fixture(self):
+        self.mount = os.path.join(self.tmp, "proc")
+        os.mkdir(self.mount)
+        proc = self._spawn("fixture", [self.fixture_exe, self.mount] + self.fixture_args,
+                           log_name="fixture.log")
+        probe = os.path.join(self.mount, "1", "attr", "ptags")
+
+        def ready():
+            if os.path.exists(probe):
+                return True
+            if proc.poll() not in (None, 0):  # 0: it may have daemonized
+                raise HarnessError("kernel fixture exited (%s): %s"
+                                   % (proc.returncode, self.read_log("fixture.log")))
+            return False
+
+        self._mounted = True  # unmount is attempted in stop() from here on
+        wait_until(ready, 10, "the kernel fixture at %s" % probe)
+
+    def start_daemon(self, extra_args=()):
+        argv = [self.ptagsd, "--backend=ptags-lsm", "--proc-root=" + self.mount, "--verbose"]
+        if self.polkit_timeout is not None:
+            argv.append("--polkit-timeout=%s" % self.polkit_timeout)
+        argv += self.daemon_args + list(extra_args)
+        # Criticals are bugs: make them fatal so "the daemon stays up" means it.
+        env = self.child_env({"G_DEBUG": "fatal-criticals", **self.daemon_env})
+        self.daemon_log_path = os.path.join(self.tmp, "ptagsd.log")
+        self.daemon = self._spawn("ptagsd", argv, log_name="ptagsd.log", env=env)
+        wait_until(lambda: self.name_has_owner(ptags_client.BUS_NAME)
+                   or self.daemon.poll() is not None, 15, "ptagsd to own org.ptags.Manager")
+        if self.daemon.poll() is not None:
+            raise HarnessError("ptagsd exited with %s at start:\n%s"
+                               % (self.daemon.returncode, self.read_log("ptagsd.log")))
+
+    # ------------------------------------------------------------ teardown
+
+    def read_log(self, name, tail_lines=200):
+        try:
+            with open(os.path.join(self.tmp, name), "rb") as f:
+                lines = f.read().decode(errors="replace").splitlines()
+        except OSError:
+            return "(no %s)" % name
+        return "\n".join(lines[-tail_lines:])
+
+    def daemon_alive(self):
+        return self.daemon is not None and self.daemon.poll() is None
+
+    def stop(self):
+        for client in self._clients:
+            try:
+                client.stop()
+            except Exception:  # keep tearing down
+                pass
+        if self.conn is not None:
+            self.conn.close_sync(None)
+            self.conn = None
+        # Reverse start order: targets, daemon, mock, fixture, bus.
+        for label, proc in reversed(self._procs):
+            if label == "fixture" and self._mounted:
+                self._unmount()
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+                try:
+                    proc.wait(timeout=5)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait(timeout=10)
+        if self._mounted:
+            self._unmount()
+        self._procs = []
+        if self.tmp is not None:
+            if self.daemon_log_path is not None:
+                sys.stderr.write("---- ptagsd log (tail) ----\n%s\n" % self.read_log("ptagsd.log"))
+            shutil.rmtree(self.tmp, ignore_errors=True)
+            self.tmp = None
+
+    def _unmount(self):
+        for argv in (["fusermount3", "-u", self.mount], ["umount", "-l", self.mount]):
+            if subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                              timeout=10).returncode == 0:
+                break
+        self._mounted = False
+
+    # ------------------------------------------------------------ processes
+
+    def spawn_target(self, unprivileged=False):
+        """A `sleep 600` target (as nobody when @unprivileged); returns its
+        pid once it runs sleep (so exec cannot drop tags set afterwards)."""
+        argv = (UNPRIVILEGED if unprivileged else []) + ["sleep", "600"]
+        proc = self._spawn("target", argv)
+
+        def running_sleep():
+            try:
+                return os.path.basename(os.readlink("/proc/%d/exe" % proc.pid)) == "sleep"
+            except OSError:
+                return False
+
+        wait_until(running_sleep, 10, "target %d to exec sleep" % proc.pid)
+        return proc.pid
+
+    def kill(self, pid):
+        """Kill and reap a tracked child (target or client) by pid."""
+        for _label, proc in self._procs:
+            if proc.pid == pid:
+                proc.kill()
+                proc.wait(timeout=10)
+                return
+        raise HarnessError("pid %d is not a child of this world" % pid)
+
+    def spawn_client(self, unprivileged=True):
+        """A ClientProcess connected to the bus (as nobody by default)."""
+        script = os.path.join(self.tmp, "ptags_client.py")
+        if not os.path.exists(script):
+            shutil.copy(os.path.join(LIB_DIR, "ptags_client.py"), script)
+            os.chmod(script, stat.S_IRUSR | stat.S_IWUSR | stat.S_IRGRP | stat.S_IROTH)
+        argv = (UNPRIVILEGED if unprivileged else []) + [PYTHON, "-I", script, self.address]
+        proc = self._spawn("client", argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        client = ClientProcess(proc)
+        self._clients.append(client)
+        return client
+
+    def dead_pid(self):
+        """The pid of a process that has exited and been reaped."""
+        proc = subprocess.Popen(["true"])
+        proc.wait(timeout=10)
+        return proc.pid
+
+    # ------------------------------------------------------------ calling
+
+    def root_call(self, method, sig="", args=(), fds=(), interactive=False,
+                  timeout_ms=ptags_client.DEFAULT_TIMEOUT_MS):
+        """Call ptagsd in-process as root (polkit is skipped for uid 0)."""
+        return ptags_client.call(self.conn, method, sig, args, interactive=interactive,
+                                 fds=fds, timeout_ms=timeout_ms)
+
+    def get_tags(self, pid):
+        """The target's tags as [(name, keep, value)], via ptagsd as root."""
+        reply = self.root_call("GetTags", "u", [pid])
+        if not reply.ok:
+            raise AssertionError("GetTags(%d) failed: %s" % (pid, reply))
+        return [tuple(t) for t in reply.value[0]]
+
+    def fixture_tags(self, pid):
+        """The raw kernel-format attr file of @pid in the fixture."""
+        with open(os.path.join(self.mount, str(pid), "attr", "ptags"), "rb") as f:
+            return f.read()
+
+    def get_property(self, name):
+        reply = ptags_client.call(self.conn, "Get", "ss", [ptags_client.INTERFACE, name],
+                                  interface="org.freedesktop.DBus.Properties")
+        if not reply.ok:
+            raise AssertionError("Get(%s) failed: %s" % (name, reply))
+        return reply.value[0]
+
+    def record_signals(self):
+        return SignalRecorder(self.conn)
+
+
+class PtagsTestCase(unittest.TestCase):
+    """Base class: self.world is started before each test and torn down
+    after it, even when the test fails. Subclasses may set world_options."""
+
+    world_options = {}
+
+    def setUp(self):
+        self.world = World(**self.world_options)
+        self.addCleanup(self.world.stop)
+        self.world.start()
+
+    def tearDown(self):
+        # Every test also checks that ptagsd survived it.
+        if self.world.daemon is not None:
+            self.assertTrue(self.world.daemon_alive(),
+                            "ptagsd died (exit %s) during the test"
+                            % self.world.daemon.returncode)
+
+    def assertOk(self, reply, msg=None):
+        """Assert success; returns the out args (a list)."""
+        self.assertIsNone(reply.error, msg or "expected success, got %r" % (reply,))
+        return reply.value
+
+    def assertError(self, reply, name, msg=None):
+        """Assert the named error; short names get the org.ptags.Error. prefix."""
+        full = name if "." in name else ERROR_PREFIX + name
+        self.assertEqual(reply.error, full, msg or "expected %s, got %r" % (full, reply))
+        self.assertTrue(reply.message, "error %s carries no message" % full)

@@ -1,0 +1,306 @@
+/* authority.c: the one place ptagsd decides who may change what: the
+ * change-kind -> polkit action table, the details, and async polkit checks. */
+#define G_LOG_DOMAIN "ptagsd-authority"
+
+#include "authority.h"
+
+#include "errors.h"
+
+#include <string.h>
+
+#define INTERACTIVE_REQUIRED "org.freedesktop.DBus.Error.InteractiveAuthorizationRequired"
+
+/* Unknown kinds fall through to NULL: deny by default. */
+static const struct {
+        ptags_change_kind kind;
+        const char *action_id;
+} action_table[] = {
+        {PTAGS_CHANGE_ADD, PTAGS_ACTION_TAG_ADD},
+        {PTAGS_CHANGE_ADD_KEPT, PTAGS_ACTION_TAG_ADD},
+        {PTAGS_CHANGE_SET_KEEP, PTAGS_ACTION_TAG_ADD},
+        {PTAGS_CHANGE_REMOVE, PTAGS_ACTION_TAG_REMOVE},
+        {PTAGS_CHANGE_CLEAR_KEEP, PTAGS_ACTION_TAG_REMOVE},
+        {PTAGS_CHANGE_SET_VALUE, PTAGS_ACTION_TAG_SET_VALUE},
+        {PTAGS_CHANGE_CLEAR_VALUE, PTAGS_ACTION_TAG_SET_VALUE},
+};
+
+const char *ptags_authority_action_for_change(const ptags_change *c)
+{
+        for (size_t i = 0; i < G_N_ELEMENTS(action_table); i++) {
+                if (action_table[i].kind != c->kind)
+                        continue;
+                if (ptags_tag_is_rights(c->tag, c->tag_len))
+                        return PTAGS_ACTION_RIGHTS_CHANGE;
+                return action_table[i].action_id;
+        }
+        return NULL;
+}
+
+/* The keep flag the tag has once the change is made. */
+static gboolean keep_after(const ptags_change *c)
+{
+        switch (c->kind) {
+        case PTAGS_CHANGE_ADD_KEPT:
+        case PTAGS_CHANGE_SET_KEEP:
+                return TRUE;
+        case PTAGS_CHANGE_ADD:
+        case PTAGS_CHANGE_REMOVE:
+        case PTAGS_CHANGE_CLEAR_KEEP:
+                return FALSE;
+        case PTAGS_CHANGE_SET_VALUE:
+        case PTAGS_CHANGE_CLEAR_VALUE:
+                return c->old_keep;
+        }
+        return FALSE;
+}
+
+PolkitDetails *ptags_authority_details(const PtagsCheckFacts *f)
+{
+        PolkitDetails *d = polkit_details_new();
+        const ptags_change *c = f->change;
+        const char *colon = memchr(c->tag, ':', c->tag_len);
+        g_autofree char *prefix = g_strndup(c->tag, colon ? (gsize)(colon - c->tag) : c->tag_len);
+        g_autofree char *value = g_strndup(c->value, c->value_len);
+        g_autofree char *pid = g_strdup_printf("%d", (int)f->pid);
+        g_autofree char *uid = g_strdup_printf("%u", (unsigned)f->target->uid);
+
+        polkit_details_insert(d, "tag", c->tag);
+        polkit_details_insert(d, "prefix", prefix);
+        polkit_details_insert(d, "value", value);
+        polkit_details_insert(d, "keep", keep_after(c) ? "true" : "false");
+        polkit_details_insert(d, "pid", pid);
+        polkit_details_insert(d, "target-uid", uid);
+        if (f->target->user != NULL)
+                polkit_details_insert(d, "target-user", f->target->user);
+        if (f->target->exe != NULL)
+                polkit_details_insert(d, "target-exe", f->target->exe);
+        polkit_details_insert(d, "target-comm", f->target->comm ? f->target->comm : "");
+        if (f->target->unit != NULL)
+                polkit_details_insert(d, "target-unit", f->target->unit);
+        polkit_details_insert(d, "self", f->self ? "true" : "false");
+        polkit_details_insert(d, "caller-holds-right", f->caller_holds_right ? "true" : "false");
+        return d;
+}
+
+PtagsCheck *ptags_check_new(const char *action_id, PolkitDetails *details, const char *tag)
+{
+        PtagsCheck *check = g_new0(PtagsCheck, 1);
+
+        check->action_id = action_id;
+        check->details = details;
+        check->tag = tag;
+        return check;
+}
+
+void ptags_check_free(PtagsCheck *check)
+{
+        if (check == NULL)
+                return;
+        g_clear_object(&check->details);
+        g_free(check);
+}
+
+struct _PtagsAuthority {
+        guint timeout_seconds;
+};
+
+PtagsAuthority *ptags_authority_new(guint timeout_seconds)
+{
+        PtagsAuthority *a = g_new0(PtagsAuthority, 1);
+
+        a->timeout_seconds = timeout_seconds;
+        return a;
+}
+
+void ptags_authority_free(PtagsAuthority *a)
+{
+        g_free(a);
+}
+
+/* One batch: every check runs at once; the first failure wins. */
+typedef struct {
+        GTask *task;               /* owned until completed */
+        GCancellable *cancellable; /* cancels every pending check */
+        gulong outer_handler;
+        GCancellable *outer;
+        guint timeout_id;
+        guint pending;
+        PolkitSubject *subject;
+        GPtrArray *checks;
+        gboolean interactive;
+        guint timeout_seconds;
+} Batch;
+
+static void batch_free(Batch *b)
+{
+        if (b->outer_handler != 0)
+                g_cancellable_disconnect(b->outer, b->outer_handler);
+        g_clear_object(&b->outer);
+        if (b->timeout_id != 0)
+                g_source_remove(b->timeout_id);
+        g_clear_object(&b->cancellable);
+        g_clear_object(&b->subject);
+        g_ptr_array_unref(b->checks);
+        g_free(b);
+}
+
+/* Complete the batch once; later results only drop their reference. */
+static void batch_finish(Batch *b, GError *error)
+{
+        if (b->task != NULL) {
+                GTask *task = g_steal_pointer(&b->task);
+                if (b->timeout_id != 0) {
+                        g_source_remove(b->timeout_id);
+                        b->timeout_id = 0;
+                }
+                if (error != NULL) {
+                        g_cancellable_cancel(b->cancellable);
+                        g_task_return_error(task, error);
+                } else {
+                        g_task_return_boolean(task, TRUE);
+                }
+                g_object_unref(task);
+        } else if (error != NULL) {
+                g_error_free(error);
+        }
+}
+
+static void batch_unref_pending(Batch *b)
+{
+        if (--b->pending == 0)
+                batch_free(b);
+}
+
+typedef struct {
+        Batch *batch;
+        PtagsCheck *check;
+} CheckCall;
+
+static void check_done(GObject *source, GAsyncResult *res, gpointer user_data)
+{
+        CheckCall *call = user_data;
+        Batch *b = call->batch;
+        g_autoptr(GError) error = NULL;
+        g_autoptr(PolkitAuthorizationResult) result =
+                polkit_authority_check_authorization_finish(POLKIT_AUTHORITY(source), res, &error);
+
+        if (b->task == NULL) {
+                /* already decided */
+        } else if (result == NULL) {
+                if (g_error_matches(error, G_IO_ERROR, G_IO_ERROR_CANCELLED))
+                        batch_finish(b, g_steal_pointer(&error));
+                else
+                        batch_finish(b, g_error_new(PTAGS_ERROR, PTAGS_ERROR_NOT_AUTHORIZED,
+                                                    "%s for tag \"%s\": polkit failed: %s",
+                                                    call->check->action_id, call->check->tag,
+                                                    error->message));
+        } else if (polkit_authorization_result_get_is_authorized(result)) {
+                g_debug("%s for tag \"%s\": authorized", call->check->action_id, call->check->tag);
+                /* the last authorized check completes the batch */
+                if (b->pending == 1)
+                        batch_finish(b, NULL);
+        } else if (polkit_authorization_result_get_is_challenge(result) && !b->interactive) {
+                batch_finish(b, g_dbus_error_new_for_dbus_error(
+                                        INTERACTIVE_REQUIRED,
+                                        "authorization needs interaction, which the caller "
+                                        "did not allow"));
+        } else {
+                batch_finish(b, g_error_new(PTAGS_ERROR, PTAGS_ERROR_NOT_AUTHORIZED,
+                                            "%s for tag \"%s\": not authorized",
+                                            call->check->action_id, call->check->tag));
+        }
+        g_free(call);
+        batch_unref_pending(b);
+}
+
+static void authority_ready(GObject *source, GAsyncResult *res, gpointer user_data)
+{
+        Batch *b = user_data;
+        g_autoptr(GError) error = NULL;
+        g_autoptr(PolkitAuthority) authority = polkit_authority_get_finish(res, &error);
+
+        if (authority == NULL) {
+                batch_finish(b, g_error_new(PTAGS_ERROR, PTAGS_ERROR_NOT_AUTHORIZED,
+                                            "polkit is unavailable: %s", error->message));
+                batch_unref_pending(b);
+                return;
+        }
+        if (b->task == NULL) {
+                batch_unref_pending(b);
+                return;
+        }
+        PolkitCheckAuthorizationFlags flags =
+                b->interactive ? POLKIT_CHECK_AUTHORIZATION_FLAGS_ALLOW_USER_INTERACTION
+                               : POLKIT_CHECK_AUTHORIZATION_FLAGS_NONE;
+        /* The reference held for the authority lookup becomes the first check's. */
+        b->pending += b->checks->len - 1;
+        for (guint i = 0; i < b->checks->len; i++) {
+                CheckCall *call = g_new0(CheckCall, 1);
+                call->batch = b;
+                call->check = b->checks->pdata[i];
+                polkit_authority_check_authorization(authority, b->subject, call->check->action_id,
+                                                     call->check->details, flags, b->cancellable,
+                                                     check_done, call);
+        }
+}
+
+static gboolean batch_timed_out(gpointer user_data)
+{
+        Batch *b = user_data;
+
+        b->timeout_id = 0;
+        batch_finish(b, g_error_new(PTAGS_ERROR, PTAGS_ERROR_NOT_AUTHORIZED,
+                                    "polkit did not answer within %u s", b->timeout_seconds));
+        return G_SOURCE_REMOVE;
+}
+
+static void outer_cancelled(GCancellable *outer, gpointer user_data)
+{
+        GCancellable *inner = user_data;
+
+        g_cancellable_cancel(inner);
+}
+
+void ptags_authority_check_all_async(PtagsAuthority *a, const char *sender, GPtrArray *checks,
+                                     gboolean interactive, GCancellable *cancellable,
+                                     GAsyncReadyCallback callback, gpointer user_data)
+{
+        GTask *task = g_task_new(NULL, cancellable, callback, user_data);
+
+        for (guint i = 0; i < checks->len; i++) {
+                PtagsCheck *check = checks->pdata[i];
+                if (check->action_id == NULL) {
+                        g_task_return_new_error(task, PTAGS_ERROR, PTAGS_ERROR_NOT_AUTHORIZED,
+                                                "tag \"%s\": no polkit action for this change",
+                                                check->tag);
+                        g_object_unref(task);
+                        return;
+                }
+        }
+        if (checks->len == 0) {
+                g_task_return_boolean(task, TRUE);
+                g_object_unref(task);
+                return;
+        }
+
+        Batch *b = g_new0(Batch, 1);
+        b->task = task;
+        b->checks = g_ptr_array_ref(checks);
+        b->interactive = interactive;
+        b->subject = polkit_system_bus_name_new(sender);
+        b->cancellable = g_cancellable_new();
+        b->timeout_seconds = a->timeout_seconds;
+        b->pending = 1;
+        if (cancellable != NULL) {
+                b->outer = g_object_ref(cancellable);
+                b->outer_handler = g_cancellable_connect(cancellable, G_CALLBACK(outer_cancelled),
+                                                         b->cancellable, NULL);
+        }
+        b->timeout_id = g_timeout_add_seconds(a->timeout_seconds, batch_timed_out, b);
+        polkit_authority_get_async(b->cancellable, authority_ready, b);
+}
+
+gboolean ptags_authority_check_all_finish(GAsyncResult *result, GError **error)
+{
+        return g_task_propagate_boolean(G_TASK(result), error);
+}

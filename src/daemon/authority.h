@@ -1,0 +1,62 @@
+/* authority.h: every authorization decision of ptagsd: the one table from
+ * change kind to polkit action, the details polkit rules see, and the async
+ * checks (timeout, cancellation, interactive flag). */
+#pragma once
+
+#include <gio/gio.h>
+#include <polkit/polkit.h>
+
+#include "ptags-model.h"
+#include "target.h"
+
+#define PTAGS_ACTION_TAG_ADD            "org.ptags.tag.add"
+#define PTAGS_ACTION_TAG_REMOVE         "org.ptags.tag.remove"
+#define PTAGS_ACTION_TAG_SET_VALUE      "org.ptags.tag.set-value"
+#define PTAGS_ACTION_RIGHTS_CHANGE      "org.ptags.rights.change"
+#define PTAGS_ACTION_CONTAINER_REGISTER "org.ptags.container.register"
+#define PTAGS_ACTION_CONTAINER_INSPECT  "org.ptags.container.inspect"
+
+/* The polkit action for change @c, or NULL (deny) for a kind the table does
+ * not know. Any change to a "ptags:" rights tag is org.ptags.rights.change. */
+const char *ptags_authority_action_for_change(const ptags_change *c);
+
+/* The details of one check, as documented in the policy file. */
+typedef struct {
+        const ptags_change *change;
+        pid_t pid;
+        const PtagsProcessInfo *target;
+        gboolean self;               /* the caller targets itself */
+        gboolean caller_holds_right; /* the kernel's rights model would allow it */
+} PtagsCheckFacts;
+
+/* (transfer full) */
+PolkitDetails *ptags_authority_details(const PtagsCheckFacts *facts);
+
+/* One pending check of a batch. */
+typedef struct {
+        const char *action_id;  /* static */
+        PolkitDetails *details; /* owned */
+        const char *tag;        /* borrowed: for messages */
+} PtagsCheck;
+
+typedef struct _PtagsAuthority PtagsAuthority;
+
+/* @timeout_seconds: how long polkit may take before the check counts as
+ * denied. (transfer full: ptags_authority_free) */
+PtagsAuthority *ptags_authority_new(guint timeout_seconds);
+void ptags_authority_free(PtagsAuthority *a);
+
+/* Authorize every check of @checks (array of PtagsCheck*) for the bus name
+ * @sender, concurrently; the first denial fails the whole batch and cancels
+ * the rest. @interactive: the method call allowed interactive authorization.
+ * Errors: NotAuthorized (denied, polkit missing/failing/too slow),
+ * org.freedesktop.DBus.Error.InteractiveAuthorizationRequired, or
+ * G_IO_ERROR_CANCELLED when @cancellable fired (the caller left). */
+void ptags_authority_check_all_async(PtagsAuthority *a, const char *sender, GPtrArray *checks,
+                                     gboolean interactive, GCancellable *cancellable,
+                                     GAsyncReadyCallback callback, gpointer user_data);
+gboolean ptags_authority_check_all_finish(GAsyncResult *result, GError **error);
+
+/* PtagsCheck constructor/destructor for GPtrArray. */
+PtagsCheck *ptags_check_new(const char *action_id, PolkitDetails *details, const char *tag);
+void ptags_check_free(PtagsCheck *check);

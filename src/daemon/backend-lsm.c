@@ -1,0 +1,205 @@
+/* backend-lsm.c: the ptags-lsm backend: tags live in the kernel's
+ * /proc/PID/attr/ptags files of a kernel carrying the ptags LSM. */
+#define G_LOG_DOMAIN "ptagsd-lsm"
+
+#include "backend.h"
+#include "errors.h"
+#include "page-writer.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#ifndef SYS_pidfd_send_signal
+#define SYS_pidfd_send_signal 424
+#endif
+
+typedef struct {
+        PtagsBackend parent;
+        char *proc_root; /* where attr/ptags files live: "/proc" or a test fixture */
+} BackendLsm;
+
+/* The daemon's own rights: add, remove and set any tag (rights tags too) of
+ * any process, so it never needs CAP_MAC_ADMIN once started. */
+static const char daemon_rights[] = "+ptags:add\n+ptags:sub\n+ptags:set\n+ptags:others\n"
+                                    "+ptags:ptags:add\n+ptags:ptags:sub\n+ptags:ptags:set\n"
+                                    "+ptags:ptags:others\n";
+
+static char *attr_path(BackendLsm *self, pid_t pid)
+{
+        return g_strdup_printf("%s/%d/attr/ptags", self->proc_root, (int)pid);
+}
+
+static gboolean pidfd_alive(int pidfd)
+{
+        return pidfd < 0 || syscall(SYS_pidfd_send_signal, pidfd, 0, NULL, 0) == 0;
+}
+
+static int read_all(int fd, GByteArray *out)
+{
+        char chunk[8192];
+
+        for (;;) {
+                ssize_t r = read(fd, chunk, sizeof(chunk));
+                if (r < 0 && errno == EINTR)
+                        continue;
+                if (r < 0)
+                        return -errno;
+                if (r == 0)
+                        return 0;
+                g_byte_array_append(out, (const guint8 *)chunk, (guint)r);
+        }
+}
+
+static int lsm_read(PtagsBackend *b, int pidfd, pid_t pid, ptags_set **out)
+{
+        BackendLsm *self = (BackendLsm *)b;
+        g_autofree char *path = attr_path(self, pid);
+        g_autoptr(GByteArray) buf = g_byte_array_new();
+
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return errno == ENOENT ? -ESRCH : -errno;
+        int r = read_all(fd, buf);
+        close(fd);
+        if (r < 0)
+                return r == -ENOENT ? -ESRCH : r;
+        /* The file was opened by pid: it is our target's only if the target
+         * is still alive after the read. */
+        if (!pidfd_alive(pidfd))
+                return -ESRCH;
+        size_t bad = 0;
+        ptags_result pr = ptags_set_parse((const char *)buf->data, buf->len, out, &bad);
+        if (pr != PTAGS_OK) {
+                g_warning("%s: unparsable at byte %zu: %s", path, bad, ptags_result_message(pr));
+                return pr == PTAGS_E_NOMEM ? -ENOMEM : -EIO;
+        }
+        return 0;
+}
+
+typedef struct {
+        const char *path;
+        int pidfd;
+} WriteTarget;
+
+/* attr files take each write at offset 0, so every page is its own open. */
+static ssize_t write_page(const char *buf, size_t len, void *user_data)
+{
+        WriteTarget *t = user_data;
+
+        if (!pidfd_alive(t->pidfd))
+                return -ESRCH;
+        int fd = open(t->path, O_WRONLY | O_CLOEXEC);
+        if (fd < 0)
+                return errno == ENOENT ? -ESRCH : -errno;
+        ssize_t r;
+        do
+                r = write(fd, buf, len);
+        while (r < 0 && errno == EINTR);
+        int saved = errno;
+        close(fd);
+        return r < 0 ? -saved : r;
+}
+
+static int lsm_apply(PtagsBackend *b, int pidfd, pid_t pid, const ptags_plan *plan)
+{
+        BackendLsm *self = (BackendLsm *)b;
+        g_autofree char *path = attr_path(self, pid);
+        WriteTarget t = {path, pidfd};
+        gboolean undo_failed = FALSE;
+
+        int r = ptags_plan_write(plan, PTAGS_WRITE_MAX, write_page, &t, &undo_failed);
+        if (r < 0)
+                g_debug("writing %s failed: %s%s", path, g_strerror(-r),
+                        undo_failed ? " (and the undo failed)" : "");
+        return r;
+}
+
+static int lsm_find(PtagsBackend *b, const char *pattern, size_t len, PtagsFoundFunc cb,
+                    void *user_data)
+{
+        /* Processes are listed from the real /proc; their tags come from the
+         * backend's files (which a test fixture may serve elsewhere). */
+        DIR *dir = opendir("/proc");
+
+        if (dir == NULL)
+                return -errno;
+        struct dirent *de;
+        while ((de = readdir(dir)) != NULL) {
+                char *end = NULL;
+                long pid = strtol(de->d_name, &end, 10);
+                if (end == de->d_name || *end != '\0' || pid <= 0)
+                        continue;
+                ptags_set *tags = NULL;
+                if (lsm_read(b, -1, (pid_t)pid, &tags) != 0)
+                        continue; /* exited meanwhile, or unreadable: not a holder */
+                if (ptags_set_matches(tags, pattern, len, false))
+                        cb((pid_t)pid, tags, user_data);
+                ptags_set_free(tags);
+        }
+        closedir(dir);
+        return 0;
+}
+
+static void lsm_free(PtagsBackend *b)
+{
+        BackendLsm *self = (BackendLsm *)b;
+
+        g_free(self->proc_root);
+        g_free(self);
+}
+
+static const PtagsBackendOps lsm_ops = {
+        .name = "ptags-lsm",
+        .max_line = PTAGS_WRITE_MAX - 1,
+        .read = lsm_read,
+        .apply = lsm_apply,
+        .find = lsm_find,
+        .free = lsm_free,
+};
+
+static gboolean grant_daemon_rights(BackendLsm *self, GError **error)
+{
+        /* Our real pid, never "self": under a fixture proc root "self" would
+         * not name us. */
+        g_autofree char *path = attr_path(self, getpid());
+        WriteTarget t = {path, -1};
+        size_t len = strlen(daemon_rights);
+
+        ssize_t r = write_page(daemon_rights, len, &t);
+        if (r == (ssize_t)len)
+                return TRUE;
+        if (r == -EACCES)
+                g_set_error(error, PTAGS_ERROR, PTAGS_ERROR_NOT_SUPPORTED,
+                            "%s: the kernel refuses attr writes (no ptags LSM?)", path);
+        else
+                g_set_error(error, PTAGS_ERROR, PTAGS_ERROR_FAILED,
+                            "%s: cannot give ptagsd its rights tags: %s", path,
+                            r < 0 ? g_strerror((int)-r) : "short write");
+        return FALSE;
+}
+
+PtagsBackend *ptags_backend_lsm_new(const char *proc_root, GError **error)
+{
+        g_autofree BackendLsm *self = g_new0(BackendLsm, 1);
+
+        self->parent.ops = &lsm_ops;
+        self->proc_root = g_strdup(proc_root != NULL ? proc_root : "/proc");
+        g_autofree char *own = attr_path(self, getpid());
+        if (access(own, F_OK) != 0) {
+                g_set_error(error, PTAGS_ERROR, PTAGS_ERROR_NOT_SUPPORTED,
+                            "%s does not exist: this kernel has no ptags provider", own);
+                g_free(self->proc_root);
+                return NULL;
+        }
+        if (!grant_daemon_rights(self, error)) {
+                g_free(self->proc_root);
+                return NULL;
+        }
+        return (PtagsBackend *)g_steal_pointer(&self);
+}

@@ -1,0 +1,70 @@
+/* backend-select.c: picks the backend for --backend, preferring the kernel's
+ * own ptags LSM and falling back to the BPF emulation on stock kernels. */
+#define G_LOG_DOMAIN "ptagsd-backend"
+
+#include "backend-select.h"
+
+#include "errors.h"
+
+#include <string.h>
+
+#define LSM_LIST_PATH "/sys/kernel/security/lsm"
+
+gboolean ptags_lsm_list_has_ptags(const char *lsm_list)
+{
+        g_auto(GStrv) names = g_strsplit(lsm_list, ",", -1);
+
+        for (size_t i = 0; names[i] != NULL; i++)
+                if (strcmp(g_strstrip(names[i]), "ptags") == 0)
+                        return TRUE;
+        return FALSE;
+}
+
+static gboolean kernel_has_ptags_lsm(void)
+{
+        g_autofree char *list = NULL;
+
+        return g_file_get_contents(LSM_LIST_PATH, &list, NULL, NULL) &&
+               ptags_lsm_list_has_ptags(list);
+}
+
+static PtagsBackend *new_bpf(GError **error)
+{
+#ifdef HAVE_BPF_BACKEND
+        return ptags_backend_bpf_new(error);
+#else
+        g_set_error(error, PTAGS_ERROR, PTAGS_ERROR_NOT_SUPPORTED,
+                    "this ptagsd was built without the bpf backend");
+        return NULL;
+#endif
+}
+
+PtagsBackend *ptags_backend_select(const char *which, const char *proc_root, GError **error)
+{
+        if (which == NULL || strcmp(which, "auto") == 0) {
+                if (proc_root != NULL || kernel_has_ptags_lsm())
+                        return ptags_backend_lsm_new(proc_root, error);
+#ifdef HAVE_BPF_BACKEND
+                PtagsBackend *bpf = new_bpf(error);
+                if (bpf == NULL)
+                        g_prefix_error(error,
+                                       "no ptags provider on this kernel: %s does not list the "
+                                       "ptags LSM and the bpf backend failed: ",
+                                       LSM_LIST_PATH);
+                return bpf;
+#else
+                g_set_error(error, PTAGS_ERROR, PTAGS_ERROR_NOT_SUPPORTED,
+                            "no ptags provider on this kernel: %s does not list the ptags LSM "
+                            "and this ptagsd was built without the bpf backend",
+                            LSM_LIST_PATH);
+                return NULL;
+#endif
+        }
+        if (strcmp(which, "ptags-lsm") == 0)
+                return ptags_backend_lsm_new(proc_root, error);
+        if (strcmp(which, "bpf") == 0)
+                return new_bpf(error);
+        g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
+                    "--backend=%s: expected auto, ptags-lsm or bpf", which);
+        return NULL;
+}

@@ -1,0 +1,131 @@
+/* log.c: journal and audit records for tag changes. Either sink may be
+ * missing (containers, tests): that is noted once at debug level and never
+ * fails a call. */
+#define G_LOG_DOMAIN "ptagsd-log"
+
+#include "log.h"
+
+#include <errno.h>
+#include <libaudit.h>
+#include <stdlib.h>
+#include <syslog.h>
+#include <systemd/sd-journal.h>
+#include <unistd.h>
+
+/* USER_MAC_CONFIG_CHANGE: a process's tags are the configuration of a
+ * user-space mandatory access control (services grant access by them); it is
+ * what auditd rules for MAC changes already select. */
+#define PTAGS_AUDIT_TYPE AUDIT_USER_MAC_CONFIG_CHANGE
+
+static int audit_fd = -2; /* -2: not opened yet, -1: unavailable */
+
+static int audit_socket(void)
+{
+        if (audit_fd == -2) {
+                audit_fd = audit_open();
+                if (audit_fd < 0) {
+                        g_debug("audit is unavailable (%s); changes are not audited",
+                                g_strerror(errno));
+                        audit_fd = -1;
+                }
+        }
+        return audit_fd;
+}
+
+static void audit_record(const char *op, pid_t pid, const char *tag, gboolean success)
+{
+        static gboolean warned = FALSE;
+        int fd = audit_socket();
+
+        if (fd < 0)
+                return;
+        g_autofree char *msg = ptags_audit_message(op, pid, tag);
+        if (audit_log_user_message(fd, PTAGS_AUDIT_TYPE, msg, NULL, NULL, NULL, success ? 1 : 0) <=
+                    0 &&
+            !warned) {
+                warned = TRUE;
+                g_debug("cannot write audit records: %s", g_strerror(errno));
+        }
+}
+
+static void journal_result(int r)
+{
+        static gboolean warned = FALSE;
+
+        if (r < 0 && !warned) {
+                warned = TRUE;
+                g_debug("cannot write to the journal: %s", g_strerror(-r));
+        }
+}
+
+char *ptags_audit_message(const char *op, pid_t pid, const char *tag)
+{
+        if (tag == NULL)
+                return g_strdup_printf("op=%s pid=%d", op, (int)pid);
+        char *encoded = audit_encode_nv_string("tag", tag, 0);
+        char *msg = g_strdup_printf("op=%s pid=%d %s", op, (int)pid,
+                                    encoded != NULL ? encoded : "tag=?");
+        free(encoded);
+        return msg;
+}
+
+static const char *change_op(const ptags_change *c)
+{
+        switch (c->kind) {
+        case PTAGS_CHANGE_ADD:
+        case PTAGS_CHANGE_ADD_KEPT:
+                return "ptags-add";
+        case PTAGS_CHANGE_SET_KEEP:
+                return "ptags-set-keep";
+        case PTAGS_CHANGE_REMOVE:
+                return "ptags-remove";
+        case PTAGS_CHANGE_CLEAR_KEEP:
+                return "ptags-clear-keep";
+        case PTAGS_CHANGE_SET_VALUE:
+                return "ptags-set-value";
+        case PTAGS_CHANGE_CLEAR_VALUE:
+                return "ptags-clear-value";
+        }
+        return "ptags-change";
+}
+
+void ptags_log_changed(const PtagsLogContext *ctx, const ptags_plan *plan, GPtrArray *lines)
+{
+        g_autoptr(GString) joined = g_string_new(NULL);
+        size_t n = ptags_plan_change_count(plan);
+
+        for (guint i = 0; i < lines->len; i++)
+                g_string_append_printf(joined, "%s%s", i ? "\n" : "", (char *)lines->pdata[i]);
+        const char *first_tag = n > 0 ? ptags_plan_change_at(plan, 0)->tag : "";
+        g_debug("%s: process %d changed by %d (uid %u): %s", ctx->method, (int)ctx->pid,
+                (int)ctx->caller_pid, (unsigned)ctx->caller_uid, joined->str);
+        journal_result(sd_journal_send(
+                "MESSAGE_ID=" PTAGS_MESSAGE_TAGS_CHANGED, "PRIORITY=%i", LOG_NOTICE,
+                "MESSAGE=Tags of process %d changed by process %d (uid %u): %zu change(s)",
+                (int)ctx->pid, (int)ctx->caller_pid, (unsigned)ctx->caller_uid, n, "PTAGS_PID=%d",
+                (int)ctx->pid, "PTAGS_TAG=%s", first_tag, "PTAGS_ACTION=%s", ctx->method,
+                "PTAGS_RESULT=success", "PTAGS_CALLER_PID=%d", (int)ctx->caller_pid,
+                "PTAGS_CALLER_UID=%u", (unsigned)ctx->caller_uid, "PTAGS_LINES=%s", joined->str,
+                NULL));
+        for (size_t i = 0; i < n; i++) {
+                const ptags_change *c = ptags_plan_change_at(plan, i);
+                audit_record(change_op(c), ctx->pid, c->tag, TRUE);
+        }
+}
+
+void ptags_log_refused(const PtagsLogContext *ctx, const char *tag, const char *action_id,
+                       const char *reason)
+{
+        g_debug("%s: change of process %d by %d (uid %u) refused%s%s: %s", ctx->method,
+                (int)ctx->pid, (int)ctx->caller_pid, (unsigned)ctx->caller_uid,
+                tag ? " for tag " : "", tag ? tag : "", reason);
+        journal_result(sd_journal_send(
+                "MESSAGE_ID=" PTAGS_MESSAGE_CHANGE_REFUSED, "PRIORITY=%i", LOG_WARNING,
+                "MESSAGE=Change of process %d by process %d (uid %u) refused: %s", (int)ctx->pid,
+                (int)ctx->caller_pid, (unsigned)ctx->caller_uid, reason, "PTAGS_PID=%d",
+                (int)ctx->pid, "PTAGS_TAG=%s", tag ? tag : "", "PTAGS_ACTION=%s",
+                action_id ? action_id : ctx->method, "PTAGS_RESULT=%s", reason,
+                "PTAGS_CALLER_PID=%d", (int)ctx->caller_pid, "PTAGS_CALLER_UID=%u",
+                (unsigned)ctx->caller_uid, NULL));
+        audit_record("ptags-change", ctx->pid, tag, FALSE);
+}

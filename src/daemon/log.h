@@ -1,0 +1,33 @@
+/* log.h: the record of every tag change and every refused change, in the
+ * journal (structured, with MESSAGE_IDs) and in the audit trail. */
+#pragma once
+
+#include <glib.h>
+#include <sys/types.h>
+
+#include "ptags-model.h"
+
+/* Journal MESSAGE_IDs, one per event kind; stable for log filters. */
+#define PTAGS_MESSAGE_TAGS_CHANGED   "56f8202c992d48b2b57f12d212df8c0b"
+#define PTAGS_MESSAGE_CHANGE_REFUSED "157bd556789b4955bd9106f6457525c2"
+
+/* Who asked for a change to which process. */
+typedef struct {
+        pid_t pid; /* target */
+        pid_t caller_pid;
+        uid_t caller_uid;
+        const char *method; /* D-Bus method name */
+} PtagsLogContext;
+
+/* A change applied: one journal entry listing @lines, one audit record per
+ * changed tag. */
+void ptags_log_changed(const PtagsLogContext *ctx, const ptags_plan *plan, GPtrArray *lines);
+
+/* A change refused (authorization denied, or the apply failed): one journal
+ * entry and one audit record. @tag and @action_id may be NULL. */
+void ptags_log_refused(const PtagsLogContext *ctx, const char *tag, const char *action_id,
+                       const char *reason);
+
+/* The audit message body for one change ("op=... pid=... tag=..."), with
+ * the tag hex-encoded by libaudit when it needs it. (transfer full) */
+char *ptags_audit_message(const char *op, pid_t pid, const char *tag);

@@ -1,0 +1,379 @@
+/* manager-change.c: the change methods (AddTag ... ApplyFd) and their one
+ * pipeline: pin, validate, read, plan, authorize, re-check, apply, log, signal. */
+#define G_LOG_DOMAIN "ptagsd-manager"
+
+#include "authority.h"
+#include "errors.h"
+#include "log.h"
+#include "manager-private.h"
+#include "page-writer.h"
+
+#include <string.h>
+
+static void change_authorize(Call *call);
+
+static void log_context(Call *call, PtagsLogContext *ctx)
+{
+        ctx->pid = call->target.pid;
+        ctx->caller_pid = call->caller ? call->caller->target.pid : 0;
+        ctx->caller_uid = call->caller ? call->caller->uid : (uid_t)-1;
+        ctx->method = call->method;
+}
+
+/* "argument tag (\"x\")" or "line 3 (\"+x\")": what an error is about. */
+static char *change_label(Call *call, size_t line)
+{
+        if (call->arg_name != NULL) {
+                g_autofree char *text = ptags_shorten(call->arg);
+                return g_strdup_printf("argument %s (\"%s\")", call->arg_name, text);
+        }
+        return ptags_line_label(line, call->lines[line]);
+}
+
+static gboolean change_validate(Call *call, GError **error)
+{
+        if (call->arg_name == NULL)
+                return ptags_lines_validate((const char *const *)call->lines, error);
+
+        g_autofree char *label = change_label(call, 0);
+        size_t len = strlen(call->arg);
+        ptags_result r;
+        if (strcmp(call->arg_name, "tag") == 0) {
+                r = ptags_tag_validate(call->arg, len);
+        } else if (call->arg[0] == '@') {
+                g_set_error(error, PTAGS_ERROR, PTAGS_ERROR_INVALID_PATTERN,
+                            "%s: a leading '@' is not allowed here (keep flags are SetKeep's)",
+                            label);
+                return FALSE;
+        } else {
+                r = ptags_pattern_validate(call->arg, len, true);
+        }
+        if (r != PTAGS_OK) {
+                g_set_error(error, PTAGS_ERROR, ptags_error_from_result(r), "%s: %s", label,
+                            ptags_result_message(r));
+                return FALSE;
+        }
+        if (call->value != NULL) {
+                r = ptags_value_validate(call->value, strlen(call->value));
+                if (r != PTAGS_OK) {
+                        g_autofree char *text = ptags_shorten(call->value);
+                        g_set_error(error, PTAGS_ERROR, ptags_error_from_result(r),
+                                    "argument value (\"%s\"): %s", text, ptags_result_message(r));
+                        return FALSE;
+                }
+        }
+        return ptags_lines_validate((const char *const *)call->lines, error);
+}
+
+/* Resolve the lines against the current tags into call->plan. */
+static gboolean change_plan(Call *call, GError **error)
+{
+        size_t failed = 0;
+        ptags_plan *plan = NULL;
+        ptags_result r = ptags_plan_build(call->current, (const char *const *)call->lines, NULL,
+                                          g_strv_length(call->lines), &plan, &failed);
+
+        if (r != PTAGS_OK) {
+                g_autofree char *label = change_label(call, failed);
+                g_set_error(error, PTAGS_ERROR, ptags_error_from_result(r), "%s: %s (process %d)",
+                            label, ptags_result_message(r), (int)call->target.pid);
+                return FALSE;
+        }
+        ptags_plan_free(call->plan);
+        call->plan = plan;
+
+        /* What the backend cannot write is refused before anyone is asked. */
+        size_t max = call->svc->backend->ops->max_line;
+        if (max == 0)
+                return TRUE;
+        g_autoptr(GPtrArray) lines = ptags_plan_lines(plan);
+        for (guint i = 0; i < lines->len; i++) {
+                if (strlen(lines->pdata[i]) <= max)
+                        continue;
+                g_autofree char *label = change_label(call, ptags_plan_change_at(plan, i)->line);
+                g_set_error(error, PTAGS_ERROR, PTAGS_ERROR_NOT_SUPPORTED,
+                            "%s: the change is longer than the %zu bytes the %s backend can "
+                            "write in one line",
+                            label, max, call->svc->backend->ops->name);
+                return FALSE;
+        }
+        return TRUE;
+}
+
+static void change_commit(Call *call)
+{
+        GError *error = NULL;
+        PtagsLogContext ctx;
+        pid_t pid = call->target.pid;
+
+        log_context(call, &ctx);
+        if (!ptags_target_alive(&call->target)) {
+                call_fail(call, g_error_new(PTAGS_ERROR, PTAGS_ERROR_NO_SUCH_PROCESS,
+                                            "process %d exited during authorization", (int)pid));
+                return;
+        }
+        /* Someone may have changed the target while polkit was asked: what
+         * was authorized must still be what will be applied. */
+        ptags_set *before = g_steal_pointer(&call->current);
+        gboolean same = call_read_current(call, &error) && ptags_set_equal(before, call->current);
+        ptags_set_free(before);
+        if (error != NULL) {
+                call_fail(call, error);
+                return;
+        }
+        if (!same) {
+                if (call->rebuilt) {
+                        call_fail(call, g_error_new(PTAGS_ERROR, PTAGS_ERROR_FAILED,
+                                                    "the tags of process %d kept changing "
+                                                    "during authorization; try again",
+                                                    (int)pid));
+                        return;
+                }
+                call->rebuilt = TRUE;
+                g_debug("%s: tags of process %d changed during authorization; re-planning",
+                        call->method, (int)pid);
+                if (!change_plan(call, &error)) {
+                        call_fail(call, error);
+                        return;
+                }
+                if (ptags_plan_change_count(call->plan) == 0) {
+                        call_return(call, NULL);
+                        return;
+                }
+                change_authorize(call);
+                return;
+        }
+
+        int r = ptags_backend_apply(call->svc->backend, call->target.pidfd, pid, call->plan);
+        if (r < 0) {
+                error = ptags_errno_error(r, "cannot change the tags of", pid);
+                ptags_log_refused(&ctx, NULL, NULL, error->message);
+                call_fail(call, error);
+                return;
+        }
+        g_autoptr(GPtrArray) lines = ptags_plan_lines(call->plan);
+        ptags_log_changed(&ctx, call->plan, lines);
+        if (!ptags_target_alive(&call->target)) {
+                call_fail(call,
+                          g_error_new(PTAGS_ERROR, PTAGS_ERROR_NO_SUCH_PROCESS,
+                                      "process %d exited while its tags were changed", (int)pid));
+                return;
+        }
+        /* Signal the tags the kernel now holds; fall back to the plan's result. */
+        GVariant *tags = call_read_current(call, NULL)
+                                 ? ptags_set_to_variant(call->current)
+                                 : ptags_set_to_variant(ptags_plan_result(call->plan));
+        g_ptr_array_add(lines, NULL);
+        ptags_manager_emit_tags_changed(call->svc->skeleton, (guint32)pid,
+                                        (const char *const *)lines->pdata, tags);
+        call_return(call, NULL);
+}
+
+static void authorized(GObject *source, GAsyncResult *res, gpointer user_data)
+{
+        Call *call = user_data;
+        GError *error = NULL;
+
+        if (!ptags_authority_check_all_finish(res, &error)) {
+                PtagsLogContext ctx;
+                log_context(call, &ctx);
+                ptags_log_refused(&ctx, NULL, NULL, error->message);
+                call_fail(call, error);
+                return;
+        }
+        change_commit(call);
+}
+
+static void caller_vanished(GDBusConnection *connection, const char *sender, const char *path,
+                            const char *interface, const char *signal, GVariant *params,
+                            gpointer user_data)
+{
+        const char *name, *old_owner, *new_owner;
+
+        g_variant_get(params, "(&s&s&s)", &name, &old_owner, &new_owner);
+        if (new_owner[0] == '\0') {
+                g_debug("%s left the bus: cancelling its pending authorization", name);
+                g_cancellable_cancel(user_data);
+        }
+}
+
+static void change_authorize(Call *call)
+{
+        GError *error = NULL;
+        const char *sender = g_dbus_method_invocation_get_sender(call->invocation);
+
+        /* polkit always authorizes root: skip the round trip. */
+        if (call->caller->uid == 0) {
+                change_commit(call);
+                return;
+        }
+
+        PtagsProcessInfo info;
+        if (!ptags_process_info_read(&call->target, &info, &error)) {
+                call_fail(call, error);
+                return;
+        }
+        ptags_set *caller_tags = NULL;
+        if (ptags_backend_read(call->svc->backend, call->caller->target.pidfd,
+                               call->caller->target.pid, &caller_tags) < 0)
+                caller_tags = NULL; /* unknown tags grant no rights */
+        gboolean self = call->caller->target.pid == call->target.pid;
+        ptags_writer writer = {caller_tags, false, self};
+
+        g_autoptr(GPtrArray) checks =
+                g_ptr_array_new_with_free_func((GDestroyNotify)ptags_check_free);
+        for (size_t i = 0; i < ptags_plan_change_count(call->plan); i++) {
+                const ptags_change *c = ptags_plan_change_at(call->plan, i);
+                PtagsCheckFacts facts = {
+                        .change = c,
+                        .pid = call->target.pid,
+                        .target = &info,
+                        .self = self,
+                        .caller_holds_right =
+                                caller_tags != NULL &&
+                                ptags_rights_allow(&writer, c->action, c->tag, c->tag_len),
+                };
+                g_ptr_array_add(checks, ptags_check_new(ptags_authority_action_for_change(c),
+                                                        ptags_authority_details(&facts), c->tag));
+        }
+        ptags_set_free(caller_tags);
+        ptags_process_info_clear(&info);
+
+        if (call->owner_watch == 0)
+                call->owner_watch = g_dbus_connection_signal_subscribe(
+                        call->svc->connection, "org.freedesktop.DBus", "org.freedesktop.DBus",
+                        "NameOwnerChanged", "/org/freedesktop/DBus", sender,
+                        G_DBUS_SIGNAL_FLAGS_NONE, caller_vanished, g_object_ref(call->cancellable),
+                        g_object_unref);
+        GDBusMessage *msg = g_dbus_method_invocation_get_message(call->invocation);
+        gboolean interactive = (g_dbus_message_get_flags(msg) &
+                                G_DBUS_MESSAGE_FLAGS_ALLOW_INTERACTIVE_AUTHORIZATION) != 0;
+        ptags_authority_check_all_async(call->svc->authority, sender, checks, interactive,
+                                        call->cancellable, authorized, call);
+}
+
+/* Runs once the caller is known and the target pinned. */
+static void change_start(Call *call)
+{
+        GError *error = NULL;
+
+        if (!change_validate(call, &error) || !call_read_current(call, &error) ||
+            !change_plan(call, &error)) {
+                call_fail(call, error);
+                return;
+        }
+        if (ptags_plan_change_count(call->plan) == 0) {
+                g_debug("%s: nothing to change on process %d", call->method, (int)call->target.pid);
+                call_return(call, NULL);
+                return;
+        }
+        change_authorize(call);
+}
+
+/* Pin a "u pid" target (0 = the caller), then learn who the caller is. */
+static void change_begin(Call *call, guint32 pid)
+{
+        GError *error = NULL;
+        const char *sender = g_dbus_method_invocation_get_sender(call->invocation);
+
+        if (pid == 0) {
+                call->target_is_caller = TRUE;
+        } else if (pid > G_MAXINT || !ptags_target_pin_pid(&call->target, (pid_t)pid, &error)) {
+                call_fail(call, error != NULL
+                                        ? error
+                                        : g_error_new(PTAGS_ERROR, PTAGS_ERROR_NO_SUCH_PROCESS,
+                                                      "argument pid: %u is not a process id", pid));
+                return;
+        }
+        call_lookup_peer(call, sender, change_start);
+}
+
+static Call *single_line_call(PtagsService *svc, GDBusMethodInvocation *inv, const char *arg_name,
+                              const char *arg, char *line)
+{
+        Call *call = call_new(svc, inv);
+
+        call->arg_name = arg_name;
+        call->arg = g_strdup(arg);
+        call->lines = g_new0(char *, 2);
+        call->lines[0] = line;
+        return call;
+}
+
+static gboolean handle_add_tag(PtagsManager *object, GDBusMethodInvocation *inv, guint32 pid,
+                               const char *tag, gboolean keep, PtagsService *svc)
+{
+        Call *call =
+                single_line_call(svc, inv, "tag", tag, g_strconcat(keep ? "+@" : "+", tag, NULL));
+        change_begin(call, pid);
+        return TRUE;
+}
+
+static gboolean handle_remove_tag(PtagsManager *object, GDBusMethodInvocation *inv, guint32 pid,
+                                  const char *pattern, PtagsService *svc)
+{
+        change_begin(
+                single_line_call(svc, inv, "pattern", pattern, g_strconcat("-", pattern, NULL)),
+                pid);
+        return TRUE;
+}
+
+static gboolean handle_set_value(PtagsManager *object, GDBusMethodInvocation *inv, guint32 pid,
+                                 const char *tag, const char *value, PtagsService *svc)
+{
+        Call *call =
+                single_line_call(svc, inv, "tag", tag, g_strconcat("!", tag, "=", value, NULL));
+        call->value = g_strdup(value);
+        change_begin(call, pid);
+        return TRUE;
+}
+
+static gboolean handle_set_keep(PtagsManager *object, GDBusMethodInvocation *inv, guint32 pid,
+                                const char *pattern, gboolean keep, PtagsService *svc)
+{
+        change_begin(single_line_call(svc, inv, "pattern", pattern,
+                                      g_strconcat(keep ? "+@" : "-@", pattern, NULL)),
+                     pid);
+        return TRUE;
+}
+
+static gboolean handle_apply(PtagsManager *object, GDBusMethodInvocation *inv, guint32 pid,
+                             const char *const *lines, PtagsService *svc)
+{
+        Call *call = call_new(svc, inv);
+        GError *error = NULL;
+
+        call->lines = g_strdupv((char **)lines);
+        /* Oversize batches are refused before any work. */
+        if (!ptags_lines_check_limits(lines, &error)) {
+                call_fail(call, error);
+                return TRUE;
+        }
+        change_begin(call, pid);
+        return TRUE;
+}
+
+static gboolean handle_apply_fd(PtagsManager *object, GDBusMethodInvocation *inv, GUnixFDList *fds,
+                                GVariant *pidfd, const char *const *lines, PtagsService *svc)
+{
+        Call *call = call_new(svc, inv);
+        GError *error = NULL;
+
+        call->lines = g_strdupv((char **)lines);
+        if (!ptags_lines_check_limits(lines, &error) || !call_adopt_fd(call, fds, pidfd, &error)) {
+                call_fail(call, error);
+                return TRUE;
+        }
+        call_lookup_peer(call, g_dbus_method_invocation_get_sender(inv), change_start);
+        return TRUE;
+}
+
+void ptags_manager_connect_changes(PtagsService *svc)
+{
+        g_signal_connect(svc->skeleton, "handle-add-tag", G_CALLBACK(handle_add_tag), svc);
+        g_signal_connect(svc->skeleton, "handle-remove-tag", G_CALLBACK(handle_remove_tag), svc);
+        g_signal_connect(svc->skeleton, "handle-set-value", G_CALLBACK(handle_set_value), svc);
+        g_signal_connect(svc->skeleton, "handle-set-keep", G_CALLBACK(handle_set_keep), svc);
+        g_signal_connect(svc->skeleton, "handle-apply", G_CALLBACK(handle_apply), svc);
+        g_signal_connect(svc->skeleton, "handle-apply-fd", G_CALLBACK(handle_apply_fd), svc);
+}

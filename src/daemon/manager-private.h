@@ -1,0 +1,66 @@
+/* manager-private.h: what the read handlers (manager.c) and the change
+ * pipeline (manager-change.c) share: the service and one call in flight. */
+#pragma once
+
+#include "manager.h"
+#include "ptags-manager-generated.h"
+#include "target.h"
+
+#include <gio/gunixfdlist.h>
+
+struct _PtagsService {
+        GDBusConnection *connection;
+        PtagsManager *skeleton;
+        PtagsBackend *backend;
+        PtagsAuthority *authority;
+};
+
+/* One method call in flight; owned by whichever async step runs next. */
+typedef struct {
+        PtagsService *svc;
+        GDBusMethodInvocation *invocation;
+        const char *method;
+        /* reads */
+        char *pattern; /* without the leading '@' */
+        gboolean kept_only;
+        gboolean want_bool;
+        /* changes */
+        GStrv lines;          /* the input lines */
+        const char *arg_name; /* single-argument methods: "tag"/"pattern"; NULL for Apply */
+        char *arg;            /* that argument's text */
+        char *value;          /* SetValue's value, else NULL */
+        gboolean target_is_caller;
+        PtagsPeer *caller;
+        PtagsTarget target;
+        ptags_set *current;
+        ptags_plan *plan;
+        gboolean rebuilt;
+        GCancellable *cancellable;
+        guint owner_watch;
+} Call;
+
+/* The next step of a call once its target is pinned. */
+typedef void (*CallStep)(Call *call);
+
+Call *call_new(PtagsService *svc, GDBusMethodInvocation *invocation);
+void call_free(Call *call);
+/* Reply with @error (transfer full) and free the call. */
+void call_fail(Call *call, GError *error);
+/* Reply with @value (floating) and free the call. */
+void call_return(Call *call, GVariant *value);
+/* Read the pinned target's tags into call->current. */
+gboolean call_read_current(Call *call, GError **error);
+/* Look up @bus_name into call->caller (and the target when target_is_caller). */
+void call_lookup_peer(Call *call, const char *bus_name, CallStep next);
+/* Pin the target of a "u pid" method, resolving pid 0 through the caller. */
+void call_pin_pid(Call *call, guint32 pid, CallStep next);
+/* Take the pidfd of an "h" argument from the message's fd list. */
+gboolean call_adopt_fd(Call *call, GUnixFDList *fds, GVariant *handle, GError **error);
+
+/* A D-Bus error for a backend failure (-errno) on process @pid. (transfer full) */
+GError *ptags_errno_error(int neg_errno, const char *what, pid_t pid);
+/* @text cut to a readable length for messages. (transfer full) */
+char *ptags_shorten(const char *text);
+
+/* Connect the change methods (manager-change.c) to the skeleton. */
+void ptags_manager_connect_changes(PtagsService *svc);

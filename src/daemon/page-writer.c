@@ -1,0 +1,139 @@
+/* page-writer.c: applies a plan through a kernel file whose writes are cut to
+ * a page and stop at the first failing line, undoing partial progress. */
+#define G_LOG_DOMAIN "ptagsd-writer"
+
+#include "page-writer.h"
+
+#include <errno.h>
+#include <string.h>
+
+static char *format_change(const ptags_change *c, gboolean inverse)
+{
+        size_t need = ptags_change_format(c, inverse, NULL, 0);
+        char *line = g_malloc(need + 1);
+
+        ptags_change_format(c, inverse, line, need + 1);
+        return line;
+}
+
+GPtrArray *ptags_plan_lines(const ptags_plan *plan)
+{
+        GPtrArray *lines = g_ptr_array_new_with_free_func(g_free);
+
+        for (size_t i = 0; i < ptags_plan_change_count(plan); i++)
+                g_ptr_array_add(lines, format_change(ptags_plan_change_at(plan, i), FALSE));
+        return lines;
+}
+
+GPtrArray *ptags_change_undo_lines(const ptags_change *c)
+{
+        GPtrArray *lines = g_ptr_array_new_with_free_func(g_free);
+
+        /* One kernel line cannot bring back a removed tag with both its keep
+         * flag and its value: re-add it (kept if it was), then restore the
+         * value. Every other change has a one-line inverse. */
+        if (c->kind == PTAGS_CHANGE_REMOVE) {
+                g_ptr_array_add(lines, g_strdup_printf("+%s%s", c->old_keep ? "@" : "", c->tag));
+                if (c->old_value_len > 0) {
+                        GString *set = g_string_new("!");
+                        g_string_append_len(set, c->tag, (gssize)c->tag_len);
+                        g_string_append_c(set, '=');
+                        g_string_append_len(set, c->old_value, (gssize)c->old_value_len);
+                        g_ptr_array_add(lines, g_string_free(set, FALSE));
+                }
+        } else {
+                g_ptr_array_add(lines, format_change(c, TRUE));
+        }
+        return lines;
+}
+
+GPtrArray *ptags_pack_lines(const char *const *lines, size_t n, size_t page)
+{
+        g_autoptr(GPtrArray) pages = g_ptr_array_new_with_free_func((GDestroyNotify)g_bytes_unref);
+        g_autoptr(GByteArray) cur = g_byte_array_new();
+
+        for (size_t i = 0; i < n; i++) {
+                size_t len = strlen(lines[i]);
+                if (len + 1 > page)
+                        return NULL;
+                if (cur->len + len + 1 > page) {
+                        g_ptr_array_add(pages, g_byte_array_free_to_bytes(g_steal_pointer(&cur)));
+                        cur = g_byte_array_new();
+                }
+                g_byte_array_append(cur, (const guint8 *)lines[i], (guint)len);
+                g_byte_array_append(cur, (const guint8 *)"\n", 1);
+        }
+        if (cur->len > 0)
+                g_ptr_array_add(pages, g_byte_array_free_to_bytes(g_steal_pointer(&cur)));
+        return g_steal_pointer(&pages);
+}
+
+static size_t count_lines(const char *buf, size_t len)
+{
+        size_t n = 0;
+
+        for (size_t i = 0; i < len; i++)
+                n += buf[i] == '\n';
+        return n;
+}
+
+/* Write @lines in pages; *written gets how many lines the kernel applied. */
+static int write_lines(GPtrArray *lines, size_t page, PtagsPageWriteFunc write_fn, void *user_data,
+                       size_t *written)
+{
+        g_autoptr(GPtrArray) pages =
+                ptags_pack_lines((const char *const *)lines->pdata, lines->len, page);
+
+        *written = 0;
+        if (pages == NULL)
+                return -EOPNOTSUPP;
+        for (guint p = 0; p < pages->len; p++) {
+                size_t len = 0;
+                const char *buf = g_bytes_get_data(pages->pdata[p], &len);
+                size_t off = 0;
+                /* A short count means the line after it failed; writing the
+                 * rest again makes that line fail first, which yields its errno. */
+                while (off < len) {
+                        ssize_t r = write_fn(buf + off, len - off, user_data);
+                        if (r < 0)
+                                return (int)r;
+                        if (r == 0 || (size_t)r > len - off)
+                                return -EIO;
+                        *written += count_lines(buf + off, (size_t)r);
+                        off += (size_t)r;
+                        if (buf[off - 1] != '\n')
+                                return -EIO; /* not on a line boundary: cannot tell what ran */
+                }
+        }
+        return 0;
+}
+
+int ptags_plan_write(const ptags_plan *plan, size_t page, PtagsPageWriteFunc write_fn,
+                     void *user_data, gboolean *undo_failed)
+{
+        g_autoptr(GPtrArray) forward = ptags_plan_lines(plan);
+        size_t applied = 0;
+
+        if (undo_failed != NULL)
+                *undo_failed = FALSE;
+        int r = write_lines(forward, page, write_fn, user_data, &applied);
+        if (r == 0 || applied == 0)
+                return r;
+
+        /* Forward lines map one to one onto changes. */
+        g_autoptr(GPtrArray) undo = g_ptr_array_new_with_free_func(g_free);
+        for (size_t i = applied; i-- > 0;) {
+                g_autoptr(GPtrArray) inv = ptags_change_undo_lines(ptags_plan_change_at(plan, i));
+                for (guint j = 0; j < inv->len; j++)
+                        g_ptr_array_add(undo, g_strdup(inv->pdata[j]));
+        }
+        size_t undone = 0;
+        int ur = write_lines(undo, page, write_fn, user_data, &undone);
+        if (ur != 0) {
+                g_critical("undo of a partly applied change failed after %zu of %u lines: %s",
+                           undone, undo->len, g_strerror(-ur));
+                if (undo_failed != NULL)
+                        *undo_failed = TRUE;
+        }
+        return r;
+}

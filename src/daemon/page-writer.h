@@ -1,0 +1,32 @@
+/* page-writer.h: turning a plan into kernel writes: normalized lines packed
+ * into page-sized writes, and the undo that makes a non-atomic file atomic. */
+#pragma once
+
+#include <glib.h>
+#include <sys/types.h>
+
+#include "ptags-model.h"
+
+/* One write(2) of @len bytes (whole lines, each ending in '\n'): returns the
+ * bytes the kernel consumed (a short count means the next line failed) or
+ * -errno. */
+typedef ssize_t (*PtagsPageWriteFunc)(const char *buf, size_t len, void *user_data);
+
+/* Pack @lines (without '\n') into writes of at most @page bytes, each ending
+ * on a line boundary. A line longer than @page - 1 cannot be written: returns
+ * NULL. (transfer full: array of GBytes) */
+GPtrArray *ptags_pack_lines(const char *const *lines, size_t n, size_t page);
+
+/* The lines that undo change @c, in the order to write them (a removed tag
+ * comes back with its keep flag and value). (transfer full) */
+GPtrArray *ptags_change_undo_lines(const ptags_change *c);
+
+/* The normalized forward lines of every change of @plan. (transfer full) */
+GPtrArray *ptags_plan_lines(const ptags_plan *plan);
+
+/* Write every change of @plan through @write_fn in pages of @page bytes. On
+ * a failure midway, write the inverse of what was applied (newest first) and
+ * return the failure's -errno; 0 when everything applied. *@undo_failed (may
+ * be NULL) is set when the undo itself failed, leaving the target changed. */
+int ptags_plan_write(const ptags_plan *plan, size_t page, PtagsPageWriteFunc write_fn,
+                     void *user_data, gboolean *undo_failed);

@@ -1,0 +1,283 @@
+/* target.c: pidfd pinning of target and caller processes, and the process
+ * facts (uid, exe, comm, unit) polkit details and logs are built from. */
+#define G_LOG_DOMAIN "ptagsd-target"
+
+#include "target.h"
+
+#include "errors.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <gio/gunixfdlist.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
+#endif
+#ifndef SYS_pidfd_send_signal
+#define SYS_pidfd_send_signal 424
+#endif
+
+gboolean ptags_target_pin_pid(PtagsTarget *t, pid_t pid, GError **error)
+{
+        t->pid = 0;
+        t->pidfd = -1;
+        if (pid <= 0) {
+                g_set_error(error, PTAGS_ERROR, PTAGS_ERROR_NO_SUCH_PROCESS,
+                            "argument pid: %d is not a process id", (int)pid);
+                return FALSE;
+        }
+        int fd = (int)syscall(SYS_pidfd_open, pid, 0);
+        if (fd < 0) {
+                int saved = errno;
+                if (saved == ESRCH || saved == EINVAL)
+                        g_set_error(error, PTAGS_ERROR, PTAGS_ERROR_NO_SUCH_PROCESS,
+                                    "argument pid: process %d does not exist", (int)pid);
+                else
+                        g_set_error(error, PTAGS_ERROR, PTAGS_ERROR_FAILED,
+                                    "cannot pin process %d: %s", (int)pid, g_strerror(saved));
+                return FALSE;
+        }
+        t->pid = pid;
+        t->pidfd = fd;
+        return TRUE;
+}
+
+int ptags_fdinfo_parse_pid(const char *fdinfo)
+{
+        for (const char *line = fdinfo; line != NULL && *line != '\0';) {
+                if (g_str_has_prefix(line, "Pid:")) {
+                        char *end = NULL;
+                        long v = strtol(line + 4, &end, 10);
+                        if (end == line + 4 || v < -1 || v > G_MAXINT)
+                                return -2;
+                        return (int)v;
+                }
+                line = strchr(line, '\n');
+                if (line != NULL)
+                        line++;
+        }
+        return -2;
+}
+
+gboolean ptags_target_adopt_pidfd(PtagsTarget *t, int pidfd, GError **error)
+{
+        g_autofree char *path = g_strdup_printf("/proc/self/fdinfo/%d", pidfd);
+        g_autofree char *text = NULL;
+
+        t->pid = 0;
+        t->pidfd = -1;
+        if (!g_file_get_contents(path, &text, NULL, NULL)) {
+                close(pidfd);
+                g_set_error(error, G_DBUS_ERROR, G_DBUS_ERROR_INVALID_ARGS,
+                            "argument pidfd: cannot inspect the descriptor");
+                return FALSE;
+        }
+        int pid = ptags_fdinfo_parse_pid(text);
+        if (pid == -2) {
+                close(pidfd);
+                g_set_error(error, G_DBUS_ERROR, G_DBUS_ERROR_INVALID_ARGS,
+                            "argument pidfd: not a process file descriptor");
+                return FALSE;
+        }
+        if (pid <= 0) {
+                close(pidfd);
+                g_set_error(error, PTAGS_ERROR, PTAGS_ERROR_NO_SUCH_PROCESS,
+                            pid == 0 ? "argument pidfd: the process is not visible to ptagsd"
+                                     : "argument pidfd: the process has exited");
+                return FALSE;
+        }
+        t->pid = pid;
+        t->pidfd = pidfd;
+        return TRUE;
+}
+
+gboolean ptags_target_copy(PtagsTarget *dst, const PtagsTarget *src, GError **error)
+{
+        dst->pid = src->pid;
+        dst->pidfd = fcntl(src->pidfd, F_DUPFD_CLOEXEC, 3);
+        if (dst->pidfd < 0) {
+                g_set_error(error, PTAGS_ERROR, PTAGS_ERROR_FAILED, "cannot duplicate pidfd: %s",
+                            g_strerror(errno));
+                return FALSE;
+        }
+        return TRUE;
+}
+
+gboolean ptags_target_alive(const PtagsTarget *t)
+{
+        return t->pidfd >= 0 && syscall(SYS_pidfd_send_signal, t->pidfd, 0, NULL, 0) == 0;
+}
+
+void ptags_target_clear(PtagsTarget *t)
+{
+        if (t->pidfd >= 0)
+                close(t->pidfd);
+        t->pidfd = -1;
+        t->pid = 0;
+}
+
+char *ptags_cgroup_parse_unit(const char *cgroup)
+{
+        g_auto(GStrv) lines = g_strsplit(cgroup, "\n", -1);
+        char *unit = NULL;
+
+        for (size_t i = 0; lines[i] != NULL; i++) {
+                /* cgroup v2 line "0::/path"; v1 lines "N:controllers:/path" also
+                 * carry unit names in the name=systemd hierarchy. */
+                const char *path = strchr(lines[i], ':');
+                path = path != NULL ? strchr(path + 1, ':') : NULL;
+                if (path == NULL)
+                        continue;
+                g_auto(GStrv) parts = g_strsplit(path + 1, "/", -1);
+                const char *deepest = NULL;
+                for (size_t j = 0; parts[j] != NULL; j++)
+                        if (g_str_has_suffix(parts[j], ".service") ||
+                            g_str_has_suffix(parts[j], ".scope"))
+                                deepest = parts[j];
+                if (deepest != NULL) {
+                        g_free(unit);
+                        unit = g_strdup(deepest);
+                        if (g_str_has_prefix(lines[i], "0::"))
+                                break; /* the unified hierarchy is authoritative */
+                }
+        }
+        return unit;
+}
+
+static char *read_proc_text(pid_t pid, const char *name)
+{
+        g_autofree char *path = g_strdup_printf("/proc/%d/%s", (int)pid, name);
+        char *text = NULL;
+
+        if (!g_file_get_contents(path, &text, NULL, NULL))
+                return NULL;
+        return text;
+}
+
+gboolean ptags_process_info_read(const PtagsTarget *t, PtagsProcessInfo *info, GError **error)
+{
+        g_autofree char *status = read_proc_text(t->pid, "status");
+        g_autofree char *cgroup = read_proc_text(t->pid, "cgroup");
+        g_autofree char *exe_path = g_strdup_printf("/proc/%d/exe", (int)t->pid);
+
+        memset(info, 0, sizeof(*info));
+        info->uid = (uid_t)-1;
+        if (status != NULL) {
+                const char *uid_line = strstr(status, "\nUid:");
+                if (uid_line != NULL)
+                        info->uid = (uid_t)strtoul(uid_line + 5, NULL, 10);
+        }
+        info->comm = read_proc_text(t->pid, "comm");
+        if (info->comm != NULL)
+                g_strchomp(info->comm);
+        info->exe = g_file_read_link(exe_path, NULL);
+        info->unit = cgroup != NULL ? ptags_cgroup_parse_unit(cgroup) : NULL;
+
+        /* Everything above came from a pid; it only describes our target if the
+         * target is still alive now. */
+        if (status == NULL || info->comm == NULL || !ptags_target_alive(t)) {
+                ptags_process_info_clear(info);
+                g_set_error(error, PTAGS_ERROR, PTAGS_ERROR_NO_SUCH_PROCESS,
+                            "process %d has exited", (int)t->pid);
+                return FALSE;
+        }
+        if (info->uid != (uid_t)-1) {
+                struct passwd pw, *found = NULL;
+                char buf[4096];
+                if (getpwuid_r(info->uid, &pw, buf, sizeof(buf), &found) == 0 && found != NULL)
+                        info->user = g_strdup(found->pw_name);
+        }
+        return TRUE;
+}
+
+void ptags_process_info_clear(PtagsProcessInfo *info)
+{
+        g_clear_pointer(&info->user, g_free);
+        g_clear_pointer(&info->exe, g_free);
+        g_clear_pointer(&info->comm, g_free);
+        g_clear_pointer(&info->unit, g_free);
+}
+
+void ptags_peer_free(PtagsPeer *peer)
+{
+        if (peer == NULL)
+                return;
+        ptags_target_clear(&peer->target);
+        g_free(peer);
+}
+
+static void credentials_done(GObject *source, GAsyncResult *res, gpointer user_data)
+{
+        g_autoptr(GTask) task = user_data;
+        g_autoptr(GError) error = NULL;
+        g_autoptr(GUnixFDList) fds = NULL;
+        g_autoptr(GVariant) reply = g_dbus_connection_call_with_unix_fd_list_finish(
+                G_DBUS_CONNECTION(source), &fds, res, &error);
+        const char *bus_name = g_task_get_task_data(task);
+
+        if (reply == NULL) {
+                if (g_error_matches(error, G_DBUS_ERROR, G_DBUS_ERROR_NAME_HAS_NO_OWNER))
+                        g_task_return_new_error(task, PTAGS_ERROR, PTAGS_ERROR_NO_SUCH_PROCESS,
+                                                "bus name %s has no owner", bus_name);
+                else
+                        g_task_return_new_error(task, PTAGS_ERROR, PTAGS_ERROR_NO_SUCH_PROCESS,
+                                                "cannot identify the process behind %s: %s",
+                                                bus_name, error->message);
+                return;
+        }
+
+        g_autoptr(GVariant) creds = g_variant_get_child_value(reply, 0);
+        guint32 uid = 0, pid = 0;
+        gint32 fd_index = -1;
+        if (!g_variant_lookup(creds, "UnixUserID", "u", &uid) ||
+            !g_variant_lookup(creds, "ProcessID", "u", &pid)) {
+                g_task_return_new_error(task, PTAGS_ERROR, PTAGS_ERROR_NO_SUCH_PROCESS,
+                                        "the bus does not know the process behind %s", bus_name);
+                return;
+        }
+
+        g_autoptr(PtagsPeer) peer = g_new0(PtagsPeer, 1);
+        peer->uid = uid;
+        peer->target.pidfd = -1;
+        if (g_variant_lookup(creds, "ProcessFD", "h", &fd_index) && fds != NULL) {
+                int fd = g_unix_fd_list_get(fds, fd_index, &error);
+                if (fd < 0) {
+                        g_task_return_error(task, g_steal_pointer(&error));
+                        return;
+                }
+                if (!ptags_target_adopt_pidfd(&peer->target, fd, &error)) {
+                        g_task_return_error(task, g_steal_pointer(&error));
+                        return;
+                }
+        } else if (!ptags_target_pin_pid(&peer->target, (pid_t)pid, &error)) {
+                g_task_return_new_error(task, PTAGS_ERROR, PTAGS_ERROR_NO_SUCH_PROCESS,
+                                        "the process behind %s has exited", bus_name);
+                return;
+        }
+        g_task_return_pointer(task, g_steal_pointer(&peer), (GDestroyNotify)ptags_peer_free);
+}
+
+void ptags_peer_lookup_async(GDBusConnection *connection, const char *bus_name,
+                             GCancellable *cancellable, GAsyncReadyCallback callback,
+                             gpointer user_data)
+{
+        GTask *task = g_task_new(connection, cancellable, callback, user_data);
+
+        g_task_set_task_data(task, g_strdup(bus_name), g_free);
+        g_dbus_connection_call_with_unix_fd_list(
+                connection, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
+                "GetConnectionCredentials", g_variant_new("(s)", bus_name),
+                G_VARIANT_TYPE("(a{sv})"), G_DBUS_CALL_FLAGS_NONE, -1, NULL, cancellable,
+                credentials_done, task);
+}
+
+PtagsPeer *ptags_peer_lookup_finish(GAsyncResult *result, GError **error)
+{
+        return g_task_propagate_pointer(G_TASK(result), error);
+}

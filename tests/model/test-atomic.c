@@ -1,0 +1,341 @@
+/* test-atomic.c: atomic batches (the D-Bus Apply): plans, their recorded
+ * changes and normalized/undo lines, all-or-nothing application, and the
+ * two batch modes side by side on the same input. */
+#include <string.h>
+
+#include "model-test-util.h"
+
+/* The plan's changes as "line:normalized|undo0|undo1" strings. */
+static char *describe_changes(const ptags_plan *p)
+{
+        GString *out = g_string_new(NULL);
+        for (size_t i = 0; i < ptags_plan_change_count(p); i++) {
+                const ptags_change *c = ptags_plan_change_at(p, i);
+                char buf[PTAGS_MAX_LINE_LEN];
+                g_assert_cmpuint(ptags_change_format(c, false, buf, sizeof(buf)), ==, strlen(buf));
+                g_string_append_printf(out, "%s%zu:%s", i ? " " : "", c->line, buf);
+                for (size_t k = 0; k < ptags_change_undo_count(c); k++) {
+                        ptags_change_format_undo(c, k, buf, sizeof(buf));
+                        g_string_append_printf(out, "|%s", buf);
+                }
+        }
+        g_assert_null(ptags_plan_change_at(p, ptags_plan_change_count(p)));
+        return g_string_free(out, FALSE);
+}
+
+typedef struct {
+        const char *before;
+        const char *lines[6];
+        const char *changes;
+        const char *after;
+} plan_row;
+
+static void test_plan_changes(void)
+{
+        static const plan_row rows[] = {
+                {"", {NULL}, "", ""},
+                {"", {"+a", NULL}, "0:+a|-a", "a\n"},
+                {"", {"+@a", NULL}, "0:+@a|-a", "@a\n"},
+                {"a=v\n", {"+@a", NULL}, "0:+@a|-@a", "@a=v\n"},
+                {"@a=v\n", {"-a", NULL}, "0:-a|+@a|!a=v", ""},
+                {"a\n", {"-a", NULL}, "0:-a|+a", ""},
+                {"@a\n", {"-@a", NULL}, "0:-@a|+@a", "a\n"},
+                {"a=old\n", {"!a=new", NULL}, "0:!a=new|!a=old", "a=new\n"},
+                {"a\n", {"!a=v=w", NULL}, "0:!a=v=w|!a", "a=v=w\n"},
+                {"a=old\n", {"!a=", NULL}, "0:!a|!a=old", "a\n"},
+                /* no-ops record nothing */
+                {"@a=v\n", {"+a", "+@a", "!a=v", "-b", "-@b", NULL}, "", "@a=v\n"},
+                {"a\n", {"#x", "", "?a", "?", "-@a", NULL}, "", "a\n"},
+                /* add then remove in one batch: two changes */
+                {"", {"+a", "-a", NULL}, "0:+a|-a 1:-a|+a", ""},
+                /* patterns expand to one change per matching tag */
+                {"app:a\n@app:b=1\nc\n",
+                 {"-app:*", NULL},
+                 "0:-app:a|+app:a 0:-app:b|+@app:b|!app:b=1",
+                 "c\n"},
+                {"a\nb\n@c\n", {"+@", NULL}, "0:+@a|-@a 0:+@b|-@b", "@a\n@b\n@c\n"},
+                {"@a\nb\n@c\n", {"-@", NULL}, "0:-@a|+@a 0:-@c|+@c", "a\nb\nc\n"},
+                /* queries see the evolving set */
+                {"",
+                 {"+a", "?a", "!a=1", "+@a", "?@", "?@a"},
+                 "0:+a|-a 2:!a=1|!a 3:+@a|-@a",
+                 "@a=1\n"},
+        };
+        for (size_t i = 0; i < G_N_ELEMENTS(rows); i++) {
+                const plan_row *row = &rows[i];
+                size_t n = 0;
+                while (n < G_N_ELEMENTS(row->lines) && row->lines[n])
+                        n++;
+                ptags_set *current = test_set_from_text(row->before);
+                ptags_plan *p = NULL;
+                size_t failed = 77;
+                g_test_message("row %zu", i);
+                g_assert_cmpint(ptags_plan_build(current, row->lines, NULL, n, &p, &failed), ==,
+                                PTAGS_OK);
+                g_assert_cmpuint(failed, ==, 77);
+                g_autofree char *changes = describe_changes(p);
+                g_assert_cmpstr(changes, ==, row->changes);
+                test_assert_set(ptags_plan_result(p), row->after);
+                test_assert_set(current, row->before); /* the plan works on a copy */
+
+                /* The atomic call gives the same result. */
+                g_assert_cmpint(ptags_apply_atomic(current, row->lines, NULL, n, NULL, &failed), ==,
+                                PTAGS_OK);
+                test_assert_set(current, row->after);
+                ptags_plan_free(p);
+                ptags_set_free(current);
+        }
+}
+
+static void test_change_fields(void)
+{
+        ptags_set *s = test_set_from_text("@a=old\n");
+        const char *lines[] = {"!a=new", "-a"};
+        ptags_plan *p;
+        g_assert_cmpint(ptags_plan_build(s, lines, NULL, 2, &p, NULL), ==, PTAGS_OK);
+        g_assert_cmpuint(ptags_plan_change_count(p), ==, 2);
+        const ptags_change *c = ptags_plan_change_at(p, 0);
+        g_assert_cmpint(c->kind, ==, PTAGS_CHANGE_SET_VALUE);
+        g_assert_cmpint(c->action, ==, PTAGS_ACTION_SET);
+        g_assert_cmpuint(c->line, ==, 0);
+        g_assert_cmpstr(c->tag, ==, "a");
+        g_assert_cmpstr(c->value, ==, "new");
+        g_assert_cmpstr(c->old_value, ==, "old");
+        g_assert_true(c->old_keep);
+        c = ptags_plan_change_at(p, 1);
+        g_assert_cmpint(c->kind, ==, PTAGS_CHANGE_REMOVE);
+        g_assert_cmpint(c->action, ==, PTAGS_ACTION_SUB);
+        g_assert_cmpuint(c->line, ==, 1);
+        g_assert_cmpstr(c->value, ==, "");
+        g_assert_cmpstr(c->old_value, ==, "new");
+        g_assert_true(c->old_keep);
+        ptags_plan_free(p);
+
+        /* Each kind needs the right KERNEL.md rule 4 names. */
+        const char *more[] = {"+b", "+@c", "+@b", "-@b", "!b=1", "!b"};
+        g_assert_cmpint(ptags_plan_build(s, more, NULL, 6, &p, NULL), ==, PTAGS_OK);
+        static const struct {
+                ptags_change_kind kind;
+                ptags_action action;
+        } expect[] = {
+                {PTAGS_CHANGE_ADD, PTAGS_ACTION_ADD},
+                {PTAGS_CHANGE_ADD_KEPT, PTAGS_ACTION_ADD},
+                {PTAGS_CHANGE_SET_KEEP, PTAGS_ACTION_ADD},
+                {PTAGS_CHANGE_CLEAR_KEEP, PTAGS_ACTION_SUB},
+                {PTAGS_CHANGE_SET_VALUE, PTAGS_ACTION_SET},
+                {PTAGS_CHANGE_CLEAR_VALUE, PTAGS_ACTION_SET},
+        };
+        g_assert_cmpuint(ptags_plan_change_count(p), ==, G_N_ELEMENTS(expect));
+        for (size_t i = 0; i < G_N_ELEMENTS(expect); i++) {
+                g_assert_cmpint(ptags_plan_change_at(p, i)->kind, ==, expect[i].kind);
+                g_assert_cmpint(ptags_plan_change_at(p, i)->action, ==, expect[i].action);
+                g_assert_cmpuint(ptags_plan_change_at(p, i)->line, ==, i);
+        }
+        ptags_plan_free(p);
+        ptags_set_free(s);
+}
+
+typedef struct {
+        const char *before;
+        const char *lines[4];
+        ptags_result result;
+        size_t failed_line;
+} fail_row;
+
+static void test_all_or_nothing(void)
+{
+        static const fail_row rows[] = {
+                {"a\n", {"+b", "+c:", "+d", NULL}, PTAGS_E_INVALID_TAG, 1},
+                {"a\n", {"+b", "!z=1", NULL}, PTAGS_E_NO_SUCH_TAG, 1},
+                {"a\n", {"-a", "?a", "+b", NULL}, PTAGS_E_NO_SUCH_TAG, 1},
+                {"a\n", {"?@a", "+b", NULL}, PTAGS_E_NO_SUCH_TAG, 0},
+                {"a\n", {"+b", "-b", "+", NULL}, PTAGS_E_INVALID_COMMAND, 2},
+                {"a\n", {"-a", "+x:*", NULL}, PTAGS_E_INVALID_PATTERN, 1},
+                {"a\n", {"-a", "!a=\x01", NULL}, PTAGS_E_INVALID_VALUE, 1},
+                {"a\n", {"-a", "+b\n", NULL}, PTAGS_E_INVALID_COMMAND, 1},
+                {"a\n", {"-a", "bad", NULL}, PTAGS_E_INVALID_COMMAND, 1},
+        };
+        for (size_t i = 0; i < G_N_ELEMENTS(rows); i++) {
+                const fail_row *row = &rows[i];
+                size_t n = 0;
+                while (n < G_N_ELEMENTS(row->lines) && row->lines[n])
+                        n++;
+                ptags_set *s = test_set_from_text(row->before);
+                ptags_plan *sentinel = (ptags_plan *)&n, *p = sentinel;
+                size_t failed = 99;
+                g_test_message("row %zu", i);
+                g_assert_cmpint(ptags_plan_build(s, row->lines, NULL, n, &p, &failed), ==,
+                                row->result);
+                g_assert_cmpuint(failed, ==, row->failed_line);
+                g_assert_true(p == sentinel);
+                failed = 99;
+                g_assert_cmpint(ptags_apply_atomic(s, row->lines, NULL, n, NULL, &failed), ==,
+                                row->result);
+                g_assert_cmpuint(failed, ==, row->failed_line);
+                test_assert_set(s, row->before);
+                ptags_set_free(s);
+        }
+}
+
+static void test_explicit_lengths(void)
+{
+        ptags_set *s = ptags_set_new();
+        const char *lines[] = {"+abc", "+a\0b"};
+        const size_t lens[] = {2, 4};
+        size_t failed = 9;
+        g_assert_cmpint(ptags_apply_atomic(s, lines, lens, 1, NULL, &failed), ==, PTAGS_OK);
+        test_assert_set(s, "a\n");
+        g_assert_cmpint(ptags_apply_atomic(s, lines, lens, 2, NULL, &failed), ==,
+                        PTAGS_E_INVALID_TAG);
+        g_assert_cmpuint(failed, ==, 1);
+        test_assert_set(s, "a\n");
+        ptags_set_free(s);
+}
+
+static void test_tag_limit(void)
+{
+        ptags_set *s = test_set_with_n_tags(PTAGS_MAX_TAGS - 1);
+        const char *lines[] = {"+y1", "+y2", "-t0000", "+y3"};
+        size_t failed = 0;
+        g_assert_cmpint(ptags_apply_atomic(s, lines, NULL, 4, NULL, &failed), ==,
+                        PTAGS_E_TOO_MANY_TAGS);
+        g_assert_cmpuint(failed, ==, 1);
+        g_assert_cmpuint(ptags_set_count(s), ==, 3999);
+        /* Removing first makes room, as in the kernel. */
+        const char *ordered[] = {"+y1", "-t0000", "+y2"};
+        g_assert_cmpint(ptags_apply_atomic(s, ordered, NULL, 3, NULL, &failed), ==, PTAGS_OK);
+        g_assert_cmpuint(ptags_set_count(s), ==, 4000);
+        ptags_set_free(s);
+}
+
+static void test_rights_checked_per_change(void)
+{
+        ptags_set *rights;
+        ptags_writer w = test_writer("ptags:app:add\nptags:app:sub\n", true, &rights);
+        ptags_set *s = test_set_from_text("app:a\napp:b\nother\n");
+        /* Kernel mode would skip "other"; atomic mode refuses the batch and
+         * names the line whose expansion reached it. */
+        const char *lines[] = {"+app:c", "-", "+app:d"};
+        size_t failed = 0, refused = 0;
+        ptags_plan *p;
+        g_assert_cmpint(ptags_plan_build(s, lines, NULL, 3, &p, NULL), ==, PTAGS_OK);
+        g_assert_cmpint(ptags_plan_check_rights(p, &w, &refused), ==, PTAGS_E_NOT_PERMITTED);
+        g_assert_cmpstr(ptags_plan_change_at(p, refused)->tag, ==, "other");
+        g_assert_cmpint(ptags_plan_check_rights(p, NULL, NULL), ==, PTAGS_OK);
+        ptags_plan_free(p);
+        g_assert_cmpint(ptags_apply_atomic(s, lines, NULL, 3, &w, &failed), ==,
+                        PTAGS_E_NOT_PERMITTED);
+        g_assert_cmpuint(failed, ==, 1);
+        test_assert_set(s, "app:a\napp:b\nother\n");
+
+        const char *allowed[] = {"+app:c", "-app:*", "+@app:d", "-other", "+other"};
+        /* "-other" then "+other" are two real changes, each needs a right. */
+        g_assert_cmpint(ptags_apply_atomic(s, allowed, NULL, 3, &w, &failed), ==, PTAGS_OK);
+        test_assert_set(s, "@app:d\nother\n");
+        g_assert_cmpint(ptags_apply_atomic(s, allowed, NULL, 5, &w, &failed), ==,
+                        PTAGS_E_NOT_PERMITTED);
+        g_assert_cmpuint(failed, ==, 3);
+        test_assert_set(s, "@app:d\nother\n");
+        ptags_set_free(s);
+        ptags_set_free(rights);
+}
+
+/* The same input through both modes: kernel mode keeps what ran before the
+ * failure, atomic mode keeps nothing and names the line. */
+static void test_modes_side_by_side(void)
+{
+        static const struct {
+                const char *before;
+                const char *batch;
+                ptags_result result;
+                size_t kernel_consumed;
+                const char *kernel_after;
+                size_t atomic_line;
+        } rows[] = {
+                {"a\n", "+b\n-a\n!c=1\n+d\n", PTAGS_E_NO_SUCH_TAG, 6, "b\n", 2},
+                {"a\n", "+b\n?@\n", PTAGS_E_NO_SUCH_TAG, 3, "a\nb\n", 1},
+                {"a\n", "-a\n+b:\n", PTAGS_E_INVALID_TAG, 3, "", 1},
+                {"a\n", "!a=1\n+@a\n-@a\n+b\n", PTAGS_OK, 16, "a=1\nb\n", 0},
+        };
+        for (size_t i = 0; i < G_N_ELEMENTS(rows); i++) {
+                ptags_set *kernel = test_set_from_text(rows[i].before);
+                ptags_set *atomic = test_set_from_text(rows[i].before);
+                size_t consumed = 0, failed = 0;
+                g_test_message("row %zu", i);
+                g_assert_cmpint(ptags_apply_kernel(kernel, rows[i].batch, strlen(rows[i].batch),
+                                                   NULL, &consumed),
+                                ==, rows[i].result);
+                g_assert_cmpuint(consumed, ==, rows[i].kernel_consumed);
+                test_assert_set(kernel, rows[i].kernel_after);
+
+                g_auto(GStrv) lines = g_strsplit(rows[i].batch, "\n", -1);
+                size_t n = g_strv_length(lines) - 1; /* the text after the last '\n' */
+                g_assert_cmpint(ptags_apply_atomic(atomic, (const char *const *)lines, NULL, n,
+                                                   NULL, &failed),
+                                ==, rows[i].result);
+                if (rows[i].result == PTAGS_OK) {
+                        g_assert_true(ptags_set_equal(kernel, atomic));
+                } else {
+                        g_assert_cmpuint(failed, ==, rows[i].atomic_line);
+                        test_assert_set(atomic, rows[i].before);
+                }
+                ptags_set_free(kernel);
+                ptags_set_free(atomic);
+        }
+}
+
+static void test_format_buffer(void)
+{
+        ptags_set *s = test_set_from_text("a\n");
+        const char *lines[] = {"!a=value"};
+        ptags_plan *p;
+        g_assert_cmpint(ptags_plan_build(s, lines, NULL, 1, &p, NULL), ==, PTAGS_OK);
+        const ptags_change *c = ptags_plan_change_at(p, 0);
+        char buf[16];
+        memset(buf, 'X', sizeof(buf));
+        g_assert_cmpuint(ptags_change_format(c, false, NULL, 0), ==, 8);
+        g_assert_cmpuint(ptags_change_format(c, false, buf, 5), ==, 8);
+        g_assert_cmpstr(buf, ==, "!a=v");
+        g_assert_cmpint(buf[5], ==, 'X');
+        g_assert_cmpuint(ptags_change_format(c, false, buf, 9), ==, 8);
+        g_assert_cmpstr(buf, ==, "!a=value");
+        g_assert_cmpuint(ptags_change_format(c, true, buf, 1), ==, 2);
+        g_assert_cmpstr(buf, ==, "");
+        g_assert_cmpuint(ptags_change_format(c, true, buf, sizeof(buf)), ==, 2);
+        g_assert_cmpstr(buf, ==, "!a");
+        g_assert_cmpuint(ptags_change_undo_count(c), ==, 1);
+        g_assert_cmpuint(ptags_change_format_undo(c, 1, buf, sizeof(buf)), ==, 0);
+        g_assert_cmpstr(buf, ==, "");
+        ptags_plan_free(p);
+        ptags_set_free(s);
+
+        /* The longest line fits PTAGS_MAX_LINE_LEN. */
+        g_autofree char *tag = test_repeat('t', PTAGS_MAX_TAG_LEN);
+        g_autofree char *value = test_repeat('v', PTAGS_MAX_VALUE_LEN);
+        g_autofree char *set_line = g_strdup_printf("!%s=%s", tag, value);
+        g_autofree char *add_line = g_strdup_printf("+@%s", tag);
+        const char *big[] = {add_line, set_line, add_line + 1};
+        s = ptags_set_new();
+        g_assert_cmpint(ptags_plan_build(s, big, NULL, 2, &p, NULL), ==, PTAGS_OK);
+        g_autofree char *line = g_malloc(PTAGS_MAX_LINE_LEN);
+        g_assert_cmpuint(
+                ptags_change_format(ptags_plan_change_at(p, 1), false, line, PTAGS_MAX_LINE_LEN),
+                ==, strlen(set_line));
+        g_assert_cmpstr(line, ==, set_line);
+        ptags_plan_free(p);
+        ptags_set_free(s);
+}
+
+int main(int argc, char **argv)
+{
+        g_test_init(&argc, &argv, NULL);
+        g_test_add_func("/atomic/plan-changes", test_plan_changes);
+        g_test_add_func("/atomic/change-fields", test_change_fields);
+        g_test_add_func("/atomic/all-or-nothing", test_all_or_nothing);
+        g_test_add_func("/atomic/explicit-lengths", test_explicit_lengths);
+        g_test_add_func("/atomic/tag-limit", test_tag_limit);
+        g_test_add_func("/atomic/rights-checked-per-change", test_rights_checked_per_change);
+        g_test_add_func("/atomic/modes-side-by-side", test_modes_side_by_side);
+        g_test_add_func("/atomic/format-buffer", test_format_buffer);
+        return g_test_run();
+}

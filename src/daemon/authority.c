@@ -8,8 +8,6 @@
 
 #include <string.h>
 
-#define INTERACTIVE_REQUIRED "org.freedesktop.DBus.Error.InteractiveAuthorizationRequired"
-
 /* Unknown kinds fall through to NULL: deny by default. */
 static const struct {
         ptags_change_kind kind;
@@ -200,10 +198,11 @@ static void check_done(GObject *source, GAsyncResult *res, gpointer user_data)
                 if (b->pending == 1)
                         batch_finish(b, NULL);
         } else if (polkit_authorization_result_get_is_challenge(result) && !b->interactive) {
-                batch_finish(b, g_dbus_error_new_for_dbus_error(
-                                        INTERACTIVE_REQUIRED,
-                                        "authorization needs interaction, which the caller "
-                                        "did not allow"));
+                batch_finish(b, g_error_new(PTAGS_ERROR,
+                                            PTAGS_ERROR_INTERACTIVE_AUTHORIZATION_REQUIRED,
+                                            "%s for tag \"%s\" needs interactive authorization, "
+                                            "which the call did not allow",
+                                            call->check->action_id, call->check->tag));
         } else {
                 batch_finish(b, g_error_new(PTAGS_ERROR, PTAGS_ERROR_NOT_AUTHORIZED,
                                             "%s for tag \"%s\": not authorized",

@@ -24,6 +24,8 @@ static const GDBusErrorEntry error_entries[] = {
         {PTAGS_ERROR_INVALID_CONTAINER_ID, "org.ptags.Error.InvalidContainerId"},
         {PTAGS_ERROR_NO_SUCH_CONTAINER, "org.ptags.Error.NoSuchContainer"},
         {PTAGS_ERROR_FAILED, "org.ptags.Error.Failed"},
+        {PTAGS_ERROR_INTERACTIVE_AUTHORIZATION_REQUIRED,
+         "org.freedesktop.DBus.Error.InteractiveAuthorizationRequired"},
 };
 
 G_STATIC_ASSERT(G_N_ELEMENTS(error_entries) == PTAGS_ERROR_N_CODES);

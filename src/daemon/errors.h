@@ -27,6 +27,9 @@ typedef enum {
         PTAGS_ERROR_INVALID_CONTAINER_ID,
         PTAGS_ERROR_NO_SUCH_CONTAINER,
         PTAGS_ERROR_FAILED,
+        /* The standard D-Bus name for "polkit would ask, but the caller did
+         * not allow interaction"; GLib 2.74 has no code for it. */
+        PTAGS_ERROR_INTERACTIVE_AUTHORIZATION_REQUIRED,
         PTAGS_ERROR_N_CODES,
 } PtagsError;
 

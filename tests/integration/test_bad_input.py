@@ -24,15 +24,16 @@ def rows_bad_tags(t):
         ("ptags:x", "bad rights field (one field)"),
     ]:
         rows.append(("AddTag %s" % why, "AddTag", "usb", [t, tag, False], "InvalidTag"))
-    # A '*' where a tag is required reads as a misplaced pattern (the model's
-    # InvalidPattern), in method arguments as in lines.
-    rows.append(("AddTag '*' inside", "AddTag", "usb", [t, "a*b", False], "InvalidPattern"))
+    # A method argument that must be a tag is judged as a tag: '*' is a
+    # forbidden byte there (in command lines "+a:*" is a misplaced pattern).
+    rows.append(("AddTag '*' inside", "AddTag", "usb", [t, "a*b", False], "InvalidTag"))
     # "app:a=x" must not be smuggled into the line "!app:a=x=y".
     rows.append(("SetValue tag with '='", "SetValue", "uss", [t, "app:a=x", "y"], "InvalidTag"))
     rows.append(("Apply +bad tag ending ':'", "Apply", "uas", [t, ["+app:"]], "InvalidTag"))
     # An exact pattern is a tag: a bad one is InvalidTag (as in the model).
     rows.append(("Apply +@ with '@' start", "Apply", "uas", [t, ["+@@x"]], "InvalidTag"))
-    rows.append(("RemoveTag '@' start", "RemoveTag", "us", [t, "@app:a"], "InvalidTag"))
+    # RemoveTag takes a pattern; keep flags are SetKeep's, so '@' is a bad pattern.
+    rows.append(("RemoveTag '@' start", "RemoveTag", "us", [t, "@app:a"], "InvalidPattern"))
     return rows
 
 
@@ -55,8 +56,8 @@ def rows_bad_patterns(t):
         ("HasTag a*", "HasTag", "us", [t, "a*"], "InvalidPattern"),
         ("FindTagged a:*:b", "FindTagged", "s", ["a:*:b"], "InvalidPattern"),
         ("SetKeep x*", "SetKeep", "usb", [t, "x*", True], "InvalidPattern"),
-        ("AddTag pattern", "AddTag", "usb", [t, "app:*", False], "InvalidPattern"),
-        ("SetValue pattern", "SetValue", "uss", [t, "app:*", "v"], "InvalidPattern"),
+        ("AddTag pattern", "AddTag", "usb", [t, "app:*", False], "InvalidTag"),
+        ("SetValue pattern", "SetValue", "uss", [t, "app:*", "v"], "InvalidTag"),
     ]
     return rows
 

@@ -153,6 +153,25 @@ class ChangeMethodTests(PtagsTestCase):
             "ApplyFd", "has", [0, ["-app:a"]], REMOVE, [("app:b", False, "old")],
             pidfd_of=self.target)
 
+    def test_busctl_callers(self):
+        """Shell scripts use busctl: its default (interactive allowed on
+        Debian 12) reaches polkit, and =no gets InteractiveAuthorizationRequired."""
+        polkit = self.world.polkit
+        polkit.set_challenge([ADD])
+        call = ["call", "org.ptags.Manager", "/org/ptags/Manager", "org.ptags.Manager",
+                "AddTag", "usb", str(self.target), "app:sh", "false"]
+        result = self.world.busctl(["--allow-interactive-authorization=no"] + call)
+        self.assertNotEqual(result.returncode, 0)
+        self.assertEqual(polkit.checks()[-1]["flags"] & 1, 0)
+        polkit.clear_checks()
+        result = self.world.busctl(call)
+        self.assertNotEqual(result.returncode, 0, "the simulated agent said no")
+        self.assertEqual(polkit.checks()[-1]["flags"] & 1, 1, "busctl's default is interactive")
+        polkit.set_interactive_answer(True)
+        result = self.world.busctl(call)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertIn(("app:sh", False, ""), self.world.get_tags(self.target))
+
     def test_apply_needs_every_action(self):
         """A batch touching three actions is refused while one is denied."""
         polkit = self.world.polkit

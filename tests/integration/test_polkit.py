@@ -33,8 +33,9 @@ class PolkitDetailsTests(PtagsTestCase):
         return check
 
     def assertDetails(self, details, **want):
+        """want: detail=value, '_' for '-' ("self_" for the "self" detail)."""
         for key, value in want.items():
-            key = key.replace("_", "-")
+            key = key.rstrip("_").replace("_", "-")
             self.assertIn(key, details, "detail %s missing from %r" % (key, details))
             self.assertEqual(details[key], value, "detail %s" % key)
 
@@ -44,7 +45,7 @@ class PolkitDetailsTests(PtagsTestCase):
         check = self.only_check()
         self.assertEqual(check["action"], ADD)
         self.assertDetails(check["details"], tag="app:cam:front", prefix="app", keep="true",
-                           pid=str(self.target), target_uid=str(NOBODY), self="false",
+                           pid=str(self.target), target_uid=str(NOBODY), self_="false",
                            caller_holds_right="false")
         self.assertEqual(check["details"].get("target-comm"), "sleep")
 
@@ -57,7 +58,7 @@ class PolkitDetailsTests(PtagsTestCase):
         # Denial of the first may stop the rest, but each check names one tag.
         for c in checks:
             self.assertIn(c["details"]["tag"], ("app:a", "app:b"))
-            self.assertDetails(c["details"], prefix="app", pid=str(self.target), self="false")
+            self.assertDetails(c["details"], prefix="app", pid=str(self.target), self_="false")
         self.world.polkit.set_allowed([REMOVE])
         self.world.polkit.clear_checks()
         self.assertOk(self.client.call("RemoveTag", "us", [self.target, "app:*"]))
@@ -70,7 +71,7 @@ class PolkitDetailsTests(PtagsTestCase):
         check = self.only_check()
         self.assertEqual(check["action"], SET_VALUE)
         self.assertDetails(check["details"], tag="app:a", prefix="app", value="v=1",
-                           pid=str(self.target), target_uid=str(NOBODY), self="false",
+                           pid=str(self.target), target_uid=str(NOBODY), self_="false",
                            caller_holds_right="false")
 
     def test_rights_tag_uses_rights_action(self):
@@ -89,20 +90,20 @@ class PolkitDetailsTests(PtagsTestCase):
         check = self.only_check()
         self.assertEqual(check["action"], ADD)
         self.assertDetails(check["details"], tag="app:self", prefix="app",
-                           pid=str(self.client.pid), target_uid=str(NOBODY), self="true",
+                           pid=str(self.client.pid), target_uid=str(NOBODY), self_="true",
                            caller_holds_right="true")
         self.assertIn(("app:self", False, ""), self.world.get_tags(self.client.pid))
 
         # Outside the right (prefix other) it is false, even for itself.
         self.world.polkit.clear_checks()
         self.assertOk(self.client.call("AddTag", "usb", [self.client.pid, "web:x", False]))
-        self.assertDetails(self.only_check()["details"], self="true",
+        self.assertDetails(self.only_check()["details"], self_="true",
                            caller_holds_right="false")
 
         # Another process needs ptags:others too: false.
         self.world.polkit.clear_checks()
         self.assertOk(self.client.call("AddTag", "usb", [self.target, "app:other", False]))
-        self.assertDetails(self.only_check()["details"], self="false",
+        self.assertDetails(self.only_check()["details"], self_="false",
                            caller_holds_right="false")
 
         # With ptags:app:others as well, true for the other process.
@@ -110,7 +111,7 @@ class PolkitDetailsTests(PtagsTestCase):
                                            [self.client.pid, "ptags:app:others", False]))
         self.world.polkit.clear_checks()
         self.assertOk(self.client.call("AddTag", "usb", [self.target, "app:other2", False]))
-        self.assertDetails(self.only_check()["details"], self="false",
+        self.assertDetails(self.only_check()["details"], self_="false",
                            caller_holds_right="true")
 
 

@@ -495,6 +495,15 @@ class World:
         self._clients.append(client)
         return client
 
+    def busctl(self, args, unprivileged=True, timeout=20):
+        """Run `busctl --address=BUS ARGS` (as nobody by default), the way a
+        shell script would call ptagsd. Note: on Debian 12 (systemd 252)
+        busctl sets ALLOW_INTERACTIVE_AUTHORIZATION unless given
+        --allow-interactive-authorization=no. Returns CompletedProcess."""
+        argv = (UNPRIVILEGED if unprivileged else []) + ["busctl", "--address=" + self.address]
+        return subprocess.run(argv + list(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              env=self.child_env(), timeout=timeout, text=True)
+
     def dead_pid(self):
         """The pid of a process that has exited and been reaped."""
         proc = subprocess.Popen(["true"])

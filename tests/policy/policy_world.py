@@ -1,0 +1,253 @@
+# policy_world.py: the integration harness's World with our REAL bus policy and the REAL polkitd,
+# its actions and rules bind-mounted over the system's inside this test's private mount namespace.
+#
+# What the harness lacked and this file adds around it (by subclassing):
+# - a bus config built from tests/policy/system-bus.conf.in (the stock system
+#   bus defaults + our org.ptags.Manager.conf + polkit's own system.d file);
+# - polkitd itself (harness polkit="external"), started after our actions and
+#   rules are bind-mounted, so the tests never touch the real system's files;
+# - unprivileged clients of any uid (the harness makes only nobody ones);
+# - one-shot calls to any destination/interface as any uid (the harness's
+#   client speaks only org.ptags.Manager).
+#
+# Environment (set by tests/policy/meson.build), besides the harness's:
+#   PTAGS_BUS_POLICY      data/dbus-1/org.ptags.Manager.conf
+#   PTAGS_BUS_TEMPLATE    tests/policy/system-bus.conf.in
+#   PTAGS_POLKIT_POLICY   the built (translated) org.ptags.policy
+#   PTAGS_POLKIT_RULE     data/polkit-1/rules.d/50-org.ptags.rules
+
+import json
+import os
+import pwd
+import select
+import shutil
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "lib"))
+import ptags_harness  # noqa: E402
+from ptags_harness import HarnessError, wait_until  # noqa: E402,F401
+
+POLKITD = "/usr/lib/polkit-1/polkitd"
+POLKIT_ACTIONS_DIR = "/usr/share/polkit-1/actions"
+POLKIT_ADMIN_RULES_DIR = "/etc/polkit-1/rules.d"
+POLKIT_VENDOR_RULES_DIR = "/usr/share/polkit-1/rules.d"
+# Where Debian (and upstream) install polkit's own bus policy.
+POLKIT_BUS_POLICY_CANDIDATES = (
+    "/usr/share/dbus-1/system.d/org.freedesktop.PolicyKit1.conf",
+    "/etc/dbus-1/system.d/org.freedesktop.PolicyKit1.conf",
+)
+CALLER_SCRIPT = os.path.join(HERE, "policy_caller.py")
+# How dbus-daemon words its own policy denials (ptagsd never says either).
+BUS_REJECTION = "Rejected send message"
+BUS_OWN_REJECTION = "is not allowed to own the service"
+
+
+def required_file(var):
+    path = os.environ.get(var, "")
+    if not path or not os.path.isfile(path):
+        raise HarnessError("%s=%r is not a file: the meson test must set it" % (var, path))
+    return path
+
+
+def polkit_bus_policy():
+    for path in POLKIT_BUS_POLICY_CANDIDATES:
+        if os.path.isfile(path):
+            return path
+    raise HarnessError("polkit's bus policy is not installed (package polkitd): looked in %s"
+                       % ", ".join(POLKIT_BUS_POLICY_CANDIDATES))
+
+
+def real_bus_config(socket_path):
+    """The private system bus config: our real policy, polkit's real policy."""
+    with open(required_file("PTAGS_BUS_TEMPLATE")) as f:
+        text = f.read()
+    return (text.replace("@SOCKET@", socket_path)
+            .replace("@PTAGS_BUS_POLICY@", os.path.abspath(required_file("PTAGS_BUS_POLICY")))
+            .replace("@POLKIT_BUS_POLICY@", polkit_bus_policy()))
+
+
+def in_private_mount_namespace():
+    # Our parent (meson, or whoever ran unshare) is outside the new namespace.
+    return os.readlink("/proc/self/ns/mnt") != os.readlink("/proc/%d/ns/mnt" % os.getppid())
+
+
+class PolicyWorld(ptags_harness.World):
+    """A World whose bus enforces our real policy and whose polkit is the
+    real polkitd reading only our actions and the rules a test provides.
+
+    admin_rules: {file name: JavaScript} written to /etc/polkit-1/rules.d.
+    shipped_rule: install our 50-org.ptags.rules in polkit's vendor dir.
+    with_daemon: start ptagsd (False leaves org.ptags.Manager unowned)."""
+
+    def __init__(self, admin_rules=None, shipped_rule=True, with_daemon=True, **kw):
+        super().__init__(bus_config=real_bus_config, polkit="external", **kw)
+        self.admin_rules = dict(admin_rules or {})
+        self.shipped_rule = shipped_rule
+        self.with_daemon = with_daemon
+        self._bind_mounts = []
+
+    def start(self):
+        # Bind mounts over /usr/share and /etc must never leak to the host.
+        if not in_private_mount_namespace():
+            raise HarnessError("not in a private mount namespace: run under "
+                               "`unshare --mount --propagation private`")
+        super().start()  # temp dir, bus (real policy), kernel fixture
+        self._install_polkit_files()
+        self.start_polkitd()
+        if self.with_daemon:
+            self.start_daemon()
+
+    def start_bus(self):
+        """The harness's start_bus, ready only once dbus-daemon says so: it
+        prints its address after listen(), while the socket file appears at
+        bind(), and a connect() in between is refused (seen here)."""
+        socket_path = os.path.join(self.tmp, "system_bus_socket")
+        config = os.path.join(self.tmp, "bus.conf")
+        with open(config, "w") as f:
+            f.write(self.bus_config(socket_path))
+        read_fd, write_fd = os.pipe()
+        try:
+            with open(os.path.join(self.tmp, "bus.log"), "wb") as log:
+                proc = subprocess.Popen(
+                    ["dbus-daemon", "--nofork", "--nopidfile", "--config-file=" + config,
+                     "--print-address=%d" % write_fd],
+                    stdin=subprocess.DEVNULL, stdout=log, stderr=log, pass_fds=(write_fd,),
+                    env=self.child_env())
+            self._procs.append(("dbus-daemon", proc))
+        finally:
+            os.close(write_fd)
+        with os.fdopen(read_fd, "rb") as announced:
+            line = b""
+            deadline = time.monotonic() + 10
+            while not line.endswith(b"\n"):
+                left = deadline - time.monotonic()
+                if left <= 0 or not select.select([announced], [], [], left)[0]:
+                    raise HarnessError("dbus-daemon did not announce its address in 10s")
+                chunk = os.read(announced.fileno(), 4096)
+                if not chunk:
+                    raise HarnessError("dbus-daemon exited: %s" % self.read_log("bus.log"))
+                line += chunk
+        # Unprivileged callers connect too.
+        os.chmod(socket_path, 0o666)
+        self.address = "unix:path=" + socket_path
+        self.conn = ptags_harness.ptags_client.connect(self.address)
+
+    # ------------------------------------------------------------ polkit
+
+    def _polkit_dir(self, name, files):
+        """A dir only polkitd (and root) can read, as on Debian."""
+        try:
+            polkitd_user = pwd.getpwnam("polkitd")
+        except KeyError:
+            raise HarnessError("no polkitd user: is the polkitd package installed?")
+        path = os.path.join(self.tmp, name)
+        os.mkdir(path)
+        for file_name, content in files.items():
+            with open(os.path.join(path, file_name), "w") as f:
+                f.write(content)
+            os.chmod(os.path.join(path, file_name), 0o644)
+        os.chown(path, polkitd_user.pw_uid, 0)
+        os.chmod(path, 0o700)
+        return path
+
+    def _bind(self, source, target):
+        subprocess.run(["mount", "--bind", source, target], check=True, timeout=10)
+        self._bind_mounts.append(target)
+
+    def _install_polkit_files(self):
+        with open(required_file("PTAGS_POLKIT_POLICY")) as f:
+            actions = {"org.ptags.policy": f.read()}
+        vendor_rules = {}
+        if self.shipped_rule:
+            with open(required_file("PTAGS_POLKIT_RULE")) as f:
+                vendor_rules["50-org.ptags.rules"] = f.read()
+        # The actions dir must be world-readable, like the real one.
+        actions_dir = self._polkit_dir("polkit-actions", actions)
+        os.chmod(actions_dir, 0o755)
+        self._bind(actions_dir, POLKIT_ACTIONS_DIR)
+        self._bind(self._polkit_dir("polkit-admin-rules", self.admin_rules),
+                   POLKIT_ADMIN_RULES_DIR)
+        self._bind(self._polkit_dir("polkit-vendor-rules", vendor_rules),
+                   POLKIT_VENDOR_RULES_DIR)
+
+    def start_polkitd(self):
+        """The real polkitd, on our bus (it reads DBUS_SYSTEM_BUS_ADDRESS),
+        started as root: it drops to the polkitd user by itself."""
+        if not os.access(POLKITD, os.X_OK):
+            raise HarnessError("%s missing (package polkitd)" % POLKITD)
+        proc = self._spawn("polkitd", [POLKITD], log_name="polkitd.log")
+        wait_until(lambda: self.name_has_owner(ptags_harness.POLKIT_NAME)
+                   or proc.poll() is not None, 15, "polkitd on the bus")
+        if proc.poll() is not None:
+            raise HarnessError("polkitd exited: %s" % self.read_log("polkitd.log"))
+        self.polkitd = proc
+
+    # ------------------------------------------------------------ callers
+
+    def spawn_client_as(self, user):
+        """A harness ClientProcess running as @user (name), no groups, no caps."""
+        entry = pwd.getpwnam(user)
+        script = os.path.join(self.tmp, "ptags_client.py")
+        if not os.path.exists(script):
+            shutil.copy(os.path.join(ptags_harness.LIB_DIR, "ptags_client.py"), script)
+            os.chmod(script, 0o644)
+        argv = setpriv_argv(entry) + [ptags_harness.PYTHON, "-I", script, self.address]
+        proc = self._spawn("client", argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        client = ptags_harness.ClientProcess(proc)
+        self._clients.append(client)
+        return client
+
+    def call_as(self, user, destination, path, interface, method, sig="", args=()):
+        """One call on a fresh connection as @user (None: root) to any
+        destination and interface; returns a harness Reply."""
+        script = os.path.join(self.tmp, "policy_caller.py")
+        if not os.path.exists(script):
+            shutil.copy(CALLER_SCRIPT, script)
+            shutil.copy(os.path.join(ptags_harness.LIB_DIR, "ptags_client.py"),
+                        os.path.join(self.tmp, "ptags_client.py"))
+            for name in ("policy_caller.py", "ptags_client.py"):
+                os.chmod(os.path.join(self.tmp, name), 0o644)
+        request = json.dumps({"destination": destination, "path": path, "interface": interface,
+                              "method": method, "sig": sig, "args": list(args)})
+        prefix = setpriv_argv(pwd.getpwnam(user)) if user else []
+        out = subprocess.run(prefix + [ptags_harness.PYTHON, "-I", script, self.address, request],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=30,
+                             env=self.child_env())
+        if out.returncode != 0:
+            raise HarnessError("policy_caller failed (%d): %s" % (out.returncode,
+                                                                   out.stderr.decode()))
+        return ptags_harness.Reply.from_json(json.loads(out.stdout))
+
+    # ------------------------------------------------------------ teardown
+
+    def stop(self):
+        super().stop()
+        for target in reversed(self._bind_mounts):
+            subprocess.run(["umount", "-l", target], timeout=10)
+        self._bind_mounts = []
+
+
+def setpriv_argv(entry):
+    """setpriv making a child an ordinary user: its own uid and primary gid,
+    no supplementary groups, no capabilities to inherit."""
+    return ["setpriv", "--reuid=%d" % entry.pw_uid, "--regid=%d" % entry.pw_gid,
+            "--clear-groups", "--inh-caps=-all"]
+
+
+class PolicyTestCase(ptags_harness.PtagsTestCase):
+    """PtagsTestCase on a PolicyWorld; subclasses set world_options."""
+
+    def setUp(self):
+        self.world = PolicyWorld(**self.world_options)
+        self.addCleanup(self.world.stop)
+        self.world.start()
+
+    def assertRejectedByBus(self, reply, wording=BUS_REJECTION):
+        """The bus, not the daemon, refused: AccessDenied worded by dbus-daemon."""
+        self.assertEqual(reply.error, "org.freedesktop.DBus.Error.AccessDenied",
+                         "expected the bus to refuse, got %r" % (reply,))
+        self.assertIn(wording, reply.message or "",
+                      "AccessDenied did not come from the bus policy: %r" % (reply,))

@@ -1,0 +1,125 @@
+# test_polkit_rules.py: ptagsd's checks against the REAL polkitd with our REAL actions and rules:
+# an administrator's rule, the shipped caller-holds-right rule, and the separate rights action.
+#
+# Run one case per meson test, inside `unshare --mount --propagation private`:
+#   test_polkit_rules.py AdminRule.test_own_processes_under_app_only
+# No logind runs here, so every caller is a subject without a session:
+# polkit applies the rules first, then the actions' allow_any ("no").
+
+import os
+import sys
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from policy_world import PolicyTestCase  # noqa: E402
+
+# The administrator's rule of the README: nobody (uid 65534) may add tags
+# under app: to its own processes, and nothing else.
+ADMIN_RULE_APP_FOR_NOBODY = """
+polkit.addRule(function (action, subject) {
+    if (action.id == "org.ptags.tag.add" && subject.user == "nobody" &&
+        action.lookup("prefix") == "app" &&
+        action.lookup("target-uid") == "65534") {
+        return polkit.Result.YES;
+    }
+});
+"""
+
+# nobody may add any tag; daemon (uid 1) may add tags and change rights.
+ADMIN_RULE_RIGHTS = """
+polkit.addRule(function (action, subject) {
+    if (action.id == "org.ptags.tag.add" &&
+        (subject.user == "nobody" || subject.user == "daemon")) {
+        return polkit.Result.YES;
+    }
+    if (action.id == "org.ptags.rights.change" && subject.user == "daemon") {
+        return polkit.Result.YES;
+    }
+});
+"""
+
+
+class AdminRule(PolicyTestCase):
+    world_options = {"admin_rules": {"40-test-app-for-nobody.rules": ADMIN_RULE_APP_FOR_NOBODY}}
+
+    def test_own_processes_under_app_only(self):
+        w = self.world
+        own_target = w.spawn_target(unprivileged=True)
+        roots_target = w.spawn_target()
+        caller = w.spawn_client_as("nobody")
+
+        self.assertOk(caller.call("AddTag", "usb", [own_target, "app:camera", False]))
+        self.assertEqual(w.get_tags(own_target), [("app:camera", False, "")])
+        self.assertOk(caller.call("AddTag", "usb", [0, "app:self", True]))
+        self.assertEqual(w.get_tags(caller.pid), [("app:self", True, "")])
+
+        # Outside app: and on another user's process, the rule says nothing
+        # and allow_any says no; nothing changes.
+        self.assertError(caller.call("AddTag", "usb", [own_target, "sys:admin", False]),
+                         "NotAuthorized")
+        self.assertError(caller.call("AddTag", "usb", [roots_target, "app:camera", False]),
+                         "NotAuthorized")
+        # The rule grants adding only; removing stays denied.
+        self.assertError(caller.call("RemoveTag", "us", [own_target, "app:camera"]),
+                         "NotAuthorized")
+        # All or nothing: one refused tag in a batch refuses the batch.
+        self.assertError(caller.call("Apply", "uas", [own_target, ["+app:mic", "+sys:x"]]),
+                         "NotAuthorized")
+        self.assertEqual(w.get_tags(own_target), [("app:camera", False, "")])
+        self.assertEqual(w.get_tags(roots_target), [])
+
+
+class ShippedRule(PolicyTestCase):
+    def test_caller_holding_the_right_adds_to_itself(self):
+        w = self.world
+        holder = w.spawn_client_as("nobody")
+        self.assertOk(w.root_call("AddTag", "usb", [holder.pid, "ptags:app:add", False]))
+        self.assertOk(holder.call("AddTag", "usb", [0, "app:x", False]))
+        self.assertEqual(w.get_tags(holder.pid),
+                         [("app:x", False, ""), ("ptags:app:add", False, "")])
+        # The right covers app: only, and only the caller itself (another
+        # process would need ptags:app:others as well).
+        self.assertError(holder.call("AddTag", "usb", [0, "sys:x", False]), "NotAuthorized")
+        other = w.spawn_target(unprivileged=True)
+        self.assertError(holder.call("AddTag", "usb", [other, "app:x", False]), "NotAuthorized")
+        self.assertEqual(w.get_tags(other), [])
+
+    def test_caller_without_the_right_is_denied(self):
+        w = self.world
+        caller = w.spawn_client_as("nobody")
+        self.assertError(caller.call("AddTag", "usb", [0, "app:x", False]), "NotAuthorized")
+        self.assertEqual(w.get_tags(caller.pid), [])
+
+
+class ShippedRuleAbsent(PolicyTestCase):
+    # Control for ShippedRule: the same holder, polkit without our rule.
+    world_options = {"shipped_rule": False}
+
+    def test_holding_the_right_alone_is_not_enough(self):
+        w = self.world
+        holder = w.spawn_client_as("nobody")
+        self.assertOk(w.root_call("AddTag", "usb", [holder.pid, "ptags:app:add", False]))
+        self.assertError(holder.call("AddTag", "usb", [0, "app:x", False]), "NotAuthorized")
+        self.assertEqual(w.get_tags(holder.pid), [("ptags:app:add", False, "")])
+
+
+class RightsChange(PolicyTestCase):
+    world_options = {"admin_rules": {"40-test-rights.rules": ADMIN_RULE_RIGHTS}}
+
+    def test_rights_tags_need_the_rights_action(self):
+        w = self.world
+        adder = w.spawn_client_as("nobody")
+        # The rule is live: an ordinary tag is allowed...
+        self.assertOk(adder.call("AddTag", "usb", [0, "app:x", False]))
+        # ...but a rights tag is org.ptags.rights.change, not tag.add.
+        self.assertError(adder.call("AddTag", "usb", [0, "ptags:app:add", False]),
+                         "NotAuthorized")
+        self.assertEqual(w.get_tags(adder.pid), [("app:x", False, "")])
+
+        rights_admin = w.spawn_client_as("daemon")
+        self.assertOk(rights_admin.call("AddTag", "usb", [0, "ptags:app:add", False]))
+        self.assertEqual(w.get_tags(rights_admin.pid), [("ptags:app:add", False, "")])
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)

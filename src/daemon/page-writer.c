@@ -29,20 +29,13 @@ GPtrArray *ptags_change_undo_lines(const ptags_change *c)
 {
         GPtrArray *lines = g_ptr_array_new_with_free_func(g_free);
 
-        /* One kernel line cannot bring back a removed tag with both its keep
-         * flag and its value: re-add it (kept if it was), then restore the
-         * value. Every other change has a one-line inverse. */
-        if (c->kind == PTAGS_CHANGE_REMOVE) {
-                g_ptr_array_add(lines, g_strdup_printf("+%s%s", c->old_keep ? "@" : "", c->tag));
-                if (c->old_value_len > 0) {
-                        GString *set = g_string_new("!");
-                        g_string_append_len(set, c->tag, (gssize)c->tag_len);
-                        g_string_append_c(set, '=');
-                        g_string_append_len(set, c->old_value, (gssize)c->old_value_len);
-                        g_ptr_array_add(lines, g_string_free(set, FALSE));
-                }
-        } else {
-                g_ptr_array_add(lines, format_change(c, TRUE));
+        /* A removed tag with a value needs two lines (re-add, then the value);
+         * the model knows how many. */
+        for (size_t i = 0; i < ptags_change_undo_count(c); i++) {
+                size_t need = ptags_change_format_undo(c, i, NULL, 0);
+                char *line = g_malloc(need + 1);
+                ptags_change_format_undo(c, i, line, need + 1);
+                g_ptr_array_add(lines, line);
         }
         return lines;
 }

@@ -1,0 +1,132 @@
+/* test-backend-lsm.c: the ptags-lsm backend's file handling under a proc
+ * root: it needs a provider, gives itself its rights, reads and parses the
+ * attr file, and names a vanished process; plus backend selection. */
+#include <errno.h>
+#include <glib/gstdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "backend-select.h"
+#include "errors.h"
+
+typedef struct {
+        char *root;
+        char *own_attr;
+} Fixture;
+
+static void fixture_set_up(Fixture *f, gconstpointer data)
+{
+        g_autoptr(GError) error = NULL;
+
+        f->root = g_dir_make_tmp("ptags-lsm-XXXXXX", &error);
+        g_assert_no_error(error);
+        g_autofree char *dir = g_strdup_printf("%s/%d/attr", f->root, (int)getpid());
+        g_assert_cmpint(g_mkdir_with_parents(dir, 0700), ==, 0);
+        f->own_attr = g_build_filename(dir, "ptags", NULL);
+        g_assert_true(g_file_set_contents(f->own_attr, "", 0, NULL));
+}
+
+static void fixture_tear_down(Fixture *f, gconstpointer data)
+{
+        g_autofree char *attr_dir = g_path_get_dirname(f->own_attr);
+        g_autofree char *pid_dir = g_path_get_dirname(attr_dir);
+
+        g_unlink(f->own_attr);
+        g_rmdir(attr_dir);
+        g_rmdir(pid_dir);
+        g_rmdir(f->root);
+        g_free(f->own_attr);
+        g_free(f->root);
+}
+
+static void test_grants_own_rights(Fixture *f, gconstpointer data)
+{
+        g_autoptr(GError) error = NULL;
+        PtagsBackend *b = ptags_backend_lsm_new(f->root, &error);
+
+        g_assert_no_error(error);
+        g_assert_cmpstr(b->ops->name, ==, "ptags-lsm");
+        g_assert_cmpuint(b->ops->max_line, ==, PTAGS_WRITE_MAX - 1);
+        g_autofree char *written = NULL;
+        g_assert_true(g_file_get_contents(f->own_attr, &written, NULL, NULL));
+        for (const char *want = "+ptags:add\n+ptags:sub\n+ptags:set\n+ptags:others\n"; *want;) {
+                const char *nl = strchr(want, '\n');
+                g_autofree char *line = g_strndup(want, (gsize)(nl - want + 1));
+                g_assert_nonnull(strstr(written, line));
+                want = nl + 1;
+        }
+        g_assert_nonnull(strstr(written, "+ptags:ptags:add\n"));
+        ptags_backend_free(b);
+}
+
+static void test_reads_and_parses(Fixture *f, gconstpointer data)
+{
+        g_autoptr(GError) error = NULL;
+        PtagsBackend *b = ptags_backend_lsm_new(f->root, &error);
+        ptags_set *set = NULL;
+
+        g_assert_no_error(error);
+        g_assert_true(g_file_set_contents(f->own_attr, "@app:a=v\nb\n", -1, NULL));
+        g_assert_cmpint(ptags_backend_read(b, -1, getpid(), &set), ==, 0);
+        g_assert_cmpuint(ptags_set_count(set), ==, 2);
+        g_assert_true(ptags_set_at(set, 0)->keep);
+        g_assert_cmpstr(ptags_set_at(set, 0)->value, ==, "v");
+        ptags_set_free(set);
+
+        /* Garbage from the kernel is an error, never a guess. */
+        g_assert_true(g_file_set_contents(f->own_attr, "b\na\n", -1, NULL));
+        set = NULL;
+        g_test_expect_message("ptagsd-lsm", G_LOG_LEVEL_WARNING, "*unparsable*");
+        g_assert_cmpint(ptags_backend_read(b, -1, getpid(), &set), ==, -EIO);
+        g_test_assert_expected_messages();
+        g_assert_null(set);
+
+        /* A pid without a file is a vanished process. */
+        g_assert_cmpint(ptags_backend_read(b, -1, 999999999, &set), ==, -ESRCH);
+        ptags_backend_free(b);
+}
+
+static void test_no_provider(void)
+{
+        g_autoptr(GError) error = NULL;
+
+        g_assert_null(ptags_backend_lsm_new("/nonexistent-ptags-root", &error));
+        g_assert_error(error, PTAGS_ERROR, PTAGS_ERROR_NOT_SUPPORTED);
+        g_assert_nonnull(strstr(error->message, "no ptags provider"));
+}
+
+static void test_lsm_list(void)
+{
+        g_assert_true(ptags_lsm_list_has_ptags("lockdown,capability,ptags,bpf"));
+        g_assert_true(ptags_lsm_list_has_ptags("ptags\n"));
+        g_assert_false(ptags_lsm_list_has_ptags("capability,bpf\n"));
+        g_assert_false(ptags_lsm_list_has_ptags("ptagsx,xptags"));
+        g_assert_false(ptags_lsm_list_has_ptags(""));
+}
+
+static void test_select(Fixture *f, gconstpointer data)
+{
+        g_autoptr(GError) error = NULL;
+
+        /* auto with a proc root is ptags-lsm, whatever the kernel has. */
+        PtagsBackend *b = ptags_backend_select("auto", f->root, &error);
+        g_assert_no_error(error);
+        g_assert_cmpstr(b->ops->name, ==, "ptags-lsm");
+        ptags_backend_free(b);
+        g_assert_null(ptags_backend_select("magic", f->root, &error));
+        g_assert_error(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE);
+}
+
+int main(int argc, char **argv)
+{
+        g_test_init(&argc, &argv, NULL);
+        g_test_add("/backend-lsm/grants-own-rights", Fixture, NULL, fixture_set_up,
+                   test_grants_own_rights, fixture_tear_down);
+        g_test_add("/backend-lsm/reads-and-parses", Fixture, NULL, fixture_set_up,
+                   test_reads_and_parses, fixture_tear_down);
+        g_test_add_func("/backend-lsm/no-provider", test_no_provider);
+        g_test_add_func("/backend-lsm/lsm-list", test_lsm_list);
+        g_test_add("/backend-lsm/select", Fixture, NULL, fixture_set_up, test_select,
+                   fixture_tear_down);
+        return g_test_run();
+}

@@ -1,0 +1,218 @@
+/* test-page-writer.c: plans become page-sized kernel writes that end on line
+ * boundaries, and a failure midway is undone so the change is all-or-nothing.
+ * The "kernel" here is the model's own non-atomic write semantics. */
+#include <errno.h>
+#include <string.h>
+
+#include "page-writer.h"
+
+typedef struct {
+        ptags_set *set;
+        size_t page;
+        guint writes;
+        guint fail_from_write; /* 0 = never: writes from this one on fail with fail_errno */
+        int fail_errno;
+        const char *refuse_tag; /* a line naming it fails with EPERM, as a refused right */
+} FakeKernel;
+
+static ssize_t fake_write(const char *buf, size_t len, void *user_data)
+{
+        FakeKernel *k = user_data;
+
+        k->writes++;
+        g_assert_cmpuint(len, <=, k->page);
+        g_assert_cmpint(buf[len - 1], ==, '\n');
+        if (k->fail_from_write != 0 && k->writes >= k->fail_from_write)
+                return -k->fail_errno;
+        size_t cut = len;
+        if (k->refuse_tag != NULL) {
+                g_autofree char *text = g_strndup(buf, len);
+                const char *hit = strstr(text, k->refuse_tag);
+                if (hit != NULL) {
+                        while (hit > text && hit[-1] != '\n')
+                                hit--;
+                        cut = (size_t)(hit - text);
+                        if (cut == 0)
+                                return -EPERM;
+                }
+        }
+        size_t consumed = 0;
+        ptags_result r = ptags_apply_kernel(k->set, buf, cut, NULL, &consumed);
+        if (r != PTAGS_OK)
+                return consumed == 0 ? -ptags_result_errno(r) : (ssize_t)consumed;
+        return (ssize_t)cut;
+}
+
+static ptags_set *set_of(const char *text)
+{
+        ptags_set *set = NULL;
+
+        g_assert_cmpint(ptags_set_parse(text, strlen(text), &set, NULL), ==, PTAGS_OK);
+        return set;
+}
+
+static ptags_plan *plan_of(const ptags_set *current, GPtrArray *lines)
+{
+        ptags_plan *plan = NULL;
+
+        g_assert_cmpint(ptags_plan_build(current, (const char *const *)lines->pdata, NULL,
+                                         lines->len, &plan, NULL),
+                        ==, PTAGS_OK);
+        return plan;
+}
+
+/* A batch that spans several pages and touches existing tags in every way
+ * that needs a careful undo (removed tag with value and keep flag, values,
+ * keep flags). */
+static GPtrArray *big_batch(void)
+{
+        GPtrArray *lines = g_ptr_array_new_with_free_func(g_free);
+
+        g_ptr_array_add(lines, g_strdup("-app:rich"));
+        g_ptr_array_add(lines, g_strdup("!app:plain=new value"));
+        g_ptr_array_add(lines, g_strdup("-@app:kept"));
+        for (int i = 0; i < 400; i++)
+                g_ptr_array_add(lines, g_strdup_printf("+bulk:tag-number-%04d", i));
+        g_ptr_array_add(lines, g_strdup("+@app:last"));
+        return lines;
+}
+
+static const char initial[] = "@app:kept\napp:plain=old\n@app:rich=precious=value\n";
+
+static void test_pack_lines(void)
+{
+        const char *lines[] = {"aaa", "bbbb", "c", "dddddd"};
+        g_autoptr(GPtrArray) pages = ptags_pack_lines(lines, 4, 10);
+
+        g_assert_nonnull(pages);
+        g_assert_cmpuint(pages->len, ==, 2);
+        const char *expect[] = {"aaa\nbbbb\n", "c\ndddddd\n"};
+        for (guint i = 0; i < pages->len; i++) {
+                size_t len = 0;
+                const char *data = g_bytes_get_data(pages->pdata[i], &len);
+                g_assert_cmpmem(data, len, expect[i], strlen(expect[i]));
+        }
+        /* A line filling a page exactly (with its '\n') fits; one more does not. */
+        const char *exact[] = {"123456789"};
+        g_autoptr(GPtrArray) one = ptags_pack_lines(exact, 1, 10);
+        g_assert_cmpuint(one->len, ==, 1);
+        const char *too_long[] = {"1234567890"};
+        g_assert_null(ptags_pack_lines(too_long, 1, 10));
+        g_autoptr(GPtrArray) none = ptags_pack_lines(NULL, 0, 10);
+        g_assert_cmpuint(none->len, ==, 0);
+}
+
+static void test_write_success_spans_pages(void)
+{
+        FakeKernel k = {.set = set_of(initial), .page = PTAGS_WRITE_MAX};
+        g_autoptr(GPtrArray) lines = big_batch();
+        ptags_plan *plan = plan_of(k.set, lines);
+        gboolean undo_failed = TRUE;
+
+        g_assert_cmpint(ptags_plan_write(plan, k.page, fake_write, &k, &undo_failed), ==, 0);
+        g_assert_false(undo_failed);
+        g_assert_cmpuint(k.writes, >, 1);
+        g_assert_true(ptags_set_equal(k.set, ptags_plan_result(plan)));
+        ptags_plan_free(plan);
+        ptags_set_free(k.set);
+}
+
+static void check_failure_is_undone(FakeKernel *k, int expect_errno)
+{
+        g_autoptr(GPtrArray) lines = big_batch();
+        ptags_set *before = set_of(initial);
+        ptags_plan *plan = plan_of(k->set, lines);
+        gboolean undo_failed = TRUE;
+
+        g_assert_cmpint(ptags_plan_write(plan, k->page, fake_write, k, &undo_failed), ==,
+                        -expect_errno);
+        g_assert_false(undo_failed);
+        g_autofree char *now = ptags_set_format(k->set, NULL);
+        g_assert_cmpstr(now, ==, initial);
+        g_assert_true(ptags_set_equal(k->set, before));
+        ptags_set_free(before);
+        ptags_plan_free(plan);
+}
+
+static void test_failing_second_page_is_undone(void)
+{
+        /* A line on the second page is refused: the first page is undone. */
+        FakeKernel k = {.set = set_of(initial),
+                        .page = PTAGS_WRITE_MAX,
+                        .refuse_tag = "bulk:tag-number-0300"};
+
+        check_failure_is_undone(&k, EPERM);
+        ptags_set_free(k.set);
+}
+
+static void test_short_count_mid_page_is_undone(void)
+{
+        /* Small pages: the refused line sits in the middle of a page. */
+        FakeKernel k = {.set = set_of(initial), .page = 100, .refuse_tag = "bulk:tag-number-0007"};
+
+        check_failure_is_undone(&k, EPERM);
+        ptags_set_free(k.set);
+}
+
+static void test_first_line_failure_changes_nothing(void)
+{
+        FakeKernel k = {.set = set_of(initial),
+                        .page = PTAGS_WRITE_MAX,
+                        .fail_from_write = 1,
+                        .fail_errno = EACCES};
+
+        check_failure_is_undone(&k, EACCES);
+        g_assert_cmpuint(k.writes, ==, 1); /* nothing applied, nothing to undo */
+        ptags_set_free(k.set);
+}
+
+static void test_undo_failure_is_reported(void)
+{
+        FakeKernel k = {.set = set_of(initial),
+                        .page = PTAGS_WRITE_MAX,
+                        .fail_from_write = 2,
+                        .fail_errno = EIO};
+        g_autoptr(GPtrArray) lines = big_batch();
+        ptags_plan *plan = plan_of(k.set, lines);
+        gboolean undo_failed = FALSE;
+
+        g_test_expect_message("ptagsd-writer", G_LOG_LEVEL_CRITICAL, "*undo*");
+        g_assert_cmpint(ptags_plan_write(plan, k.page, fake_write, &k, &undo_failed), ==, -EIO);
+        g_test_assert_expected_messages();
+        g_assert_true(undo_failed);
+        ptags_plan_free(plan);
+        ptags_set_free(k.set);
+}
+
+static void test_undo_lines_restore_removed_tag(void)
+{
+        ptags_set *set = set_of("@app:x=v=1\n");
+        const char *line = "-app:x";
+        ptags_plan *plan = NULL;
+
+        g_assert_cmpint(ptags_plan_build(set, &line, NULL, 1, &plan, NULL), ==, PTAGS_OK);
+        g_autoptr(GPtrArray) undo = ptags_change_undo_lines(ptags_plan_change_at(plan, 0));
+        g_assert_cmpuint(undo->len, ==, 2);
+        g_assert_cmpstr(undo->pdata[0], ==, "+@app:x");
+        g_assert_cmpstr(undo->pdata[1], ==, "!app:x=v=1");
+        g_autoptr(GPtrArray) forward = ptags_plan_lines(plan);
+        g_assert_cmpuint(forward->len, ==, 1);
+        g_assert_cmpstr(forward->pdata[0], ==, "-app:x");
+        ptags_plan_free(plan);
+        ptags_set_free(set);
+}
+
+int main(int argc, char **argv)
+{
+        g_test_init(&argc, &argv, NULL);
+        g_test_add_func("/page-writer/pack-lines", test_pack_lines);
+        g_test_add_func("/page-writer/success-spans-pages", test_write_success_spans_pages);
+        g_test_add_func("/page-writer/failing-second-page-undone",
+                        test_failing_second_page_is_undone);
+        g_test_add_func("/page-writer/short-count-mid-page-undone",
+                        test_short_count_mid_page_is_undone);
+        g_test_add_func("/page-writer/first-line-failure", test_first_line_failure_changes_nothing);
+        g_test_add_func("/page-writer/undo-failure-reported", test_undo_failure_is_reported);
+        g_test_add_func("/page-writer/undo-lines-removed-tag", test_undo_lines_restore_removed_tag);
+        return g_test_run();
+}

@@ -8,13 +8,15 @@ import os
 import sys
 
 here = os.path.dirname(os.path.abspath(__file__))
-for name in sorted(os.listdir(here)):
-    if not (name.startswith("test_") and name.endswith(".py")):
-        continue
+on_disk = sorted(n for n in os.listdir(here) if n.startswith("test_") and n.endswith(".py"))
+listed = sorted(sys.argv[1:])
+if listed != on_disk:
+    # A module missing from meson.build would silently not run.
+    sys.exit("list_tests.py: meson.build lists %s but the directory holds %s" % (listed, on_disk))
+for name in on_disk:
     tree = ast.parse(open(os.path.join(here, name)).read(), name)
     for node in tree.body:
         if isinstance(node, ast.ClassDef) and node.name.endswith("Tests"):
             for item in node.body:
                 if isinstance(item, ast.FunctionDef) and item.name.startswith("test_"):
                     print("%s.%s.%s" % (name[:-3], node.name, item.name))
-sys.exit(0)

@@ -98,6 +98,45 @@ class ApplyTests(PtagsTestCase):
         self.assertEqual(signals.drain(0.5), [], "no-ops must not be signalled")
         self.assertEqual(self.world.get_tags(self.target), self.before)
 
+    def test_valid_edge_inputs(self):
+        long_tag = "l:" + "x" * 3998
+        odd = [":x::a", "a b+c-d!e?f#g", "ptags", "ptags:app:others", "café:ü",
+               "Z", "z", "日本:語"]
+        lines = ["-"] + ["+" + t for t in odd] + ["+" + long_tag, "!café:ü=wert = ü",
+                                                  "!z=" + "v" * 4000]
+        self.assertOk(self.world.root_call("Apply", "uas", [self.target, lines]))
+        got = self.world.get_tags(self.target)
+        names = [t[0] for t in got]
+        self.assertEqual(names, sorted(odd + [long_tag], key=lambda n: n.encode()),
+                         "sorted byte-wise by name")
+        self.assertIn(("café:ü", False, "wert = ü"), got)
+        self.assertIn(("z", False, "v" * 4000), got)
+        self.assertIn((long_tag, False, ""), got)
+        self.assertTrue(self.assertOk(self.world.root_call("HasTag", "us",
+                                                           [self.target, "日本:*"]))[0])
+        # The kernel file holds exactly the same list.
+        raw = self.world.fixture_tags(self.target).decode()
+        self.assertEqual(raw.count("\n"), len(got))
+        self.assertIn("café:ü=wert = ü\n", raw)
+
+    def test_set_keep_on_absent_tag_adds_it(self):
+        signals = self.world.record_signals()
+        self.assertOk(self.world.root_call("SetKeep", "usb", [self.target, "fresh", True]))
+        self.assertIn(("fresh", True, ""), self.world.get_tags(self.target))
+        self.assertEqual(signals.wait(1)[0][1], ["+@fresh"])
+        # Clearing keep on an absent tag creates nothing.
+        self.assertOk(self.world.root_call("SetKeep", "usb", [self.target, "ghost", False]))
+        self.assertNotIn("ghost", [t[0] for t in self.world.get_tags(self.target)])
+
+    def test_signal_names_the_real_pid_for_pid_0(self):
+        client = self.world.spawn_client()
+        self.world.polkit.set_allowed(["org.ptags.tag.add"])
+        signals = self.world.record_signals()
+        self.assertOk(client.call("AddTag", "usb", [0, "me", False]))
+        pid, lines, tags = signals.wait(1)[0]
+        self.assertEqual((pid, lines, tags), (client.pid, ["+me"], [("me", False, "")]))
+        self.assertEqual(self.world.get_tags(client.pid), [("me", False, "")])
+
     def test_error_messages_name_the_argument(self):
         reply = self.world.root_call("AddTag", "usb", [self.target, "bad=tag", False])
         self.assertError(reply, "InvalidTag")

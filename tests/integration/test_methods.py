@@ -172,6 +172,21 @@ class ChangeMethodTests(PtagsTestCase):
         self.assertEqual(result.returncode, 0, result.stderr)
         self.assertIn(("app:sh", False, ""), self.world.get_tags(self.target))
 
+    def test_one_denied_match_refuses_the_whole_pattern(self):
+        polkit = self.world.polkit
+        polkit.set_allowed([REMOVE, ADD])
+        polkit.set_denied_tags(["app:b"])
+        before = self.world.get_tags(self.target)
+        for method, sig, args in [("RemoveTag", "us", [self.target, "app:*"]),
+                                  ("SetKeep", "usb", [self.target, "", True]),
+                                  ("Apply", "uas", [self.target, ["+app:c", "-app:b"]])]:
+            with self.subTest(method=method):
+                self.assertError(self.client.call(method, sig, args), "NotAuthorized")
+                self.assertEqual(self.world.get_tags(self.target), before)
+        polkit.set_denied_tags([])
+        self.assertOk(self.client.call("RemoveTag", "us", [self.target, "app:*"]))
+        self.assertEqual(self.world.get_tags(self.target), [])
+
     def test_apply_needs_every_action(self):
         """A batch touching three actions is refused while one is denied."""
         polkit = self.world.polkit

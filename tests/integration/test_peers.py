@@ -27,6 +27,15 @@ class PeerTests(PtagsTestCase):
         got = self.assertOk(self.peer.call("GetPeerTags", "s", [self.other.unique_name]))
         self.assertEqual(got[0], [["web:x", False, ""]])
 
+    def test_well_known_name(self):
+        bus = ("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus")
+        self.assertOk(self.peer.call("RequestName", "su", ["org.example.TaggedPeer", 0],
+                                     destination=bus))
+        got = self.assertOk(self.other.call("GetPeerTags", "s", ["org.example.TaggedPeer"]))
+        self.assertEqual(got[0], [["app:camera", False, ""], ["app:mic", True, "front"]])
+        self.assertTrue(self.assertOk(self.other.call(
+            "PeerHasTag", "ss", ["org.example.TaggedPeer", "@app:mic"]))[0])
+
     def test_peer_has_tag(self):
         name = self.peer.unique_name
         for pattern, want in [("app:camera", True), ("app:*", True), ("@app:mic", True),

@@ -47,7 +47,11 @@ class PolkitDetailsTests(PtagsTestCase):
         self.assertDetails(check["details"], tag="app:cam:front", prefix="app", keep="true",
                            pid=str(self.target), target_uid=str(NOBODY), self_="false",
                            caller_holds_right="false")
-        self.assertEqual(check["details"].get("target-comm"), "sleep")
+        self.assertDetails(check["details"], target_comm="sleep", target_user="nobody")
+        self.assertTrue(check["details"].get("target-exe", "").endswith("/sleep"),
+                        check["details"])
+        self.assertEqual(check["details"].get("target-unit", ""), "",
+                         "no systemd here, so no unit")
 
     def test_remove_details_per_matching_tag(self):
         self.assertError(self.client.call("RemoveTag", "us", [self.target, "app:*"]),

@@ -11,7 +11,8 @@
 #   first line out: {"ready": true, "pid": N, "unique_name": ":1.x"}
 #   request:  {"method": "AddTag", "sig": "usb", "args": [0, "app:x", false],
 #              "interactive": false, "timeout_ms": 20000,
-#              "pidfd_of": PID | null, "file_fd": PATH | null}
+#              "pidfd_of": PID | null, "file_fd": PATH | null,
+#              "destination": [BUS_NAME, PATH, INTERFACE] | null (default ptagsd)}
 #   reply:    {"ok": [...out args...]} or {"error": NAME, "message": TEXT}
 # An "h" argument is sent as fd index 0 of the message's fd list: the client
 # opens a pidfd of "pidfd_of" itself (so the fd belongs to the caller) or
@@ -140,6 +141,7 @@ def _serve(address):
         except OSError as e:
             reply = Reply(error="local:client-fd", message=str(e))
         else:
+            where = req.get("destination") or [BUS_NAME, OBJECT_PATH, INTERFACE]
             reply = call(
                 conn,
                 req["method"],
@@ -148,6 +150,9 @@ def _serve(address):
                 interactive=bool(req.get("interactive", False)),
                 fds=fds,
                 timeout_ms=int(req.get("timeout_ms", DEFAULT_TIMEOUT_MS)),
+                bus_name=where[0],
+                path=where[1],
+                interface=where[2],
             )
         for fd in fds:
             os.close(fd)

@@ -136,8 +136,11 @@ class ClientProcess:
         return json.loads(line)
 
     def send(self, method, sig="", args=(), interactive=False, pidfd_of=None, file_fd=None,
-             timeout_ms=ptags_client.DEFAULT_TIMEOUT_MS):
+             timeout_ms=ptags_client.DEFAULT_TIMEOUT_MS, destination=None):
+        """destination: (bus_name, path, interface) to call someone other
+        than ptagsd, e.g. the bus itself to request a well-known name."""
         req = {
+            "destination": list(destination) if destination else None,
             "method": method,
             "sig": sig,
             "args": list(args),
@@ -190,6 +193,9 @@ class PolkitMock:
 
     def set_interactive_answer(self, answer):
         self._call("SetInteractiveAnswer", "b", [bool(answer)])
+
+    def set_denied_tags(self, tags):
+        self._call("SetDeniedTags", "as", [list(tags)])
 
     def set_hang(self, actions):
         self._call("SetHangActions", "as", [list(actions)])

@@ -14,6 +14,8 @@
 #                           is_challenge=true; with it, a simulated agent
 #                           answers SetInteractiveAnswer's value
 #   SetInteractiveAnswer(b) what the simulated agent answers (default false)
+#   SetDeniedTags(as)       checks whose "tag" detail is one of these are
+#                           denied whatever the action (per-tag decisions)
 #   SetHangActions(as)      checks for these actions get no reply until
 #                           ReleaseHangingCalls() (the answer is decided then)
 #   ReleaseHangingCalls()   answer every hanging check
@@ -54,7 +56,8 @@ def load(mock, _parameters):
     mock.ptags_challenge = set()
     mock.ptags_interactive_answer = False
     mock.ptags_hang = set()
-    mock.ptags_hanging = []  # [(ok_cb, err_cb, action_id, flags, cancellation_id)]
+    mock.ptags_denied_tags = set()
+    mock.ptags_hanging = []  # [(ok_cb, err_cb, action_id, flags, cancellation_id, details)]
     mock.ptags_checks = []
     mock.ptags_cancelled = []
 
@@ -74,8 +77,10 @@ def _plain(value):
     return value
 
 
-def _answer(mock, action_id, flags):
+def _answer(mock, action_id, flags, details):
     """The (is_authorized, is_challenge, details) for one check, now."""
+    if str(details.get("tag", "")) in mock.ptags_denied_tags:
+        return (False, False, {})
     if action_id in mock.ptags_allowed:
         return (True, False, {})
     if action_id in mock.ptags_challenge:
@@ -103,9 +108,11 @@ def CheckAuthorization(self, subject, action_id, details, flags, cancellation_id
         }
     )
     if action_id in self.ptags_hang:
-        self.ptags_hanging.append((ok_cb, err_cb, str(action_id), int(flags), str(cancellation_id)))
+        self.ptags_hanging.append(
+            (ok_cb, err_cb, str(action_id), int(flags), str(cancellation_id), dict(details))
+        )
         return
-    ok_cb(_answer(self, action_id, flags))
+    ok_cb(_answer(self, action_id, flags, details))
 
 
 @dbus.service.method(MAIN_IFACE, in_signature="s", out_signature="")
@@ -141,6 +148,11 @@ def SetInteractiveAnswer(self, answer):
 
 
 @dbus.service.method(MOCK_IFACE, in_signature="as", out_signature="")
+def SetDeniedTags(self, tags):
+    self.ptags_denied_tags = set(str(t) for t in tags)
+
+
+@dbus.service.method(MOCK_IFACE, in_signature="as", out_signature="")
 def SetHangActions(self, actions):
     self.ptags_hang = set(str(a) for a in actions)
 
@@ -148,8 +160,8 @@ def SetHangActions(self, actions):
 @dbus.service.method(MOCK_IFACE, in_signature="", out_signature="")
 def ReleaseHangingCalls(self):
     hanging, self.ptags_hanging = self.ptags_hanging, []
-    for ok_cb, _err_cb, action_id, flags, _cid in hanging:
-        ok_cb(_answer(self, action_id, flags))
+    for ok_cb, _err_cb, action_id, flags, _cid, details in hanging:
+        ok_cb(_answer(self, action_id, flags, details))
 
 
 @dbus.service.method(MOCK_IFACE, in_signature="", out_signature="u")

@@ -1,0 +1,30 @@
+# test_mainline.py: ptagsd on a mainline-like kernel, where writing another
+# process's attr file fails with EACCES: changes are NotSupported, reads work.
+#
+# The kernel fixture imitates that kernel with --mainline.
+
+import unittest
+
+from ptags_harness import PtagsTestCase
+
+
+class MainlineKernelTests(PtagsTestCase):
+    world_options = {"fixture_args": ["--mainline"]}
+
+    def test_changes_not_supported_reads_work(self):
+        target = self.world.spawn_target(unprivileged=True)
+        signals = self.world.record_signals()
+        for method, sig, args in [
+            ("AddTag", "usb", [target, "app:x", False]),
+            ("Apply", "uas", [target, ["+app:x", "+app:y"]]),
+            ("SetKeep", "usb", [target, "app:x", True]),
+        ]:
+            with self.subTest(method=method):
+                self.assertError(self.world.root_call(method, sig, args), "NotSupported")
+        self.assertEqual(self.world.get_tags(target), [])
+        self.assertFalse(self.assertOk(self.world.root_call("HasTag", "us", [target, ""]))[0])
+        self.assertEqual(signals.drain(0.3), [], "a refused change is not signalled")
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -22,7 +22,7 @@ ptags_result ptags_cmd_parse(const char *line, size_t len, ptags_cmd *out)
         bool at = len > 1 && line[1] == '@';
         ptags_result r;
 
-        if (memchr(line, '\n', len) != NULL)
+        if (len > 0 && memchr(line, '\n', len) != NULL)
                 return PTAGS_E_INVALID_COMMAND;
         if (len == 0 || line[0] == '#') {
                 *out = c;

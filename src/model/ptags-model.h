@@ -100,9 +100,10 @@ ptags_set *ptags_set_copy(const ptags_set *s);
 /* Frees @s; NULL is allowed. */
 void ptags_set_free(ptags_set *s);
 size_t ptags_set_count(const ptags_set *s);
-/* The @i-th entry in byte-wise order, i < count. (transfer none) */
+/* The @i-th entry in byte-wise order; NULL when i >= count. (transfer none) */
 const ptags_entry *ptags_set_at(const ptags_set *s, size_t i);
-/* The entry named exactly @name, or NULL. (transfer none) */
+/* The entry named exactly @name, or NULL; a binary search, O(log n).
+ * (transfer none) */
 const ptags_entry *ptags_set_find(const ptags_set *s, const char *name, size_t len);
 /* True when both hold the same names, values and keep flags. */
 bool ptags_set_equal(const ptags_set *a, const ptags_set *b);
@@ -207,9 +208,13 @@ ptags_result ptags_cmd_apply(ptags_set *target, const ptags_cmd *cmd, const ptag
 /* The kernel's write(2) on /proc/PID/attr/ptags: @buf is cut to
  * PTAGS_WRITE_MAX bytes; lines run in order and stop at the first failure,
  * whose effects are not applied (earlier lines stay applied). Every line,
- * the last too, must end with '\n'. *consumed gets the byte count of the
- * lines that succeeded (the failing line's byte offset). Returns PTAGS_OK
- * when every line succeeded. */
+ * the last too, must end with '\n' (a line cut by the one-page limit fails
+ * as INVALID_COMMAND). *consumed gets the byte count of the lines that
+ * succeeded (the failing line's byte offset): write(2) returns it, or
+ * -ptags_result_errno() when it is 0 and a line failed. Returns PTAGS_OK
+ * when every line succeeded. When w->tags is @target itself (a process
+ * writing its own tags), the rights are taken from a copy made before the
+ * first line, as the kernel does. */
 ptags_result ptags_apply_kernel(ptags_set *target, const char *buf, size_t len,
                                 const ptags_writer *w, size_t *consumed);
 
@@ -294,8 +299,9 @@ ptags_result ptags_apply_atomic(ptags_set *target, const char *const *lines, con
 
 /* ------------------------------------------------ audit container IDs */
 
-/* Parse what a writer wrote to /proc/PID/audit_containerid: a decimal u64,
- * optionally followed by one '\n'. No sign, no spaces, no overflow.
+/* Parse what a writer wrote to /proc/PID/audit_containerid: a decimal u64
+ * (leading zeros allowed), optionally followed by one '\n'. No sign, no
+ * spaces, no overflow; *out is only written on success.
  * PTAGS_CONTID_UNSET itself parses (the decision refuses it). */
 bool ptags_contid_parse(const char *buf, size_t len, uint64_t *out);
 
@@ -317,9 +323,19 @@ typedef struct {
 } ptags_contid_facts;
 
 /* The kernel's errno (0 = allowed) for the facts, rules checked in the
- * kernel's order: ESRCH, EINVAL, EPERM, EBUSY, EXDEV, EEXIST, ENOTUNIQ.
- * *nesting (may be NULL) is set true when the registration nests inside
- * the target's current container. */
+ * kernel's order, so the first failing rule decides:
+ *   ESRCH    !target_exists
+ *   EINVAL   !value_ok, or requested == PTAGS_CONTID_UNSET
+ *   EPERM    !writer_cap_audit_control
+ *   EBUSY    target_has_children, or target_threads > 1
+ *   EXDEV    target_is_writer, or !target_is_descendant (unless
+ *            writer_is_root_exempt; the self rule has no exemption)
+ *   EEXIST   target_current != UNSET and not nesting, where nesting means
+ *            writer_current == target_current (the writer runs inside the
+ *            target's container)
+ *   ENOTUNIQ requested_in_use && !requested_owned_by_writer
+ * *nesting (may be NULL) is set true only when the result is 0 and the
+ * registration nests inside the target's current container. */
 int ptags_contid_decide(const ptags_contid_facts *f, bool *nesting);
 
 /* Format an ID chain, newest first: "5,^3,^1" for ids {5,3,1}. Returns the

@@ -15,6 +15,7 @@
 #   PTAGS_BUS_TEMPLATE    tests/policy/system-bus.conf.in
 #   PTAGS_POLKIT_POLICY   the built (translated) org.ptags.policy
 #   PTAGS_POLKIT_RULE     data/polkit-1/rules.d/50-org.ptags.rules
+#   PTAGS_SYSTEMD_UNIT    the built ptagsd.service (for its capability set)
 
 import json
 import os
@@ -69,6 +70,18 @@ def real_bus_config(socket_path):
             .replace("@POLKIT_BUS_POLICY@", polkit_bus_policy()))
 
 
+def unit_capabilities():
+    """CapabilityBoundingSet= of the built unit, as ['CAP_X', ...]."""
+    caps = []
+    with open(required_file("PTAGS_SYSTEMD_UNIT")) as f:
+        for line in f:
+            if line.startswith("CapabilityBoundingSet="):
+                caps += line.split("=", 1)[1].split()
+    if not caps:
+        raise HarnessError("the unit sets no CapabilityBoundingSet=")
+    return caps
+
+
 def in_private_mount_namespace():
     # Our parent (meson, or whoever ran unshare) is outside the new namespace.
     return os.readlink("/proc/self/ns/mnt") != os.readlink("/proc/%d/ns/mnt" % os.getppid())
@@ -80,13 +93,17 @@ class PolicyWorld(ptags_harness.World):
 
     admin_rules: {file name: JavaScript} written to /etc/polkit-1/rules.d.
     shipped_rule: install our 50-org.ptags.rules in polkit's vendor dir.
-    with_daemon: start ptagsd (False leaves org.ptags.Manager unowned)."""
+    with_daemon: start ptagsd (False leaves org.ptags.Manager unowned).
+    daemon_capabilities: None (root's full set) or ['CAP_X', ...]: ptagsd
+      runs with exactly these, as systemd would run it from the unit."""
 
-    def __init__(self, admin_rules=None, shipped_rule=True, with_daemon=True, **kw):
+    def __init__(self, admin_rules=None, shipped_rule=True, with_daemon=True,
+                 daemon_capabilities=None, **kw):
         super().__init__(bus_config=real_bus_config, polkit="external", **kw)
         self.admin_rules = dict(admin_rules or {})
         self.shipped_rule = shipped_rule
         self.with_daemon = with_daemon
+        self.daemon_capabilities = daemon_capabilities
         self._bind_mounts = []
 
     def start(self):
@@ -97,8 +114,29 @@ class PolicyWorld(ptags_harness.World):
         super().start()  # temp dir, bus (real policy), kernel fixture
         self._install_polkit_files()
         self.start_polkitd()
+        if self.daemon_capabilities is not None:
+            self.ptagsd = self._capability_wrapper(self.ptagsd, self.daemon_capabilities)
         if self.with_daemon:
             self.start_daemon()
+
+    def _capability_wrapper(self, exe, caps):
+        """A script running @exe as root with only @caps (bounding set; root's
+        permitted and effective sets follow it at exec) and no_new_privs."""
+        bounding = ",".join(["-all"] + ["+" + c.lower().replace("cap_", "", 1) for c in caps])
+        path = os.path.join(self.tmp, "ptagsd-with-unit-caps")
+        with open(path, "w") as f:
+            f.write("#!/bin/sh\nexec setpriv --bounding-set=%s --inh-caps=-all --no-new-privs "
+                    "%s \"$@\"\n" % (bounding, exe))
+        os.chmod(path, 0o755)
+        return path
+
+    def daemon_capability_mask(self, field="CapEff"):
+        """ptagsd's capability set as the kernel reports it (an int)."""
+        with open("/proc/%d/status" % self.daemon.pid) as f:
+            for line in f:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1], 16)
+        raise HarnessError("no %s in ptagsd's status" % field)
 
     def start_bus(self):
         """The harness's start_bus, ready only once dbus-daemon says so: it

@@ -202,8 +202,9 @@ wait_for "polkitd on the bus" 15 name_owned org.freedesktop.PolicyKit1
 
 # ---- ptagsd on the best backend
 say "ptagsd on the best backend this machine has"
+mkdir -m 700 "$sandbox/run" # ptagsd's RUNTIME_DIRECTORY (the bpf backend's state)
 start_ptagsd() { # ARGS...: start ptagsd; succeed once it owns its name
-  "$ptagsd" "$@" --verbose >"$sandbox/ptagsd.log" 2>&1 &
+  RUNTIME_DIRECTORY=$sandbox/run "$ptagsd" "$@" --verbose >"$sandbox/ptagsd.log" 2>&1 &
   ptagsd_pid=$!
   local i
   for ((i = 0; i < 200; i++)); do
@@ -218,15 +219,25 @@ start_ptagsd() { # ARGS...: start ptagsd; succeed once it owns its name
   wait "$ptagsd_pid" 2>/dev/null
   return 1
 }
-# A private bpffs: whatever the bpf backend pins dies with this namespace.
-mount -t bpf bpf /sys/fs/bpf 2>/dev/null || true
-if start_ptagsd --backend=bpf; then
-  pids+=("$ptagsd_pid")
-  backend_note="the bpf backend: tags live in this kernel's BPF task storage"
+# The bpf backend pins maps in bpffs so they outlive ptagsd; a bpffs of our
+# own, mounted in this namespace only, dies with the sandbox. Without one,
+# the bpf backend is not tried: its pins would stay on the host.
+bpf_started=no
+if mount -t bpf bpf /sys/fs/bpf 2>/dev/null; then
+  if start_ptagsd --backend=bpf; then
+    bpf_started=yes
+  else
+    echo "(the bpf backend did not start here:"
+    tail -n 3 "$sandbox/ptagsd.log" | sed 's/^/   /'
+    echo ")"
+  fi
 else
-  echo "(the bpf backend did not start here:"
-  tail -n 3 "$sandbox/ptagsd.log" | sed 's/^/   /'
-  echo ")"
+  echo "(no private bpffs in this namespace: not trying the bpf backend)"
+fi
+if [ "$bpf_started" = yes ]; then
+  pids+=("$ptagsd_pid")
+  backend_note="the bpf backend: tags live in this kernel's BPF task storage (bpffs private to the sandbox)"
+else
   mkdir "$sandbox/proc"
   "$fixture" "$sandbox/proc" >"$sandbox/fixture.log" 2>&1 &
   pids+=($!)

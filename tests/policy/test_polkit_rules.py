@@ -12,6 +12,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from policy_world import PolicyTestCase  # noqa: E402
+import ptags_client  # noqa: E402,I100  (policy_world put tests/lib on the path)
 
 # The administrator's rule of the README: nobody (uid 65534) may add tags
 # under app: to its own processes, and nothing else.
@@ -37,6 +38,44 @@ polkit.addRule(function (action, subject) {
     }
 });
 """
+
+
+# polkit's PolkitImplicitAuthorization values, as EnumerateActions reports them.
+NOT_AUTHORIZED, ADMIN_AUTHENTICATION_REQUIRED, AUTHORIZED = 0, 2, 5
+EXPECTED_ACTIONS = {  # id: (allow_any, allow_inactive, allow_active), from API.md
+    "org.ptags.tag.add": (NOT_AUTHORIZED, NOT_AUTHORIZED, ADMIN_AUTHENTICATION_REQUIRED),
+    "org.ptags.tag.remove": (NOT_AUTHORIZED, NOT_AUTHORIZED, ADMIN_AUTHENTICATION_REQUIRED),
+    "org.ptags.tag.set-value": (NOT_AUTHORIZED, NOT_AUTHORIZED, ADMIN_AUTHENTICATION_REQUIRED),
+    "org.ptags.rights.change": (NOT_AUTHORIZED, NOT_AUTHORIZED, ADMIN_AUTHENTICATION_REQUIRED),
+    "org.ptags.container.register": (NOT_AUTHORIZED, NOT_AUTHORIZED,
+                                     ADMIN_AUTHENTICATION_REQUIRED),
+    "org.ptags.container.inspect": (NOT_AUTHORIZED, NOT_AUTHORIZED, AUTHORIZED),
+}
+
+
+class PolkitActions(PolicyTestCase):
+    world_options = {"with_daemon": False}
+
+    def enumerate_actions(self, locale):
+        reply = ptags_client.call(self.world.conn, "EnumerateActions", "s", [locale],
+                                  bus_name="org.freedesktop.PolicyKit1",
+                                  path="/org/freedesktop/PolicyKit1/Authority",
+                                  interface="org.freedesktop.PolicyKit1.Authority")
+        actions = self.assertOk(reply)[0]
+        return {a[0]: a for a in actions}
+
+    def test_polkitd_loads_our_actions_with_translations(self):
+        english = self.enumerate_actions("C")
+        self.assertEqual(set(english), set(EXPECTED_ACTIONS),
+                         "polkitd did not load exactly our six actions (see polkitd.log)")
+        for action_id, defaults in EXPECTED_ACTIONS.items():
+            self.assertEqual(tuple(english[action_id][6:9]), defaults, action_id)
+        german = self.enumerate_actions("de_DE.UTF-8")
+        self.assertEqual(german["org.ptags.tag.add"][1], "Einem Prozess eine Markierung hinzufügen")
+        for action_id in EXPECTED_ACTIONS:
+            self.assertNotEqual(german[action_id][2], english[action_id][2],
+                                "%s: no German message served" % action_id)
+            self.assertIn("$(pid)", german[action_id][2])
 
 
 class AdminRule(PolicyTestCase):

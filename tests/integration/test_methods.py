@@ -4,8 +4,11 @@
 # Changes are made by an unprivileged caller (uid 0 skips polkit, so only a
 # non-root caller exercises authorization) on an unprivileged target.
 
+import os
 import unittest
+import xml.etree.ElementTree as ET
 
+import ptags_client
 from ptags_harness import INTERACTIVE_REQUIRED, PtagsTestCase
 
 ADD = "org.ptags.tag.add"
@@ -52,6 +55,29 @@ class ReadMethodTests(PtagsTestCase):
         features = self.world.get_property("Features")
         for name in ("tags", "atomic-apply", "pidfd"):
             self.assertIn(name, features)
+
+    def test_introspection_matches_the_interface_xml(self):
+        def members(xml_text):
+            root = ET.fromstring(xml_text)
+            iface = [i for i in root.iter("interface") if i.get("name") == "org.ptags.Manager"]
+            self.assertEqual(len(iface), 1)
+            out = set()
+            for m in iface[0]:
+                if m.tag in ("method", "signal"):
+                    args = tuple((a.get("type"), a.get("direction", "out"))
+                                 for a in m.findall("arg"))
+                    out.add((m.tag, m.get("name"), args))
+                elif m.tag == "property":
+                    out.add((m.tag, m.get("name"), (m.get("type"), m.get("access"))))
+            return out
+
+        source_root = os.environ.get("PTAGS_SOURCE_ROOT") or os.path.join(
+            os.path.dirname(os.path.abspath(__file__)), "..", "..")
+        with open(os.path.join(source_root, "data", "dbus-1", "org.ptags.Manager.xml")) as f:
+            documented = members(f.read())
+        live = ptags_client.call(self.world.conn, "Introspect", "", [],
+                                 interface="org.freedesktop.DBus.Introspectable")
+        self.assertEqual(members(self.assertOk(live)[0]), documented)
 
     def test_root_changes_skip_polkit(self):
         self.world.polkit.clear_checks()

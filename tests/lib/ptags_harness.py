@@ -355,12 +355,16 @@ class World:
         config = os.path.join(self.tmp, "bus.conf")
         with open(config, "w") as f:
             f.write(self.bus_config(socket_path))
+        # dbus-daemon prints its address once it listens (the socket file
+        # alone appears before listen(), so connecting to it may be refused).
         proc = self._spawn("dbus-daemon", ["dbus-daemon", "--nofork", "--nopidfile",
-                                           "--config-file=" + config], log_name="bus.log")
-        wait_until(lambda: os.path.exists(socket_path) or proc.poll() is not None, 10,
-                   "the dbus-daemon socket")
-        if proc.poll() is not None:
-            raise HarnessError("dbus-daemon exited: %s" % self.read_log("bus.log"))
+                                           "--print-address=1", "--config-file=" + config],
+                           log_name="bus.log", stdout=subprocess.PIPE)
+        ready, _, _ = select.select([proc.stdout], [], [], 10)
+        line = proc.stdout.readline() if ready else b""
+        if not line.strip():
+            raise HarnessError("dbus-daemon did not start listening: %s"
+                               % self.read_log("bus.log"))
         os.chmod(socket_path, 0o666)
         self.address = "unix:path=" + socket_path
         self.conn = ptags_client.connect(self.address)

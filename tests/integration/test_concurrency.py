@@ -1,0 +1,144 @@
+# test_concurrency.py: changes racing each other and the kernel while polkit
+# thinks: the outcome is always all-or-nothing and never loses a change.
+#
+# Checks are held in the polkit mock (SetHangActions) to open the window
+# deterministically; the kernel file is also written directly (as the kernel
+# would let any writer) to change the target behind ptagsd's back.
+
+import os
+import unittest
+
+from ptags_harness import PtagsTestCase
+
+ADD = "org.ptags.tag.add"
+SET_VALUE = "org.ptags.tag.set-value"
+RACE_ERRORS = ("org.ptags.Error.Failed", "org.ptags.Error.NoSuchTag")
+
+
+class ConcurrencyTests(PtagsTestCase):
+    def setUp(self):
+        super().setUp()
+        self.target = self.world.spawn_target(unprivileged=True)
+        self.assertOk(self.world.root_call("Apply", "uas", [self.target, ["+app:a", "!app:a=v"]]))
+
+    def write_kernel(self, pid, lines):
+        """Write command lines straight to the (fixture) kernel file, one
+        page at a time, as root (unrestricted, like CAP_MAC_ADMIN)."""
+        path = os.path.join(self.world.mount, str(pid), "attr", "ptags")
+        chunk = ""
+        for line in lines + [None]:
+            if line is None or len(chunk) + len(line) + 1 > 4000:
+                if chunk:
+                    fd = os.open(path, os.O_WRONLY)
+                    try:
+                        self.assertEqual(os.write(fd, chunk.encode()), len(chunk.encode()))
+                    finally:
+                        os.close(fd)
+                chunk = ""
+            if line is not None:
+                chunk += line + "\n"
+
+    def test_concurrent_changes_on_one_target(self):
+        polkit = self.world.polkit
+        polkit.set_allowed([ADD])
+        polkit.set_hang([ADD])
+        clients = [self.world.spawn_client() for _ in range(3)]
+        signals = self.world.record_signals()
+        for i, client in enumerate(clients):
+            client.send("Apply", "uas", [self.target, ["+c:%d" % i, "+@shared"]])
+        polkit.wait_hanging(3)
+        polkit.set_hang([])
+        polkit.release()
+        replies = [c.receive(timeout=15) for c in clients]
+        tags = self.world.get_tags(self.target)
+        names = [t[0] for t in tags]
+        succeeded = 0
+        for i, reply in enumerate(replies):
+            with self.subTest(client=i):
+                if reply.ok:
+                    succeeded += 1
+                    self.assertIn("c:%d" % i, names)
+                else:
+                    self.assertIn(reply.error, RACE_ERRORS, reply)
+                    self.assertNotIn("c:%d" % i, names, "a failed batch left a tag behind")
+        self.assertGreaterEqual(succeeded, 1, "at least the first change must win")
+        self.assertIn(("app:a", False, "v"), tags, "an unrelated tag was lost")
+        if succeeded:
+            self.assertIn(("shared", True, ""), tags)
+        self.assertEqual(len(signals.drain(0.5)), succeeded, "one signal per applied change")
+
+    def test_set_value_racing_removal(self):
+        polkit = self.world.polkit
+        polkit.set_allowed([SET_VALUE])
+        polkit.set_hang([SET_VALUE])
+        client = self.world.spawn_client()
+        client.send("SetValue", "uss", [self.target, "app:a", "new"])
+        polkit.wait_hanging(1)
+        self.assertOk(self.world.root_call("RemoveTag", "us", [self.target, "app:a"]))
+        polkit.release()
+        reply = client.receive(timeout=15)
+        self.assertIn(reply.error, RACE_ERRORS,
+                      "setting a value on a tag removed meanwhile: %r" % (reply,))
+        self.assertEqual(self.world.get_tags(self.target), [], "the removed tag came back")
+
+    def test_direct_kernel_writes_are_seen(self):
+        self.write_kernel(self.target, ["+direct", "+@app:a"])
+        self.assertEqual(self.world.get_tags(self.target),
+                         [("app:a", True, "v"), ("direct", False, "")])
+        self.assertOk(self.world.root_call("Apply", "uas",
+                                           [self.target, ["?direct", "?@app:a", "+ok"]]))
+        self.assertIn(("ok", False, ""), self.world.get_tags(self.target))
+
+    def test_multi_page_batch_racing_the_tag_limit(self):
+        """While a 100-tag batch of long tags (several kernel pages) waits
+        for polkit, the kernel fills up behind ptagsd's back: the batch must
+        fail whole, never leave its first pages applied. (100 changes stay
+        below the bus's 128 pending replies, see test_large_batch_*.)"""
+        polkit = self.world.polkit
+        polkit.set_allowed([ADD])
+        polkit.set_hang([ADD])
+        client = self.world.spawn_client()
+        batch = ["+batch:%03d:%s" % (i, "x" * 200) for i in range(100)]
+        client.send("Apply", "uas", [self.target, batch], timeout_ms=60000)
+        polkit.wait_hanging(1)
+        self.write_kernel(self.target, ["+fill:%04d" % i for i in range(3950)])
+        expected = self.world.get_tags(self.target)
+        self.assertEqual(len(expected), 3951)
+        polkit.set_hang([])
+        polkit.release()
+        reply = client.receive(timeout=60)
+        self.assertFalse(reply.ok, "4051 tags cannot fit")
+        self.assertIn(reply.error, RACE_ERRORS + ("org.ptags.Error.TooManyTags",), reply)
+        self.assertEqual(self.world.get_tags(self.target), expected,
+                         "a failed batch must leave no tag behind")
+
+    def test_large_batch_by_unprivileged_caller(self):
+        """A legitimate 1000-change batch is authorized change by change:
+        ptagsd must not flood the bus with more pending polkit calls than
+        it allows one connection (dbus-daemon's default is 128)."""
+        self.world.polkit.set_allowed([ADD])
+        client = self.world.spawn_client()
+        batch = ["+big:%04d" % i for i in range(1000)]
+        reply = client.call("Apply", "uas", [self.target, batch], timeout=60, timeout_ms=60000)
+        self.assertOk(reply)
+        self.assertEqual(len(self.world.get_tags(self.target)), 1001)
+        self.assertEqual(len(self.world.polkit.checks()), 1000)
+
+    def test_caller_disconnects_while_check_hangs(self):
+        polkit = self.world.polkit
+        polkit.set_allowed([ADD])
+        polkit.set_hang([ADD])
+        client = self.world.spawn_client()
+        client.send("AddTag", "usb", [self.target, "app:gone", False])
+        polkit.wait_hanging(1)
+        self.world.kill(client.pid)
+        polkit.set_hang([])
+        polkit.release()
+        # ptagsd survives replying to a vanished caller and keeps serving.
+        self.assertOk(self.world.root_call("AddTag", "usb", [self.target, "after", False]))
+        self.assertIn(("after", False, ""), self.world.get_tags(self.target))
+        self.assertTrue(self.world.daemon_alive())
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -272,7 +272,8 @@ monitor=(busctl monitor --match="type='signal',interface='org.ptags.Manager',mem
 print_command "${monitor[@]}"
 "${monitor[@]}" >"$sandbox/signals.txt" 2>&1 &
 pids+=($!)
-sleep 0.5
+# busctl says this once the bus has made it a monitor: no signal is missed.
+wait_for "busctl monitor" 10 grep -q 'Monitoring bus message stream' "$sandbox/signals.txt"
 
 say "Tag a live process (root: polkit always says yes to uid 0)"
 show busctl call org.ptags.Manager /org/ptags/Manager org.ptags.Manager AddTag usb "$target" app:camera false

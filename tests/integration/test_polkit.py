@@ -85,6 +85,40 @@ class PolkitDetailsTests(PtagsTestCase):
         self.assertEqual(check["action"], RIGHTS)
         self.assertDetails(check["details"], tag="ptags:app:add", prefix="ptags", keep="false")
 
+    def test_rights_tags_always_use_rights_action(self):
+        self.assertOk(self.world.root_call("AddTag", "usb", [self.target, "ptags:app:add", False]))
+        self.world.polkit.set_allowed([RIGHTS])
+        self.world.polkit.clear_checks()
+        self.assertOk(self.client.call("Apply", "uas", [
+            self.target, ["!ptags:app:add=v", "+@ptags:app:add", "+ptags:sub", "-ptags:app:*"]]))
+        checks = self.world.polkit.checks()
+        self.assertEqual(sorted((c["action"], c["details"]["tag"]) for c in checks),
+                         [(RIGHTS, "ptags:app:add")] * 3 + [(RIGHTS, "ptags:sub")])
+        self.assertEqual([t[0] for t in self.world.get_tags(self.target)],
+                         ["app:a", "app:b", "ptags:sub"])
+
+    def test_keep_and_remove_details(self):
+        self.world.polkit.set_allowed([ADD, REMOVE])
+        self.assertOk(self.client.call("SetKeep", "usb", [self.target, "app:a", True]))
+        check = self.only_check()
+        self.assertEqual(check["action"], ADD)
+        self.assertDetails(check["details"], tag="app:a", keep="true", self_="false")
+        self.world.polkit.clear_checks()
+        self.assertOk(self.client.call("SetKeep", "usb", [self.target, "app:b", False]))
+        check = self.only_check()
+        self.assertEqual(check["action"], REMOVE)
+        self.assertDetails(check["details"], tag="app:b", keep="false")
+
+        # The caller holding ptags:app:sub removes its own app:x: a right it holds.
+        self.assertOk(self.world.root_call("Apply", "uas",
+                                           [self.client.pid, ["+ptags:app:sub", "+app:x"]]))
+        self.world.polkit.clear_checks()
+        self.assertOk(self.client.call("RemoveTag", "us", [0, "app:x"]))
+        check = self.only_check()
+        self.assertEqual(check["action"], REMOVE)
+        self.assertDetails(check["details"], tag="app:x", pid=str(self.client.pid),
+                           self_="true", caller_holds_right="true")
+
     def test_caller_holds_right_for_itself(self):
         # The caller holds ptags:app:add: adding app:* to itself is a right it has.
         self.assertOk(self.world.root_call("AddTag", "usb",

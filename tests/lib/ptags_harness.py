@@ -332,9 +332,11 @@ class World:
         env.update(extra or {})
         return env
 
-    def _spawn(self, label, argv, log_name=None, stdin=subprocess.DEVNULL,
+    def spawn(self, label, argv, log_name=None, stdin=subprocess.DEVNULL,
                stdout=None, env=None):
-        """Start a tracked child; stdout+stderr go to tmp/LOG_NAME when given."""
+        """Start a child that stop() will terminate (reverse start order);
+        stdout+stderr go to tmp/LOG_NAME when given. For helpers such as a
+        real polkitd started with polkit="external"."""
         log = None
         if log_name is not None:
             log = open(os.path.join(self.tmp, log_name), "wb")
@@ -357,7 +359,7 @@ class World:
             f.write(self.bus_config(socket_path))
         # dbus-daemon prints its address once it listens (the socket file
         # alone appears before listen(), so connecting to it may be refused).
-        proc = self._spawn("dbus-daemon", ["dbus-daemon", "--nofork", "--nopidfile",
+        proc = self.spawn("dbus-daemon", ["dbus-daemon", "--nofork", "--nopidfile",
                                            "--print-address=1", "--config-file=" + config],
                            log_name="bus.log", stdout=subprocess.PIPE)
         ready, _, _ = select.select([proc.stdout], [], [], 10)
@@ -377,7 +379,7 @@ class World:
 
     def start_polkit_mock(self):
         template = os.path.join(LIB_DIR, "ptags_polkit_mock.py")
-        proc = self._spawn("polkit-mock", [PYTHON, "-m", "dbusmock", "--template", template,
+        proc = self.spawn("polkit-mock", [PYTHON, "-m", "dbusmock", "--template", template,
                                            "--system"], log_name="polkit-mock.log")
         wait_until(lambda: self.name_has_owner(POLKIT_NAME) or proc.poll() is not None, 15,
                    "the polkit mock on the bus")
@@ -388,7 +390,7 @@ class World:
     def start_fixture(self):
         self.mount = os.path.join(self.tmp, "proc")
         os.mkdir(self.mount)
-        proc = self._spawn("fixture", [self.fixture_exe, self.mount] + self.fixture_args,
+        proc = self.spawn("fixture", [self.fixture_exe, self.mount] + self.fixture_args,
                            log_name="fixture.log")
         probe = os.path.join(self.mount, "1", "attr", "ptags")
 
@@ -411,7 +413,7 @@ class World:
         # Criticals are bugs: make them fatal so "the daemon stays up" means it.
         env = self.child_env({"G_DEBUG": "fatal-criticals", **self.daemon_env})
         self.daemon_log_path = os.path.join(self.tmp, "ptagsd.log")
-        self.daemon = self._spawn("ptagsd", argv, log_name="ptagsd.log", env=env)
+        self.daemon = self.spawn("ptagsd", argv, log_name="ptagsd.log", env=env)
         wait_until(lambda: self.name_has_owner(ptags_client.BUS_NAME)
                    or self.daemon.poll() is not None, 15, "ptagsd to own org.ptags.Manager")
         if self.daemon.poll() is not None:
@@ -473,7 +475,7 @@ class World:
         """A `sleep 600` target (as nobody when @unprivileged); returns its
         pid once it runs sleep (so exec cannot drop tags set afterwards)."""
         argv = (UNPRIVILEGED if unprivileged else []) + ["sleep", "600"]
-        proc = self._spawn("target", argv)
+        proc = self.spawn("target", argv)
 
         def running_sleep():
             try:
@@ -500,7 +502,7 @@ class World:
             shutil.copy(os.path.join(LIB_DIR, "ptags_client.py"), script)
             os.chmod(script, stat.S_IRUSR | stat.S_IWUSR | stat.S_IRGRP | stat.S_IROTH)
         argv = (UNPRIVILEGED if unprivileged else []) + [PYTHON, "-I", script, self.address]
-        proc = self._spawn("client", argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        proc = self.spawn("client", argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
         client = ClientProcess(proc)
         self._clients.append(client)
         return client

@@ -1,7 +1,7 @@
 # policy_world.py: the integration harness's World with our REAL bus policy and the REAL polkitd,
 # its actions and rules bind-mounted over the system's inside this test's private mount namespace.
 #
-# What the harness lacked and this file adds around it (by subclassing):
+# What the harness lacks and this file adds around it (by subclassing):
 # - a bus config built from tests/policy/system-bus.conf.in (the stock system
 #   bus defaults + our org.ptags.Manager.conf + polkit's own system.d file);
 # - polkitd itself (harness polkit="external"), started after our actions and
@@ -20,11 +20,9 @@
 import json
 import os
 import pwd
-import select
 import shutil
 import subprocess
 import sys
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "lib"))
@@ -138,41 +136,6 @@ class PolicyWorld(ptags_harness.World):
                     return int(line.split()[1], 16)
         raise HarnessError("no %s in ptagsd's status" % field)
 
-    def start_bus(self):
-        """The harness's start_bus, ready only once dbus-daemon says so: it
-        prints its address after listen(), while the socket file appears at
-        bind(), and a connect() in between is refused (seen here)."""
-        socket_path = os.path.join(self.tmp, "system_bus_socket")
-        config = os.path.join(self.tmp, "bus.conf")
-        with open(config, "w") as f:
-            f.write(self.bus_config(socket_path))
-        read_fd, write_fd = os.pipe()
-        try:
-            with open(os.path.join(self.tmp, "bus.log"), "wb") as log:
-                proc = subprocess.Popen(
-                    ["dbus-daemon", "--nofork", "--nopidfile", "--config-file=" + config,
-                     "--print-address=%d" % write_fd],
-                    stdin=subprocess.DEVNULL, stdout=log, stderr=log, pass_fds=(write_fd,),
-                    env=self.child_env())
-            self._procs.append(("dbus-daemon", proc))  # stopped by World.stop()
-        finally:
-            os.close(write_fd)
-        with os.fdopen(read_fd, "rb") as announced:
-            line = b""
-            deadline = time.monotonic() + 10
-            while not line.endswith(b"\n"):
-                left = deadline - time.monotonic()
-                if left <= 0 or not select.select([announced], [], [], left)[0]:
-                    raise HarnessError("dbus-daemon did not announce its address in 10s")
-                chunk = os.read(announced.fileno(), 4096)
-                if not chunk:
-                    raise HarnessError("dbus-daemon exited: %s" % self.read_log("bus.log"))
-                line += chunk
-        # Unprivileged callers connect too.
-        os.chmod(socket_path, 0o666)
-        self.address = "unix:path=" + socket_path
-        self.conn = ptags_harness.ptags_client.connect(self.address)
-
     # ------------------------------------------------------------ polkit
 
     def _polkit_dir(self, name, files):
@@ -216,18 +179,12 @@ class PolicyWorld(ptags_harness.World):
         started as root: it drops to the polkitd user by itself."""
         if not os.access(POLKITD, os.X_OK):
             raise HarnessError("%s missing (package polkitd)" % POLKITD)
-        proc = self._start_child("polkitd", [POLKITD], log_name="polkitd.log")
+        proc = self.spawn("polkitd", [POLKITD], log_name="polkitd.log")
         wait_until(lambda: self.name_has_owner(ptags_harness.POLKIT_NAME)
                    or proc.poll() is not None, 15, "polkitd on the bus")
         if proc.poll() is not None:
             raise HarnessError("polkitd exited: %s" % self.read_log("polkitd.log"))
         self.polkitd = proc
-
-    def _start_child(self, *args, **kw):
-        """The harness's tracked-child starter: public spawn() in newer
-        harness versions, _spawn() in the first one."""
-        start = getattr(super(), "spawn", None) or getattr(super(), "_spawn")
-        return start(*args, **kw)
 
     # ------------------------------------------------------------ callers
 
@@ -239,7 +196,7 @@ class PolicyWorld(ptags_harness.World):
             shutil.copy(os.path.join(ptags_harness.LIB_DIR, "ptags_client.py"), script)
             os.chmod(script, 0o644)
         argv = setpriv_argv(entry) + [ptags_harness.PYTHON, "-I", script, self.address]
-        proc = self._start_child("client", argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        proc = self.spawn("client", argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
         client = ptags_harness.ClientProcess(proc)
         self._clients.append(client)
         return client

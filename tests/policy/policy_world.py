@@ -8,7 +8,8 @@
 #   rules are bind-mounted, so the tests never touch the real system's files;
 # - unprivileged clients of any uid (the harness makes only nobody ones);
 # - one-shot calls to any destination/interface as any uid (the harness's
-#   client speaks only org.ptags.Manager).
+#   client speaks only org.ptags.Manager);
+# - ptagsd run with only a given capability set (the unit's), as systemd would.
 #
 # Environment (set by tests/policy/meson.build), besides the harness's:
 #   PTAGS_BUS_POLICY      data/dbus-1/org.ptags.Manager.conf

@@ -1,0 +1,33 @@
+/* ptags-bpf-private.h: the loader handle's insides, shared by the loader
+ * (ptags-bpf.c) and the record/set operations (ptags-bpf-tasks.c). */
+#pragma once
+
+#include <pthread.h>
+
+#include "ptags-bpf-sets.h"
+#include "ptags-bpf.h"
+
+#define BPFFS_ROOT      "/sys/fs/bpf"
+#define DEFAULT_PIN_DIR BPFFS_ROOT "/ptags"
+#define DEFAULT_STATE   "/run/ptags"
+#define SETS_FILE       "sets"
+
+/* The link pins, by role. The names do not say LSM or tracepoint, so a
+ * restart in the other mode replaces the old links like an upgrade. */
+enum { LINK_FORK, LINK_EXEC, LINK_TASKS, LINK_COUNT };
+
+struct ptags_bpf {
+        pthread_mutex_t lock;
+        struct ptags_skel *skel;
+        bool lsm;
+        bool transient;
+        char *pin_dir;
+        struct bpf_link *links[LINK_COUNT];
+        struct bpf_link *retag_link;
+        ptags_bpf_sets sets;
+        char error[512];
+};
+
+/* Records @fmt as the last error and returns @r. */
+int ptags_bpf_fail(ptags_bpf *b, int r, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+int ptags_bpf_exec_map_put(ptags_bpf *b, uint64_t id, uint64_t kept_id);

@@ -1,0 +1,33 @@
+/* ptags-bpf-record.h: the per-task record and iterator parameters shared by
+ * the kernel programs (ptags.bpf.c) and the user-space loader (ptags-bpf.c).
+ * Both sides include it, so the layout can never disagree. */
+#pragma once
+
+/* A record the daemon or a hook has written; freshly created storage is
+ * all zero, so this bit tells "daemon already set it" from "empty". */
+#define PTAGS_RECORD_VALID 1u
+
+/* Set id 0 is the empty tag set; real sets are numbered from 1. */
+#define PTAGS_SET_EMPTY 0ull
+
+/* Which fields a retag pass writes (the iterator's parameters). */
+#define PTAGS_WRITE_SET    1u
+#define PTAGS_WRITE_CONTID 2u
+
+/* One per task that has ever been tagged (or descends from one). The lock
+ * makes a fork copy and a daemon write atomic against each other: a child
+ * gets the old or the new record, never half of each (BPF-NOTES pitfall 5). */
+struct ptags_task_record {
+        struct bpf_spin_lock lock;
+        __u32 flags;
+        __u64 set_id;
+        __u64 contid;
+};
+
+/* What the retag iterator writes into the threads of one process. */
+struct ptags_retag_params {
+        __s32 tgid;
+        __u32 write_mask;
+        __u64 set_id;
+        __u64 contid;
+};

@@ -1,0 +1,346 @@
+/* ptags-bpf-tasks.c: the BPF backend's writes and walks: interning sets,
+ * retagging every thread of a process, enumerating and collecting. */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "ptags-bpf-private.h"
+#include "ptags-bpf-record.h"
+#include "ptags.skel.h"
+
+/* Adds text as a set whose kept subset is @kept_id (UINT64_MAX = itself),
+ * table persisted and exec map filled before the id is handed out. */
+static int add_set(ptags_bpf *b, const char *text, size_t len, uint64_t kept_id, uint64_t *id)
+{
+        ptags_bpf_set_entry *e = ptags_bpf_sets_add(&b->sets, text, len, kept_id);
+        if (!e)
+                return ptags_bpf_fail(b, -ENOMEM, "out of memory");
+        uint64_t new_id = e->id, new_kept = e->kept_id;
+        /* Saved first: a daemon killed after this point finds the id on
+         * restart and refills the exec map from the table. */
+        int r = ptags_bpf_sets_save(&b->sets);
+        if (r < 0)
+                return ptags_bpf_fail(b, r, "cannot save the set table: %s", strerror(-r));
+        r = ptags_bpf_exec_map_put(b, new_id, new_kept);
+        if (r < 0)
+                return r;
+        *id = new_id;
+        return 0;
+}
+
+static int intern_locked(ptags_bpf *b, const ptags_set *tags, uint64_t *id)
+{
+        if (ptags_set_count(tags) == 0) {
+                *id = PTAGS_SET_EMPTY;
+                return 0;
+        }
+        size_t len = 0, kept_len = 0;
+        char *text = ptags_set_format(tags, &len);
+        ptags_set *kept = ptags_set_copy(tags);
+        char *kept_text = NULL;
+        uint64_t kept_id = PTAGS_SET_EMPTY;
+        int r = 0;
+
+        if (!text || !kept) {
+                r = ptags_bpf_fail(b, -ENOMEM, "out of memory");
+                goto out;
+        }
+        ptags_bpf_set_entry *known = ptags_bpf_sets_by_text(&b->sets, text, len);
+        if (known) {
+                *id = known->id;
+                goto out;
+        }
+        ptags_set_exec_filter(kept);
+        kept_text = ptags_set_format(kept, &kept_len);
+        if (!kept_text) {
+                r = ptags_bpf_fail(b, -ENOMEM, "out of memory");
+                goto out;
+        }
+        if (kept_len == len) {
+                /* Everything is kept: the set is its own kept subset. */
+                r = add_set(b, text, len, UINT64_MAX, id);
+                goto out;
+        }
+        if (kept_len > 0) {
+                known = ptags_bpf_sets_by_text(&b->sets, kept_text, kept_len);
+                if (known)
+                        kept_id = known->id;
+                else
+                        r = add_set(b, kept_text, kept_len, UINT64_MAX, &kept_id);
+        }
+        if (r == 0)
+                r = add_set(b, text, len, kept_id, id);
+out:
+        free(text);
+        free(kept_text);
+        ptags_set_free(kept);
+        return r;
+}
+
+int ptags_bpf_intern(ptags_bpf *b, const ptags_set *tags, uint64_t *id)
+{
+        pthread_mutex_lock(&b->lock);
+        int r = intern_locked(b, tags, id);
+        pthread_mutex_unlock(&b->lock);
+        return r;
+}
+
+size_t ptags_bpf_set_count(ptags_bpf *b)
+{
+        pthread_mutex_lock(&b->lock);
+        size_t n = b->sets.count;
+        pthread_mutex_unlock(&b->lock);
+        return n;
+}
+
+/* Runs the retag iterator once; returns the number of threads written. */
+static int retag_pass(ptags_bpf *b)
+{
+        char buf[4096];
+        int count = 0;
+        int fd = bpf_iter_create(bpf_link__fd(b->retag_link));
+        if (fd < 0)
+                return ptags_bpf_fail(b, -errno, "cannot start the retag iterator: %s",
+                                      strerror(errno));
+        for (;;) {
+                ssize_t n = read(fd, buf, sizeof(buf));
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0) {
+                        count = ptags_bpf_fail(b, -errno, "retag iterator failed: %s",
+                                               strerror(errno));
+                        break;
+                }
+                if (n == 0)
+                        break;
+                count += (int)n;
+        }
+        close(fd);
+        return count;
+}
+
+static int retag_locked(ptags_bpf *b, pid_t tgid, uint32_t mask, uint64_t set_id, uint64_t contid)
+{
+        b->skel->bss->retag = (struct ptags_retag_params){
+                .tgid = tgid, .write_mask = mask, .set_id = set_id, .contid = contid};
+        int n = retag_pass(b);
+        /* A thread created while the first pass ran may have copied the
+         * old record from a thread not yet visited: a second pass catches
+         * it. A single-threaded process cannot race itself that way. */
+        if (n > 1)
+                n = retag_pass(b);
+        b->skel->bss->retag.tgid = 0;
+        if (n == 0)
+                return ptags_bpf_fail(b, -ESRCH, "no process %d", (int)tgid);
+        return n < 0 ? n : 0;
+}
+
+int ptags_bpf_write_tags(ptags_bpf *b, pid_t tgid, const ptags_set *tags)
+{
+        uint64_t id;
+        pthread_mutex_lock(&b->lock);
+        int r = intern_locked(b, tags, &id);
+        if (r == 0)
+                r = retag_locked(b, tgid, PTAGS_WRITE_SET, id, 0);
+        pthread_mutex_unlock(&b->lock);
+        return r;
+}
+
+int ptags_bpf_write_set_id(ptags_bpf *b, pid_t tgid, uint64_t set_id)
+{
+        pthread_mutex_lock(&b->lock);
+        int r = set_id == PTAGS_SET_EMPTY || ptags_bpf_sets_by_id(&b->sets, set_id)
+                        ? retag_locked(b, tgid, PTAGS_WRITE_SET, set_id, 0)
+                        : ptags_bpf_fail(b, -EINVAL, "unknown set id %" PRIu64, set_id);
+        pthread_mutex_unlock(&b->lock);
+        return r;
+}
+
+int ptags_bpf_write_record(ptags_bpf *b, pid_t tgid, uint64_t set_id, uint64_t contid)
+{
+        pthread_mutex_lock(&b->lock);
+        int r = set_id == PTAGS_SET_EMPTY || ptags_bpf_sets_by_id(&b->sets, set_id)
+                        ? retag_locked(b, tgid, PTAGS_WRITE_SET | PTAGS_WRITE_CONTID, set_id,
+                                       contid)
+                        : ptags_bpf_fail(b, -EINVAL, "unknown set id %" PRIu64, set_id);
+        pthread_mutex_unlock(&b->lock);
+        return r;
+}
+
+int ptags_bpf_write_contid(ptags_bpf *b, pid_t tgid, uint64_t contid)
+{
+        pthread_mutex_lock(&b->lock);
+        int r = retag_locked(b, tgid, PTAGS_WRITE_CONTID, 0, contid);
+        pthread_mutex_unlock(&b->lock);
+        return r;
+}
+
+/* -------------------------------------------------------- enumeration */
+
+static int read_iterator(ptags_bpf *b, char **out, size_t *out_len)
+{
+        int fd;
+        if (b->transient) {
+                fd = bpf_iter_create(bpf_link__fd(b->links[LINK_TASKS]));
+        } else {
+                /* The pinned file is what administrators read too. */
+                char path[4096];
+                snprintf(path, sizeof(path), "%s/tasks", b->pin_dir);
+                fd = open(path, O_RDONLY | O_CLOEXEC);
+        }
+        if (fd < 0)
+                return ptags_bpf_fail(b, -errno, "cannot start the task iterator: %s",
+                                      strerror(errno));
+        size_t cap = 65536, len = 0;
+        char *buf = malloc(cap);
+        int r = 0;
+        while (buf) {
+                if (len == cap) {
+                        char *bigger = realloc(buf, cap * 2);
+                        if (!bigger)
+                                break;
+                        buf = bigger;
+                        cap *= 2;
+                }
+                ssize_t n = read(fd, buf + len, cap - len);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0) {
+                        r = ptags_bpf_fail(b, -errno, "task iterator failed: %s", strerror(errno));
+                        break;
+                }
+                if (n == 0) {
+                        *out = buf;
+                        *out_len = len;
+                        close(fd);
+                        return 0;
+                }
+                len += (size_t)n;
+        }
+        close(fd);
+        free(buf);
+        return r < 0 ? r : ptags_bpf_fail(b, -ENOMEM, "out of memory");
+}
+
+int ptags_bpf_list_tasks(ptags_bpf *b, ptags_bpf_task **out, size_t *n)
+{
+        char *text = NULL;
+        size_t len = 0, count = 0, cap = 0;
+        ptags_bpf_task *tasks = NULL;
+        int r = read_iterator(b, &text, &len);
+        if (r < 0)
+                return r;
+        for (size_t pos = 0; pos < len;) {
+                char *nl = memchr(text + pos, '\n', len - pos);
+                if (!nl)
+                        break;
+                *nl = '\0';
+                ptags_bpf_task t;
+                int tgid, tid;
+                if (sscanf(text + pos, "%d %d %" SCNu64 " %" SCNu64, &tgid, &tid, &t.set_id,
+                           &t.contid) != 4) {
+                        r = ptags_bpf_fail(b, -EBADMSG, "bad iterator line: %s", text + pos);
+                        break;
+                }
+                t.tgid = tgid;
+                t.tid = tid;
+                if (count == cap) {
+                        cap = cap ? cap * 2 : 256;
+                        ptags_bpf_task *v = realloc(tasks, cap * sizeof(*v));
+                        if (!v) {
+                                r = ptags_bpf_fail(b, -ENOMEM, "out of memory");
+                                break;
+                        }
+                        tasks = v;
+                }
+                tasks[count++] = t;
+                pos = (size_t)(nl - text) + 1;
+        }
+        free(text);
+        if (r < 0) {
+                free(tasks);
+                return r;
+        }
+        *out = tasks;
+        *n = count;
+        return 0;
+}
+
+/* ---------------------------------------------------------- collection */
+
+typedef struct {
+        ptags_bpf *b;
+        uint64_t *live;
+        size_t n_live;
+} collect_ctx;
+
+static int cmp_u64(const void *a, const void *b)
+{
+        uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+        return x < y ? -1 : x > y;
+}
+
+static bool is_live(uint64_t id, void *data)
+{
+        collect_ctx *c = data;
+        return bsearch(&id, c->live, c->n_live, sizeof(id), cmp_u64) != NULL;
+}
+
+static void drop_exec_entry(uint64_t id, void *data)
+{
+        collect_ctx *c = data;
+        bpf_map__delete_elem(c->b->skel->maps.exec_kept, &id, sizeof(id), 0);
+}
+
+int ptags_bpf_collect(ptags_bpf *b, size_t *freed)
+{
+        ptags_bpf_task *tasks = NULL;
+        size_t n = 0;
+        pthread_mutex_lock(&b->lock);
+        /* Under the lock no new id is handed out, so a set not referenced
+         * now can only become referenced through a task that holds it,
+         * which the walk sees, or through an exec of such a task, whose
+         * kept subset is retained below. */
+        int r = ptags_bpf_list_tasks(b, &tasks, &n);
+        if (r < 0)
+                goto out;
+        collect_ctx c = {.b = b, .live = malloc((2 * n + 1) * sizeof(uint64_t))};
+        if (!c.live) {
+                r = ptags_bpf_fail(b, -ENOMEM, "out of memory");
+                goto out;
+        }
+        for (size_t i = 0; i < n; i++) {
+                c.live[c.n_live++] = tasks[i].set_id;
+                ptags_bpf_set_entry *e = ptags_bpf_sets_by_id(&b->sets, tasks[i].set_id);
+                if (e && e->kept_id != PTAGS_SET_EMPTY)
+                        c.live[c.n_live++] = e->kept_id;
+        }
+        qsort(c.live, c.n_live, sizeof(uint64_t), cmp_u64);
+        size_t dropped = ptags_bpf_sets_retain(&b->sets, is_live, &c, drop_exec_entry);
+        free(c.live);
+        if (dropped > 0) {
+                r = ptags_bpf_sets_save(&b->sets);
+                if (r < 0)
+                        r = ptags_bpf_fail(b, r, "cannot save the set table: %s", strerror(-r));
+        }
+        if (freed)
+                *freed = dropped;
+out:
+        free(tasks);
+        pthread_mutex_unlock(&b->lock);
+        return r;
+}
+
+int ptags_bpf_counters(ptags_bpf *b, uint64_t *alloc_failures, uint64_t *exec_misses)
+{
+        *alloc_failures = b->skel->bss->alloc_failures;
+        *exec_misses = b->skel->bss->exec_misses;
+        return 0;
+}

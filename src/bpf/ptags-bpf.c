@@ -1,0 +1,478 @@
+/* ptags-bpf.c: loads, pins and upgrades the BPF backend's kernel programs
+ * and reads/writes per-task records; the set table lives in ptags-bpf-sets.c. */
+#include "ptags-bpf.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <linux/magic.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "ptags-bpf-record.h"
+#include "ptags-bpf-sets.h"
+#include "ptags-bpf-private.h"
+#include "ptags.skel.h"
+
+static const char *const link_names[LINK_COUNT] = {"fork", "exec", "tasks"};
+
+int ptags_bpf_fail(ptags_bpf *b, int r, const char *fmt, ...)
+{
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(b->error, sizeof(b->error), fmt, ap);
+        va_end(ap);
+        return r;
+}
+
+const char *ptags_bpf_last_error(const ptags_bpf *b)
+{
+        return b->error;
+}
+
+const char *ptags_bpf_backend_name(const ptags_bpf *b)
+{
+        return b->lsm ? "bpf-lsm" : "bpf-tracepoint";
+}
+
+bool ptags_bpf_lsm_active(void)
+{
+        char buf[512];
+        FILE *f = fopen("/sys/kernel/security/lsm", "re");
+        if (!f)
+                return false;
+        size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+        fclose(f);
+        buf[n] = '\0';
+        for (char *tok = strtok(buf, ",\n"); tok; tok = strtok(NULL, ",\n"))
+                if (strcmp(tok, "bpf") == 0)
+                        return true;
+        return false;
+}
+
+int ptags_bpf_probe(char *why, size_t why_size)
+{
+        if (access("/sys/kernel/btf/vmlinux", R_OK) != 0) {
+                snprintf(why, why_size, "the kernel has no BTF (/sys/kernel/btf/vmlinux)");
+                return -ENOTSUP;
+        }
+        int r = libbpf_probe_bpf_map_type(BPF_MAP_TYPE_TASK_STORAGE, NULL);
+        if (r < 0) {
+                snprintf(why, why_size, "the BPF syscall is refused: %s", strerror(-r));
+                return r;
+        }
+        if (r == 0) {
+                snprintf(why, why_size, "the kernel has no BPF task storage (needs 5.13+)");
+                return -ENOTSUP;
+        }
+        return 0;
+}
+
+/* bpffs is not mounted everywhere (BPF-NOTES); mount it, private to root. */
+static int ensure_bpffs(ptags_bpf *b, const char *pin_dir)
+{
+        struct statfs st;
+        if (strncmp(pin_dir, BPFFS_ROOT "/", strlen(BPFFS_ROOT "/")) != 0)
+                return 0;
+        if (statfs(BPFFS_ROOT, &st) == 0 && st.f_type == BPF_FS_MAGIC)
+                return 0;
+        if (mount("bpf", BPFFS_ROOT, "bpf", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0700") < 0)
+                return ptags_bpf_fail(b, -errno, "cannot mount bpffs on " BPFFS_ROOT ": %s",
+                                      strerror(errno));
+        return 0;
+}
+
+static char *path_join(const char *dir, const char *name, const char *suffix)
+{
+        size_t len = strlen(dir) + strlen(name) + strlen(suffix) + 2;
+        char *p = malloc(len);
+        if (p)
+                snprintf(p, len, "%s/%s%s", dir, name, suffix);
+        return p;
+}
+
+static const char *state_dir_default(void)
+{
+        const char *env = getenv("RUNTIME_DIRECTORY");
+        /* systemd may list several directories separated by ':'; the
+         * unit names only ours. */
+        return env && *env && !strchr(env, ':') ? env : DEFAULT_STATE;
+}
+
+static int attach_hooks(ptags_bpf *b)
+{
+        struct bpf_program *fork_prog =
+                b->lsm ? b->skel->progs.ptags_lsm_task_alloc : b->skel->progs.ptags_tp_fork;
+        struct bpf_program *exec_prog =
+                b->lsm ? b->skel->progs.ptags_lsm_exec : b->skel->progs.ptags_tp_exec;
+
+        b->links[LINK_FORK] = bpf_program__attach(fork_prog);
+        if (!b->links[LINK_FORK])
+                return ptags_bpf_fail(b, -errno, "cannot attach the fork hook: %s",
+                                      strerror(errno));
+        b->links[LINK_EXEC] = bpf_program__attach(exec_prog);
+        if (!b->links[LINK_EXEC])
+                return ptags_bpf_fail(b, -errno, "cannot attach the exec hook: %s",
+                                      strerror(errno));
+        return 0;
+}
+
+static void destroy_links(ptags_bpf *b, int first, int last)
+{
+        for (int i = first; i <= last; i++) {
+                bpf_link__destroy(b->links[i]);
+                b->links[i] = NULL;
+        }
+}
+
+int ptags_bpf_detach(ptags_bpf *b)
+{
+        if (!b->transient)
+                return ptags_bpf_fail(b, -EPERM, "only a transient instance can be detached");
+        destroy_links(b, LINK_FORK, LINK_EXEC);
+        return 0;
+}
+
+int ptags_bpf_attach(ptags_bpf *b)
+{
+        if (!b->transient)
+                return ptags_bpf_fail(b, -EPERM, "only a transient instance can be reattached");
+        if (b->links[LINK_FORK])
+                return 0;
+        int r = attach_hooks(b);
+        if (r < 0)
+                destroy_links(b, LINK_FORK, LINK_EXEC);
+        return r;
+}
+
+/* Upgrade without a gap: pin each new link beside the old one (bpffs
+ * refuses names with a dot, hence "-new"), then let
+ * the rename drop the old pin, so one of the two is attached at every
+ * moment. Both running together is harmless: copying a record twice gives
+ * the same record, and exec_kept maps every kept set to itself. */
+static int pin_links(ptags_bpf *b)
+{
+        for (int i = 0; i < LINK_COUNT; i++) {
+                char *final = path_join(b->pin_dir, link_names[i], "");
+                char *fresh = path_join(b->pin_dir, link_names[i], "-new");
+                int r = 0;
+                if (!final || !fresh) {
+                        r = ptags_bpf_fail(b, -ENOMEM, "out of memory");
+                } else {
+                        unlink(fresh);
+                        r = bpf_link__pin(b->links[i], fresh);
+                        if (r < 0)
+                                r = ptags_bpf_fail(b, r, "cannot pin %s: %s", fresh, strerror(-r));
+                        else if (rename(fresh, final) < 0)
+                                r = ptags_bpf_fail(b, -errno, "cannot replace %s: %s", final,
+                                                   strerror(errno));
+                }
+                free(final);
+                free(fresh);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+int ptags_bpf_exec_map_put(ptags_bpf *b, uint64_t id, uint64_t kept_id)
+{
+        int r = bpf_map__update_elem(b->skel->maps.exec_kept, &id, sizeof(id), &kept_id,
+                                     sizeof(kept_id), BPF_ANY);
+        if (r < 0)
+                return ptags_bpf_fail(b, r, "cannot fill the exec map: %s", strerror(-r));
+        return 0;
+}
+
+static int load(ptags_bpf *b, bool lsm)
+{
+        b->skel = ptags_skel__open();
+        if (!b->skel)
+                return ptags_bpf_fail(b, -errno, "cannot open the BPF object: %s", strerror(errno));
+        bpf_program__set_autoload(b->skel->progs.ptags_lsm_task_alloc, lsm);
+        bpf_program__set_autoload(b->skel->progs.ptags_lsm_exec, lsm);
+        bpf_program__set_autoload(b->skel->progs.ptags_tp_fork, !lsm);
+        bpf_program__set_autoload(b->skel->progs.ptags_tp_exec, !lsm);
+        if (!b->transient) {
+                struct bpf_map *maps[] = {b->skel->maps.task_records, b->skel->maps.exec_kept};
+                for (size_t i = 0; i < sizeof(maps) / sizeof(maps[0]); i++) {
+                        char *p = path_join(b->pin_dir, bpf_map__name(maps[i]), "");
+                        int r = p ? bpf_map__set_pin_path(maps[i], p) : -ENOMEM;
+                        free(p);
+                        if (r < 0)
+                                return ptags_bpf_fail(b, r, "cannot set a pin path: %s",
+                                                      strerror(-r));
+                }
+        }
+        int r = ptags_skel__load(b->skel);
+        if (r < 0) {
+                ptags_skel__destroy(b->skel);
+                b->skel = NULL;
+                return ptags_bpf_fail(b, r, "cannot load the %s programs: %s",
+                                      lsm ? "LSM" : "tracepoint", strerror(-r));
+        }
+        b->lsm = lsm;
+        return 0;
+}
+
+static int open_state(ptags_bpf *b, const ptags_bpf_options *o, bool maps_existed)
+{
+        char *path = NULL;
+        int r;
+        if (!b->transient) {
+                const char *dir = o->state_dir ? o->state_dir : state_dir_default();
+                if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+                        return ptags_bpf_fail(b, -errno, "cannot create %s: %s", dir,
+                                              strerror(errno));
+                path = path_join(dir, SETS_FILE, "");
+                if (!path)
+                        return ptags_bpf_fail(b, -ENOMEM, "out of memory");
+        }
+        r = ptags_bpf_sets_init(&b->sets, path);
+        free(path);
+        if (r < 0)
+                return ptags_bpf_fail(b, r, "out of memory");
+        if (!maps_existed) {
+                /* New maps (first start or after a reboot): no task refers
+                 * to any old id, so an old table is meaningless. */
+                r = ptags_bpf_sets_forget(&b->sets);
+                return r < 0 ? ptags_bpf_fail(b, r, "cannot remove the old set table: %s",
+                                              strerror(-r))
+                             : 0;
+        }
+        r = ptags_bpf_sets_load(&b->sets, b->error, sizeof(b->error));
+        if (r < 0)
+                return r;
+        /* A daemon killed between saving the table and filling the exec
+         * map left a hole; refilling is idempotent. */
+        for (size_t i = 0; i < b->sets.count; i++) {
+                r = ptags_bpf_exec_map_put(b, b->sets.entries[i].id, b->sets.entries[i].kept_id);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+int ptags_bpf_open(const ptags_bpf_options *opts, ptags_bpf **out, char *err, size_t err_size)
+{
+        ptags_bpf_options defaults = {0};
+        const ptags_bpf_options *o = opts ? opts : &defaults;
+        ptags_bpf *b = calloc(1, sizeof(*b));
+        bool maps_existed = false;
+        int r;
+
+        if (!b) {
+                snprintf(err, err_size, "out of memory");
+                return -ENOMEM;
+        }
+        pthread_mutex_init(&b->lock, NULL);
+        b->transient = o->transient;
+        b->pin_dir = strdup(o->pin_dir ? o->pin_dir : DEFAULT_PIN_DIR);
+        if (!b->pin_dir) {
+                r = ptags_bpf_fail(b, -ENOMEM, "out of memory");
+                goto error;
+        }
+        r = ptags_bpf_probe(b->error, sizeof(b->error));
+        if (r < 0)
+                goto error;
+        if (!b->transient) {
+                r = ensure_bpffs(b, b->pin_dir);
+                if (r < 0)
+                        goto error;
+                if (mkdir(b->pin_dir, 0700) < 0 && errno != EEXIST) {
+                        r = ptags_bpf_fail(b, -errno, "cannot create %s: %s", b->pin_dir,
+                                           strerror(errno));
+                        goto error;
+                }
+                char *p = path_join(b->pin_dir, "task_records", "");
+                if (!p) {
+                        r = ptags_bpf_fail(b, -ENOMEM, "out of memory");
+                        goto error;
+                }
+                maps_existed = access(p, F_OK) == 0;
+                free(p);
+        }
+
+        bool lsm_active = ptags_bpf_lsm_active();
+        if (o->mode == PTAGS_BPF_MODE_LSM && !lsm_active) {
+                r = ptags_bpf_fail(
+                        b, -ENOTSUP,
+                        "the bpf LSM is not active (not in /sys/kernel/security/lsm): LSM "
+                        "programs would load but never run");
+                goto error;
+        }
+        if (o->mode != PTAGS_BPF_MODE_TRACEPOINT && lsm_active) {
+                r = load(b, true);
+                if (r < 0 && o->mode == PTAGS_BPF_MODE_AUTO)
+                        r = load(b, false);
+        } else {
+                r = load(b, false);
+        }
+        if (r < 0)
+                goto error;
+
+        r = open_state(b, o, maps_existed);
+        if (r < 0)
+                goto error;
+        r = attach_hooks(b);
+        if (r < 0)
+                goto error;
+        b->links[LINK_TASKS] = bpf_program__attach_iter(b->skel->progs.ptags_iter_dump, NULL);
+        b->retag_link = bpf_program__attach_iter(b->skel->progs.ptags_iter_retag, NULL);
+        if (!b->links[LINK_TASKS] || !b->retag_link) {
+                r = ptags_bpf_fail(b, -errno, "cannot create the task iterators: %s",
+                                   strerror(errno));
+                goto error;
+        }
+        if (!b->transient) {
+                r = pin_links(b);
+                if (r < 0)
+                        goto error;
+        }
+        *out = b;
+        return 0;
+
+error:
+        snprintf(err, err_size, "%s", b->error);
+        ptags_bpf_close(b);
+        return r;
+}
+
+void ptags_bpf_close(ptags_bpf *b)
+{
+        if (!b)
+                return;
+        /* Closing a pinned link's fd leaves it attached: the programs keep
+         * running while no daemon is there (restart, upgrade). */
+        destroy_links(b, 0, LINK_COUNT - 1);
+        bpf_link__destroy(b->retag_link);
+        ptags_skel__destroy(b->skel);
+        ptags_bpf_sets_clear(&b->sets);
+        free(b->pin_dir);
+        pthread_mutex_destroy(&b->lock);
+        free(b);
+}
+
+int ptags_bpf_uninstall(const char *pin_dir, const char *state_dir)
+{
+        const char *dir = pin_dir ? pin_dir : DEFAULT_PIN_DIR;
+        const char *names[] = {"fork",     "exec",      "tasks",        "fork-new",
+                               "exec-new", "tasks-new", "task_records", "exec_kept"};
+        int r = 0;
+        for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+                char *p = path_join(dir, names[i], "");
+                if (!p)
+                        return -ENOMEM;
+                if (unlink(p) < 0 && errno != ENOENT && r == 0)
+                        r = -errno;
+                free(p);
+        }
+        if (rmdir(dir) < 0 && errno != ENOENT && r == 0)
+                r = -errno;
+        char *sets = path_join(state_dir ? state_dir : state_dir_default(), SETS_FILE, "");
+        if (!sets)
+                return -ENOMEM;
+        if (unlink(sets) < 0 && errno != ENOENT && r == 0)
+                r = -errno;
+        free(sets);
+        return r;
+}
+
+/* ------------------------------------------------------------ records */
+
+int ptags_bpf_get_record_pidfd(ptags_bpf *b, int pidfd, ptags_bpf_record *out)
+{
+        struct ptags_task_record rec = {0};
+        int r = bpf_map__lookup_elem(b->skel->maps.task_records, &pidfd, sizeof(pidfd), &rec,
+                                     sizeof(rec), BPF_F_LOCK);
+        if (r == -ENOENT || (r == 0 && !(rec.flags & PTAGS_RECORD_VALID))) {
+                *out = (ptags_bpf_record){
+                        .valid = false, .set_id = PTAGS_SET_EMPTY, .contid = PTAGS_CONTID_UNSET};
+                return 0;
+        }
+        if (r < 0)
+                return ptags_bpf_fail(b, r, "cannot read a task record: %s", strerror(-r));
+        *out = (ptags_bpf_record){.valid = true, .set_id = rec.set_id, .contid = rec.contid};
+        return 0;
+}
+
+/* A pidfd of the process @pid belongs to; a thread id is mapped to its
+ * thread group first, since a pidfd names a leader before 6.9. */
+static int pidfd_for(pid_t pid)
+{
+        int fd = (int)syscall(SYS_pidfd_open, pid, 0);
+        if (fd >= 0 || errno != EINVAL)
+                return fd < 0 ? -errno : fd;
+        char path[64], line[128];
+        snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+        FILE *f = fopen(path, "re");
+        if (!f)
+                return -ESRCH;
+        int tgid = -1;
+        while (fgets(line, sizeof(line), f))
+                if (sscanf(line, "Tgid: %d", &tgid) == 1)
+                        break;
+        fclose(f);
+        if (tgid <= 0)
+                return -ESRCH;
+        fd = (int)syscall(SYS_pidfd_open, tgid, 0);
+        return fd < 0 ? -errno : fd;
+}
+
+int ptags_bpf_get_record(ptags_bpf *b, pid_t pid, ptags_bpf_record *out)
+{
+        int fd = pidfd_for(pid);
+        if (fd < 0)
+                return ptags_bpf_fail(b, fd, "no process %d: %s", (int)pid, strerror(-fd));
+        int r = ptags_bpf_get_record_pidfd(b, fd, out);
+        close(fd);
+        return r;
+}
+
+static ptags_set *contents_locked(ptags_bpf *b, uint64_t id)
+{
+        if (id == PTAGS_SET_EMPTY)
+                return ptags_set_new();
+        ptags_bpf_set_entry *e = ptags_bpf_sets_by_id(&b->sets, id);
+        ptags_set *s = NULL;
+        if (e && ptags_set_parse(e->text, e->len, &s, NULL) != PTAGS_OK)
+                s = NULL;
+        return s;
+}
+
+ptags_set *ptags_bpf_set_contents(ptags_bpf *b, uint64_t id)
+{
+        pthread_mutex_lock(&b->lock);
+        ptags_set *s = contents_locked(b, id);
+        pthread_mutex_unlock(&b->lock);
+        return s;
+}
+
+int ptags_bpf_tags_of_record(ptags_bpf *b, const ptags_bpf_record *rec, ptags_set **out)
+{
+        ptags_set *s = ptags_bpf_set_contents(b, rec->set_id);
+        if (!s)
+                return ptags_bpf_fail(
+                        b, -EIO, "task record names set %" PRIu64 ", which is not in the table",
+                        rec->set_id);
+        *out = s;
+        return 0;
+}
+
+int ptags_bpf_read_tags(ptags_bpf *b, pid_t pid, ptags_set **out)
+{
+        ptags_bpf_record rec;
+        int r = ptags_bpf_get_record(b, pid, &rec);
+        return r < 0 ? r : ptags_bpf_tags_of_record(b, &rec, out);
+}

@@ -1,0 +1,203 @@
+/* ptags.bpf.c: kernel half of the BPF backend. Keeps each task's tag-set id
+ * and container ID in task storage, copies it at fork and filters it at exec. */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+
+#include "ptags-bpf-record.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+#define CONTID_UNSET (~0ull)
+
+struct {
+        __uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+        __uint(map_flags, BPF_F_NO_PREALLOC);
+        __type(key, int);
+        __type(value, struct ptags_task_record);
+} task_records SEC(".maps");
+
+/* Set id -> id of its kept subset; filled by the daemon before the id is
+ * given to any task, so an exec never finds a hole (pitfall 6). */
+struct {
+        __uint(type, BPF_MAP_TYPE_HASH);
+        __uint(max_entries, 262144);
+        __type(key, __u64);
+        __type(value, __u64);
+} exec_kept SEC(".maps");
+
+/* Counters user space reads for diagnostics: storage allocation failures
+ * and exec lookups that found no entry (each one dropped every tag). */
+__u64 alloc_failures = 0;
+__u64 exec_misses = 0;
+
+/* Written by user space before each retag pass; the pass runs under the
+ * loader's mutex so there is exactly one writer. */
+struct ptags_retag_params retag = {};
+
+static __always_inline void copy_record(struct task_struct *parent, struct task_struct *child,
+                                        bool overwrite)
+{
+        struct ptags_task_record *src, *dst;
+        __u64 set_id, contid;
+        __u32 flags;
+
+        /* No storage is created for untagged parents: that keeps the
+         * untagged fork cost at one failed lookup (pitfall 4). */
+        src = bpf_task_storage_get(&task_records, parent, 0, 0);
+        if (!src)
+                return;
+        bpf_spin_lock(&src->lock);
+        set_id = src->set_id;
+        contid = src->contid;
+        flags = src->flags;
+        bpf_spin_unlock(&src->lock);
+        if (!(flags & PTAGS_RECORD_VALID))
+                return;
+
+        dst = bpf_task_storage_get(&task_records, child, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+        if (!dst) {
+                __sync_fetch_and_add(&alloc_failures, 1);
+                return;
+        }
+        bpf_spin_lock(&dst->lock);
+        /* The tracepoint runs after the child is visible: a record the
+         * daemon wrote in between is newer than the parent's (pitfall 5). */
+        if (overwrite || !(dst->flags & PTAGS_RECORD_VALID)) {
+                dst->set_id = set_id;
+                dst->contid = contid;
+                dst->flags = PTAGS_RECORD_VALID;
+        }
+        bpf_spin_unlock(&dst->lock);
+}
+
+static __always_inline void exec_filter(struct task_struct *task)
+{
+        struct ptags_task_record *rec;
+        __u64 set_id, kept_id, *kept;
+
+        rec = bpf_task_storage_get(&task_records, task, 0, 0);
+        if (!rec)
+                return;
+        bpf_spin_lock(&rec->lock);
+        set_id = rec->set_id;
+        bpf_spin_unlock(&rec->lock);
+        if (set_id == PTAGS_SET_EMPTY)
+                return;
+
+        kept = bpf_map_lookup_elem(&exec_kept, &set_id);
+        if (kept) {
+                kept_id = *kept;
+        } else {
+                /* Fail closed: an unknown set keeps nothing. */
+                kept_id = PTAGS_SET_EMPTY;
+                __sync_fetch_and_add(&exec_misses, 1);
+        }
+        bpf_spin_lock(&rec->lock);
+        /* A daemon write that raced the exec wins: it came later. */
+        if (rec->set_id == set_id)
+                rec->set_id = kept_id;
+        bpf_spin_unlock(&rec->lock);
+}
+
+/* --- LSM path: runs inside copy_process, before the child is visible. */
+
+SEC("lsm/task_alloc")
+int BPF_PROG(ptags_lsm_task_alloc, struct task_struct *task, unsigned long clone_flags)
+{
+        copy_record(bpf_get_current_task_btf(), task, true);
+        return 0;
+}
+
+SEC("lsm/bprm_committed_creds")
+int BPF_PROG(ptags_lsm_exec, struct linux_binprm *bprm)
+{
+        exec_filter(bpf_get_current_task_btf());
+        return 0;
+}
+
+/* --- Tracepoint path: where the bpf LSM is not active. */
+
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(ptags_tp_fork, struct task_struct *parent, struct task_struct *child)
+{
+        /* The hook fires in the thread that called fork, which is the
+         * thread whose record the child must get. */
+        copy_record(bpf_get_current_task_btf(), child, false);
+        return 0;
+}
+
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(ptags_tp_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
+{
+        exec_filter(bpf_get_current_task_btf());
+        return 0;
+}
+
+/* --- Iterators. */
+
+/* Text dump of every tagged task, "TGID TID SET_ID CONTID\n"; pinned so
+ * `cat` works for administrators and FindTagged reads it (pitfall 7). */
+SEC("iter/task")
+int ptags_iter_dump(struct bpf_iter__task *ctx)
+{
+        struct seq_file *seq = ctx->meta->seq;
+        struct task_struct *task = ctx->task;
+        struct ptags_task_record *rec;
+        __u64 set_id, contid;
+        __u32 flags;
+        int tgid, tid;
+
+        if (!task)
+                return 0;
+        rec = bpf_task_storage_get(&task_records, task, 0, 0);
+        if (!rec)
+                return 0;
+        bpf_spin_lock(&rec->lock);
+        set_id = rec->set_id;
+        contid = rec->contid;
+        flags = rec->flags;
+        bpf_spin_unlock(&rec->lock);
+        if (!(flags & PTAGS_RECORD_VALID))
+                return 0;
+        tgid = BPF_CORE_READ(task, tgid);
+        tid = BPF_CORE_READ(task, pid);
+        BPF_SEQ_PRINTF(seq, "%d %d %llu %llu\n", tgid, tid, set_id, contid);
+        return 0;
+}
+
+/* Writes the retag parameters into every thread of one process: task
+ * storage is per thread (pitfall 3) and a pidfd reaches only the leader
+ * before 6.9. Emits one byte per thread written, so the caller can count. */
+SEC("iter/task")
+int ptags_iter_retag(struct bpf_iter__task *ctx)
+{
+        struct seq_file *seq = ctx->meta->seq;
+        struct task_struct *task = ctx->task;
+        struct ptags_task_record *rec;
+        __u32 mask = retag.write_mask;
+        __u64 set_id = retag.set_id, contid = retag.contid;
+        char mark = 't';
+
+        if (!task || retag.tgid <= 0 || BPF_CORE_READ(task, tgid) != retag.tgid)
+                return 0;
+        rec = bpf_task_storage_get(&task_records, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+        if (!rec) {
+                __sync_fetch_and_add(&alloc_failures, 1);
+                return 0;
+        }
+        bpf_spin_lock(&rec->lock);
+        if (!(rec->flags & PTAGS_RECORD_VALID)) {
+                rec->set_id = PTAGS_SET_EMPTY;
+                rec->contid = CONTID_UNSET;
+                rec->flags = PTAGS_RECORD_VALID;
+        }
+        if (mask & PTAGS_WRITE_SET)
+                rec->set_id = set_id;
+        if (mask & PTAGS_WRITE_CONTID)
+                rec->contid = contid;
+        bpf_spin_unlock(&rec->lock);
+        bpf_seq_write(seq, &mark, 1);
+        return 0;
+}

@@ -1,0 +1,419 @@
+/* bpf-test.c: the BPF backend's kernel-semantics tests (KERNEL.md §1 on
+ * real kernel hooks). Usage: bpf-test CASE PATH-TO-bpf-child; exit 0 = pass. */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+
+#include "bpf-test-util.h"
+
+/* fork/clone copies the whole list, values and keep flags, and the
+ * container ID; an untagged parent gives an untagged child. */
+static void test_fork_inherit(test_instance *t)
+{
+        child_proc c, plain;
+        child_spawn(&c);
+        child_spawn(&plain);
+        tag(t, c.pid, "app:a\napp:b=1 2\n@app:k=v\n");
+        CHECK(ptags_bpf_write_contid(t->bpf, c.pid, 42) == 0, "contid");
+        child_send(&c, "fork");
+        pid_t g = (pid_t)child_expect(&c, "pid");
+        CHECK(tags_are(t, g, "app:a\napp:b=1 2\n@app:k=v\n"), "grandchild inherits tags");
+        CHECK(record_of(t, g).contid == 42, "grandchild inherits the container ID");
+        CHECK(record_of(t, g).set_id == record_of(t, c.pid).set_id, "identical sets share an id");
+
+        child_send(&plain, "fork");
+        pid_t pg = (pid_t)child_expect(&plain, "pid");
+        CHECK(!record_of(t, pg).valid, "an untagged parent's child has no record");
+        CHECK(tags_are(t, pg, ""), "and no tags");
+
+        /* A retag after the fork does not reach the earlier child. */
+        tag(t, c.pid, "app:c\n");
+        CHECK(tags_are(t, g, "app:a\napp:b=1 2\n@app:k=v\n"), "child keeps its copy");
+        kill_pid(g);
+        kill_pid(pg);
+        child_kill(&c);
+        child_kill(&plain);
+}
+
+/* execve drops unkept tags and keeps kept ones with their values. */
+static void test_exec_drop_keep(test_instance *t)
+{
+        child_proc c, d;
+        child_spawn(&c);
+        tag(t, c.pid, "a\nb=1\n@k=v\n@k2\n");
+        CHECK(ptags_bpf_write_contid(t->bpf, c.pid, 7) == 0, "contid");
+        child_send(&c, "exec");
+        CHECK(child_expect(&c, "ready") == c.pid, "exec kept the pid");
+        CHECK(tags_are(t, c.pid, "@k=v\n@k2\n"), "exec keeps only kept tags");
+        CHECK(record_of(t, c.pid).contid == 7, "exec keeps the container ID");
+
+        child_spawn(&d);
+        tag(t, d.pid, "x\ny=2\n");
+        child_send(&d, "exec");
+        child_expect(&d, "ready");
+        CHECK(tags_are(t, d.pid, ""), "nothing kept: empty after exec");
+        child_kill(&c);
+        child_kill(&d);
+}
+
+/* Kept tags survive any number of execs; tags added later drop again. */
+static void test_exec_twice(test_instance *t)
+{
+        child_proc c;
+        child_spawn(&c);
+        tag(t, c.pid, "@k=1\nx\n");
+        for (int i = 0; i < 2; i++) {
+                child_send(&c, "exec");
+                child_expect(&c, "ready");
+                CHECK(tags_are(t, c.pid, "@k=1\n"), "after exec %d", i + 1);
+        }
+        tag(t, c.pid, "@k=1\nlater\n");
+        child_send(&c, "exec");
+        child_expect(&c, "ready");
+        CHECK(tags_are(t, c.pid, "@k=1\n"), "a later unkept tag drops at the next exec");
+        child_kill(&c);
+}
+
+static size_t threads_with(test_instance *t, pid_t tgid, uint64_t set_id, size_t *total)
+{
+        ptags_bpf_task *tasks = NULL;
+        size_t n = 0, match = 0;
+        *total = 0;
+        if (ptags_bpf_list_tasks(t->bpf, &tasks, &n) < 0)
+                die("list tasks: %s", ptags_bpf_last_error(t->bpf));
+        for (size_t i = 0; i < n; i++) {
+                if (tasks[i].tgid != tgid)
+                        continue;
+                (*total)++;
+                match += tasks[i].set_id == set_id;
+        }
+        free(tasks);
+        return match;
+}
+
+/* Tags are per process: a change reaches every thread, a fork from any
+ * thread copies them, an exec from a non-main thread keeps the kept ones. */
+static void test_threads(test_instance *t)
+{
+        child_proc c;
+        size_t total;
+        child_spawn(&c);
+        child_send(&c, "threads 3");
+        for (int i = 0; i < 3; i++)
+                child_expect(&c, "tid");
+        tag(t, c.pid, "t1\n@t2=v\n");
+        uint64_t id = record_of(t, c.pid).set_id;
+        CHECK(threads_with(t, c.pid, id, &total) == 4 && total == 4,
+              "all 4 threads carry the set (%zu records)", total);
+
+        child_send(&c, "fork-thread 2");
+        pid_t g = (pid_t)child_expect(&c, "pid");
+        CHECK(tags_are(t, g, "t1\n@t2=v\n"), "fork from a non-main thread copies the tags");
+
+        tag(t, c.pid, "@t2=v\nt3\n");
+        id = record_of(t, c.pid).set_id;
+        CHECK(threads_with(t, c.pid, id, &total) == 4 && total == 4, "a retag reaches all threads");
+        child_send(&c, "fork-thread 1");
+        pid_t g2 = (pid_t)child_expect(&c, "pid");
+        CHECK(tags_are(t, g2, "@t2=v\nt3\n"), "fork after a retag copies the new tags");
+
+        child_send(&c, "exec-thread 0");
+        CHECK(child_expect(&c, "ready") == c.pid, "exec from a thread keeps the tgid");
+        CHECK(tags_are(t, c.pid, "@t2=v\n"), "exec from a non-main thread keeps the kept tags");
+        kill_pid(g);
+        kill_pid(g2);
+        child_kill(&c);
+}
+
+/* 10,000 forks while another process retags the forking parent as fast as
+ * it can: every child has a record, and it is one of the two whole ones. */
+static void test_fork_storm(test_instance *t)
+{
+        enum { FORKS = 10000 };
+        uint64_t ids[2];
+        ptags_set *a = set_from("storm:a\n"), *b = set_from("@keep\nstorm:b\n");
+        if (ptags_bpf_intern(t->bpf, a, &ids[0]) < 0 || ptags_bpf_intern(t->bpf, b, &ids[1]) < 0)
+                die("intern: %s", ptags_bpf_last_error(t->bpf));
+        ptags_set_free(a);
+        ptags_set_free(b);
+        pid_t self = getpid();
+        if (ptags_bpf_write_record(t->bpf, self, ids[0], 1000 + ids[0]) < 0)
+                die("first write: %s", ptags_bpf_last_error(t->bpf));
+
+        int started[2];
+        if (pipe(started) < 0)
+                die("pipe");
+        pid_t retagger = fork();
+        if (retagger == 0) {
+                /* Shares the loader's fds; runs until killed. */
+                for (unsigned long i = 0;; i++) {
+                        uint64_t id = ids[i & 1];
+                        if (ptags_bpf_write_record(t->bpf, self, id, 1000 + id) < 0)
+                                _exit(2);
+                        if (i == 100 && write(started[1], "x", 1) != 1)
+                                _exit(3);
+                }
+        }
+        char x;
+        if (read(started[0], &x, 1) != 1)
+                die("retagger did not start");
+
+        unsigned seen[2] = {0, 0}, missing = 0, torn = 0;
+        for (int i = 0; i < FORKS; i++) {
+                pid_t pid = fork();
+                if (pid < 0)
+                        die("fork: %s", strerror(errno));
+                if (pid == 0)
+                        _exit(0);
+                /* The child is a zombie until reaped: its record is there. */
+                int fd = (int)syscall(SYS_pidfd_open, pid, 0);
+                ptags_bpf_record rec = {0};
+                if (fd < 0 || ptags_bpf_get_record_pidfd(t->bpf, fd, &rec) < 0)
+                        die("reading child %d: %s", (int)pid, ptags_bpf_last_error(t->bpf));
+                close(fd);
+                waitpid(pid, NULL, 0);
+                if (!rec.valid)
+                        missing++;
+                else if (rec.set_id == ids[0] && rec.contid == 1000 + ids[0])
+                        seen[0]++;
+                else if (rec.set_id == ids[1] && rec.contid == 1000 + ids[1])
+                        seen[1]++;
+                else
+                        torn++;
+        }
+        kill(retagger, SIGKILL);
+        int status;
+        waitpid(retagger, &status, 0);
+        fprintf(stderr, "forks %d: set A %u, set B %u, missing %u, torn %u\n", FORKS, seen[0],
+                seen[1], missing, torn);
+        CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL, "retagger ran to the end");
+        CHECK(missing == 0, "%u children without a record", missing);
+        CHECK(torn == 0, "%u torn records", torn);
+        CHECK(seen[0] > 0 && seen[1] > 0, "both records were seen (the retag raced the forks)");
+        uint64_t alloc_failures, exec_misses;
+        ptags_bpf_counters(t->bpf, &alloc_failures, &exec_misses);
+        CHECK(alloc_failures == 0, "%llu storage allocation failures",
+              (unsigned long long)alloc_failures);
+}
+
+static uint32_t pinned_link_id(test_instance *t, const char *name)
+{
+        char path[512];
+        struct bpf_link_info info = {0};
+        uint32_t len = sizeof(info);
+        snprintf(path, sizeof(path), "%s/%s", t->pin_dir, name);
+        int fd = bpf_obj_get(path);
+        if (fd < 0)
+                die("no pinned link %s: %s", path, strerror(errno));
+        if (bpf_obj_get_info_by_fd(fd, &info, &len) < 0)
+                die("link info %s: %s", path, strerror(errno));
+        close(fd);
+        return info.id;
+}
+
+static void wait_gone(pid_t pid)
+{
+        for (int i = 0; i < 1000 && kill(pid, 0) == 0; i++)
+                usleep(10000);
+        CHECK(kill(pid, 0) < 0, "process %d is gone", (int)pid);
+}
+
+/* A daemon killed with SIGKILL loses nothing: the hooks keep running,
+ * the restarted one resolves every id, and it replaces the links. */
+static void test_restart(test_instance *t)
+{
+        child_proc c;
+        int done[2];
+        child_spawn(&c);
+        ptags_bpf_close(t->bpf);
+        t->bpf = NULL;
+        uint32_t old_fork_link = 0;
+        if (pipe(done) < 0)
+                die("pipe");
+        pid_t daemon = fork();
+        if (daemon == 0) {
+                instance_reopen(t);
+                tag(t, c.pid, "app:a=1\n@app:k\n");
+                ptags_bpf_write_contid(t->bpf, c.pid, 99);
+                if (write(done[1], "x", 1) != 1)
+                        _exit(2);
+                for (;;)
+                        pause();
+        }
+        char x;
+        if (read(done[0], &x, 1) != 1)
+                die("first daemon failed");
+        kill(daemon, SIGKILL);
+        waitpid(daemon, NULL, 0);
+
+        /* No daemon now: the pinned programs still do their work. */
+        child_send(&c, "fork");
+        pid_t g = (pid_t)child_expect(&c, "pid");
+        child_send(&c, "exec");
+        child_expect(&c, "ready");
+
+        instance_reopen(t);
+        CHECK(tags_are(t, g, "app:a=1\n@app:k\n"), "fork while no daemon ran");
+        CHECK(tags_are(t, c.pid, "@app:k\n"), "exec while no daemon ran");
+        CHECK(record_of(t, g).contid == 99 && record_of(t, c.pid).contid == 99,
+              "container IDs survive");
+        CHECK(ptags_bpf_set_count(t->bpf) == 2, "both sets restored (%zu)",
+              ptags_bpf_set_count(t->bpf));
+
+        /* A second restart is an upgrade: new links replace the old. */
+        old_fork_link = pinned_link_id(t, "fork");
+        instance_reopen(t);
+        CHECK(pinned_link_id(t, "fork") != old_fork_link, "the fork link was replaced");
+        child_send(&c, "fork");
+        pid_t g2 = (pid_t)child_expect(&c, "pid");
+        CHECK(tags_are(t, g2, "@app:k\n"), "forks inherit after the upgrade");
+
+        /* Unreferenced sets are collected; referenced ones stay. */
+        kill_pid(g);
+        wait_gone(g);
+        size_t freed = 0;
+        CHECK(ptags_bpf_collect(t->bpf, &freed) == 0, "collect");
+        CHECK(freed == 1 && ptags_bpf_set_count(t->bpf) == 1, "the full set went (%zu freed)",
+              freed);
+        CHECK(tags_are(t, c.pid, "@app:k\n"), "the kept set stays");
+        kill_pid(g2);
+        child_kill(&c);
+        wait_gone(g2);
+        CHECK(ptags_bpf_collect(t->bpf, &freed) == 0 && freed == 1 &&
+                      ptags_bpf_set_count(t->bpf) == 0,
+              "nothing left once every holder exited");
+}
+
+/* FindTagged: the iterator lists every tagged task with its set. */
+static bool listed(test_instance *t, pid_t pid, const char *pattern)
+{
+        ptags_bpf_task *tasks = NULL;
+        size_t n = 0;
+        bool found = false;
+        if (ptags_bpf_list_tasks(t->bpf, &tasks, &n) < 0)
+                die("list: %s", ptags_bpf_last_error(t->bpf));
+        for (size_t i = 0; i < n && !found; i++) {
+                if (tasks[i].tgid != pid)
+                        continue;
+                ptags_set *s = ptags_bpf_set_contents(t->bpf, tasks[i].set_id);
+                found = s && ptags_set_matches(s, pattern, strlen(pattern), false);
+                ptags_set_free(s);
+        }
+        free(tasks);
+        return found;
+}
+
+static void test_find_tagged(test_instance *t)
+{
+        child_proc a, b, plain;
+        child_spawn(&a);
+        child_spawn(&b);
+        child_spawn(&plain);
+        child_send(&b, "threads 2");
+        child_expect(&b, "tid");
+        child_expect(&b, "tid");
+        tag(t, a.pid, "app:x\n");
+        tag(t, b.pid, "app:y\nother=1\n");
+        CHECK(listed(t, a.pid, "app:*") && listed(t, b.pid, "app:*"), "both match app:*");
+        CHECK(!listed(t, a.pid, "other") && listed(t, b.pid, "other"), "only b has other");
+        CHECK(listed(t, b.pid, ""), "the empty pattern matches any tag");
+        CHECK(!listed(t, plain.pid, ""), "untagged processes are not listed");
+
+        /* The pinned iterator is readable as a file by administrators. */
+        char path[512], buf[65536], want[64];
+        snprintf(path, sizeof(path), "%s/tasks", t->pin_dir);
+        FILE *f = fopen(path, "re");
+        CHECK(f != NULL, "open %s", path);
+        size_t len = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+        if (f)
+                fclose(f);
+        buf[len] = '\0';
+        snprintf(want, sizeof(want), "\n%d %d ", (int)a.pid, (int)a.pid);
+        CHECK(strstr(buf, want + (strncmp(buf, want + 1, strlen(want) - 1) == 0)) != NULL,
+              "the pinned file lists %d", (int)a.pid);
+
+        child_send(&a, "exec");
+        child_expect(&a, "ready");
+        CHECK(!listed(t, a.pid, "app:x"), "an exec that drops the tag unlists the process");
+        child_kill(&a);
+        child_kill(&b);
+        child_kill(&plain);
+}
+
+/* Bad input gets a named error and changes nothing. */
+static void test_errors(test_instance *t)
+{
+        child_proc c;
+        child_spawn(&c);
+        tag(t, c.pid, "ok\n");
+        pid_t gone = c.pid;
+        ptags_bpf_record before = record_of(t, c.pid);
+        CHECK(ptags_bpf_write_set_id(t->bpf, c.pid, 987654) == -EINVAL, "unknown set id refused");
+        CHECK(record_of(t, c.pid).set_id == before.set_id, "and nothing changed");
+        child_kill(&c);
+        ptags_set *s = set_from("x\n");
+        CHECK(ptags_bpf_write_tags(t->bpf, gone, s) == -ESRCH, "a dead process: ESRCH");
+        ptags_set_free(s);
+        ptags_set *got = NULL;
+        CHECK(ptags_bpf_read_tags(t->bpf, gone, &got) == -ESRCH, "reading a dead process: ESRCH");
+
+        char err[512] = "";
+        ptags_bpf *lsm = NULL;
+        ptags_bpf_options o = {.transient = true, .mode = PTAGS_BPF_MODE_LSM};
+        int r = ptags_bpf_open(&o, &lsm, err, sizeof(err));
+        if (ptags_bpf_lsm_active()) {
+                CHECK(r == 0, "LSM mode where the bpf LSM is active: %s", err);
+        } else {
+                CHECK(r == -ENOTSUP && strstr(err, "/sys/kernel/security/lsm"),
+                      "LSM mode refused with a reason: %s", err);
+                CHECK(lsm == NULL, "no handle on failure");
+        }
+        ptags_bpf_close(lsm);
+}
+
+static const struct {
+        const char *name;
+        void (*run)(test_instance *t);
+} cases[] = {
+        {"fork-inherit", test_fork_inherit}, {"exec-drop-keep", test_exec_drop_keep},
+        {"exec-twice", test_exec_twice},     {"threads", test_threads},
+        {"fork-storm", test_fork_storm},     {"restart", test_restart},
+        {"find-tagged", test_find_tagged},   {"errors", test_errors},
+};
+
+int main(int argc, char **argv)
+{
+        if (argc == 2 && strcmp(argv[1], "--list") == 0) {
+                for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+                        printf("%s\n", cases[i].name);
+                return 0;
+        }
+        if (argc != 3) {
+                fprintf(stderr, "usage: %s CASE BPF-CHILD | --list\n", argv[0]);
+                return 2;
+        }
+        child_path = argv[2];
+        /* Under QEMU there is no meson to enforce a timeout. */
+        alarm(600);
+        signal(SIGPIPE, SIG_IGN);
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                if (strcmp(argv[1], cases[i].name) != 0)
+                        continue;
+                test_instance t;
+                instance_open(&t, cases[i].name);
+                cases[i].run(&t);
+                instance_destroy(&t);
+                printf("%s: %s\n", cases[i].name, check_failures() ? "FAIL" : "PASS");
+                return check_failures() ? 1 : 0;
+        }
+        fprintf(stderr, "unknown case %s\n", argv[1]);
+        return 2;
+}

@@ -98,8 +98,14 @@ void ptags_check_free(PtagsCheck *check)
         g_free(check);
 }
 
+/* The bus limits how many replies one connection may await (dbus-daemon:
+ * 128 by default), so big batches must not ask polkit everything at once. */
+#define MAX_CHECKS_IN_FLIGHT 32
+
 struct _PtagsAuthority {
         guint timeout_seconds;
+        guint in_flight;
+        GQueue waiting; /* CheckCall: checks of every batch, oldest first */
 };
 
 PtagsAuthority *ptags_authority_new(guint timeout_seconds)
@@ -115,7 +121,8 @@ void ptags_authority_free(PtagsAuthority *a)
         g_free(a);
 }
 
-/* One batch: every check runs at once; the first failure wins. */
+/* One batch: its checks run concurrently (up to the in-flight limit); the
+ * first failure wins. */
 typedef struct {
         GTask *task;               /* owned until completed */
         GCancellable *cancellable; /* cancels every pending check */
@@ -124,6 +131,9 @@ typedef struct {
         guint timeout_id;
         guint pending;
         PolkitSubject *subject;
+        PtagsAuthority *owner;
+        PolkitAuthority *polkit;
+        PolkitCheckAuthorizationFlags flags;
         GPtrArray *checks;
         gboolean interactive;
         guint timeout_seconds;
@@ -138,6 +148,7 @@ static void batch_free(Batch *b)
                 g_source_remove(b->timeout_id);
         g_clear_object(&b->cancellable);
         g_clear_object(&b->subject);
+        g_clear_object(&b->polkit);
         g_ptr_array_unref(b->checks);
         g_free(b);
 }
@@ -174,6 +185,27 @@ typedef struct {
         PtagsCheck *check;
 } CheckCall;
 
+static void check_done(GObject *source, GAsyncResult *res, gpointer user_data);
+
+/* Start waiting checks up to the in-flight limit; checks of a batch that is
+ * already decided are dropped without asking polkit. */
+static void start_checks(PtagsAuthority *a)
+{
+        while (a->in_flight < MAX_CHECKS_IN_FLIGHT && !g_queue_is_empty(&a->waiting)) {
+                CheckCall *call = g_queue_pop_head(&a->waiting);
+                Batch *b = call->batch;
+                if (b->task == NULL) {
+                        g_free(call);
+                        batch_unref_pending(b);
+                        continue;
+                }
+                a->in_flight++;
+                polkit_authority_check_authorization(b->polkit, b->subject, call->check->action_id,
+                                                     call->check->details, b->flags, b->cancellable,
+                                                     check_done, call);
+        }
+}
+
 static void check_done(GObject *source, GAsyncResult *res, gpointer user_data)
 {
         CheckCall *call = user_data;
@@ -208,8 +240,11 @@ static void check_done(GObject *source, GAsyncResult *res, gpointer user_data)
                                             "%s for tag \"%s\": not authorized",
                                             call->check->action_id, call->check->tag));
         }
+        PtagsAuthority *a = b->owner;
+        a->in_flight--;
         g_free(call);
         batch_unref_pending(b);
+        start_checks(a);
 }
 
 static void authority_ready(GObject *source, GAsyncResult *res, gpointer user_data)
@@ -228,19 +263,18 @@ static void authority_ready(GObject *source, GAsyncResult *res, gpointer user_da
                 batch_unref_pending(b);
                 return;
         }
-        PolkitCheckAuthorizationFlags flags =
-                b->interactive ? POLKIT_CHECK_AUTHORIZATION_FLAGS_ALLOW_USER_INTERACTION
-                               : POLKIT_CHECK_AUTHORIZATION_FLAGS_NONE;
+        b->flags = b->interactive ? POLKIT_CHECK_AUTHORIZATION_FLAGS_ALLOW_USER_INTERACTION
+                                  : POLKIT_CHECK_AUTHORIZATION_FLAGS_NONE;
+        b->polkit = g_object_ref(authority);
         /* The reference held for the authority lookup becomes the first check's. */
         b->pending += b->checks->len - 1;
         for (guint i = 0; i < b->checks->len; i++) {
                 CheckCall *call = g_new0(CheckCall, 1);
                 call->batch = b;
                 call->check = b->checks->pdata[i];
-                polkit_authority_check_authorization(authority, b->subject, call->check->action_id,
-                                                     call->check->details, flags, b->cancellable,
-                                                     check_done, call);
+                g_queue_push_tail(&b->owner->waiting, call);
         }
+        start_checks(b->owner);
 }
 
 static gboolean batch_timed_out(gpointer user_data)
@@ -289,6 +323,7 @@ void ptags_authority_check_all_async(PtagsAuthority *a, const char *sender, GPtr
         b->subject = polkit_system_bus_name_new(sender);
         b->cancellable = g_cancellable_new();
         b->timeout_seconds = a->timeout_seconds;
+        b->owner = a;
         b->pending = 1;
         if (cancellable != NULL) {
                 b->outer = g_object_ref(cancellable);

@@ -100,6 +100,10 @@ static gboolean change_plan(Call *call, GError **error)
         return TRUE;
 }
 
+/* Re-check, apply, log and signal. This runs within one main-loop dispatch
+ * and the backend applies synchronously, so no two daemon calls can
+ * interleave on one target: a later call's re-read sees this one's result and
+ * re-plans, while polkit checks of every call run concurrently. */
 static void change_commit(Call *call)
 {
         GError *error = NULL;

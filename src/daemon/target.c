@@ -35,9 +35,13 @@ gboolean ptags_target_pin_pid(PtagsTarget *t, pid_t pid, GError **error)
         int fd = (int)syscall(SYS_pidfd_open, pid, 0);
         if (fd < 0) {
                 int saved = errno;
-                if (saved == ESRCH || saved == EINVAL)
+                if (saved == ESRCH)
                         g_set_error(error, PTAGS_ERROR, PTAGS_ERROR_NO_SUCH_PROCESS,
                                     "argument pid: process %d does not exist", (int)pid);
+                else if (saved == EINVAL) /* tags belong to processes, not threads */
+                        g_set_error(error, PTAGS_ERROR, PTAGS_ERROR_NO_SUCH_PROCESS,
+                                    "argument pid: %d is not a process id (a thread id?)",
+                                    (int)pid);
                 else
                         g_set_error(error, PTAGS_ERROR, PTAGS_ERROR_FAILED,
                                     "cannot pin process %d: %s", (int)pid, g_strerror(saved));

@@ -8,6 +8,7 @@
 #include "manager-private.h"
 #include "page-writer.h"
 
+#include <linux/capability.h>
 #include <string.h>
 
 static void change_authorize(Call *call);
@@ -222,7 +223,9 @@ static void change_authorize(Call *call)
                                call->caller->target.pid, &caller_tags) < 0)
                 caller_tags = NULL; /* unknown tags grant no rights */
         gboolean self = call->caller->target.pid == call->target.pid;
-        ptags_writer writer = {caller_tags, false, self};
+        /* The kernel's rule 1: a writer with CAP_MAC_ADMIN is unrestricted. */
+        gboolean unrestricted = ptags_target_has_capability(&call->caller->target, CAP_MAC_ADMIN);
+        ptags_writer writer = {caller_tags, unrestricted, self};
 
         g_autoptr(GPtrArray) checks =
                 g_ptr_array_new_with_free_func((GDestroyNotify)ptags_check_free);
@@ -234,7 +237,7 @@ static void change_authorize(Call *call)
                         .target = &info,
                         .self = self,
                         .caller_holds_right =
-                                caller_tags != NULL &&
+                                (unrestricted || caller_tags != NULL) &&
                                 ptags_rights_allow(&writer, c->action, c->tag, c->tag_len),
                 };
                 g_ptr_array_add(checks, ptags_check_new(ptags_authority_action_for_change(c),

@@ -200,6 +200,23 @@ gboolean ptags_process_info_read(const PtagsTarget *t, PtagsProcessInfo *info, G
         return TRUE;
 }
 
+gboolean ptags_status_has_capability(const char *status, guint cap)
+{
+        const char *line = strstr(status, "\nCapEff:");
+
+        if (line == NULL || cap >= 64)
+                return FALSE;
+        guint64 mask = g_ascii_strtoull(line + strlen("\nCapEff:"), NULL, 16);
+        return (mask >> cap) & 1u;
+}
+
+gboolean ptags_target_has_capability(const PtagsTarget *t, guint cap)
+{
+        g_autofree char *status = read_proc_text(t->pid, "status");
+
+        return status != NULL && ptags_status_has_capability(status, cap) && ptags_target_alive(t);
+}
+
 void ptags_process_info_clear(PtagsProcessInfo *info)
 {
         g_clear_pointer(&info->user, g_free);

@@ -46,6 +46,13 @@ typedef struct {
 gboolean ptags_process_info_read(const PtagsTarget *t, PtagsProcessInfo *info, GError **error);
 void ptags_process_info_clear(PtagsProcessInfo *info);
 
+/* True when the "CapEff:" mask in the text of /proc/PID/status has
+ * capability number @cap. */
+gboolean ptags_status_has_capability(const char *status, guint cap);
+/* True when the pinned process has effective capability @cap now (false
+ * when it exited or the status cannot be read). */
+gboolean ptags_target_has_capability(const PtagsTarget *t, guint cap);
+
 /* The process behind a bus connection. */
 typedef struct {
         PtagsTarget target;

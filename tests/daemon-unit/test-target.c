@@ -114,11 +114,25 @@ static void test_not_a_pidfd(void)
         g_assert_nonnull(strstr(error->message, "pidfd"));
 }
 
+static void test_capability_mask(void)
+{
+        const char *status = "Name:\tx\nCapInh:\t0000000000000000\n"
+                             "CapEff:\t0000000200000001\nCapBnd:\t000001ffffffffff\n";
+
+        g_assert_true(ptags_status_has_capability(status, 0));
+        g_assert_true(ptags_status_has_capability(status, 33)); /* CAP_MAC_ADMIN */
+        g_assert_false(ptags_status_has_capability(status, 32));
+        g_assert_false(ptags_status_has_capability(status, 1));
+        g_assert_false(ptags_status_has_capability("Name:\tx\n", 0));
+        g_assert_false(ptags_status_has_capability(status, 64));
+}
+
 int main(int argc, char **argv)
 {
         g_test_init(&argc, &argv, NULL);
         g_test_add_func("/target/fdinfo-parse", test_fdinfo_parse);
         g_test_add_func("/target/cgroup-unit", test_cgroup_unit);
+        g_test_add_func("/target/capability-mask", test_capability_mask);
         g_test_add_func("/target/pin-self", test_pin_self);
         g_test_add_func("/target/exited-process", test_exited_process);
         g_test_add_func("/target/not-a-pidfd", test_not_a_pidfd);

@@ -119,6 +119,14 @@ class ApplyTests(PtagsTestCase):
         self.assertEqual(raw.count("\n"), len(got))
         self.assertIn("café:ü=wert = ü\n", raw)
 
+    def test_batch_at_the_documented_limits(self):
+        # 4096 lines and up to 1 MiB of text are accepted (4097 are not,
+        # see test_bad_input).
+        lines = ["#" + "c" * 250] * 4095 + ["+edge"]
+        self.assertLessEqual(sum(len(l) for l in lines), 1 << 20)
+        self.assertOk(self.world.root_call("Apply", "uas", [self.target, lines]))
+        self.assertIn(("edge", False, ""), self.world.get_tags(self.target))
+
     def test_set_keep_on_absent_tag_adds_it(self):
         signals = self.world.record_signals()
         self.assertOk(self.world.root_call("SetKeep", "usb", [self.target, "fresh", True]))

@@ -71,6 +71,11 @@ class PeerTests(PtagsTestCase):
         found = self.assertOk(self.other.call("FindTagged", "s", ["@app:*"]))[0]
         self.assertEqual(sorted(p for p, _ in found), sorted([self.peer.pid, t1]))
         self.assertEqual(self.assertOk(self.other.call("FindTagged", "s", ["none:*"]))[0], [])
+        found = self.assertOk(self.other.call("FindTagged", "s", [""]))[0]
+        # ptagsd (ptags-lsm) gives itself the rights tags at start, so it is
+        # found too; nothing else may be.
+        self.assertEqual(sorted(p for p, _ in found if p != self.world.daemon.pid),
+                         sorted([self.peer.pid, self.other.pid, t1, t2]), "any tag")
         self.world.kill(t1)
         found = self.assertOk(self.other.call("FindTagged", "s", ["app:camera"]))[0]
         self.assertEqual([p for p, _ in found], [self.peer.pid], "an exited process is gone")

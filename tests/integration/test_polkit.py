@@ -215,6 +215,9 @@ class PolkitTimeoutTests(PtagsTestCase):
                          "NotAuthorized")
         self.assertLess(time.monotonic() - started, 8, "the polkit timeout was not honoured")
         self.assertEqual(self.world.get_tags(target), [])
+        # The abandoned check is cancelled, so a real agent's dialog closes.
+        self.assertTrue(self.world.polkit.cancellations(),
+                        "ptagsd gave up on polkit without CancelCheckAuthorization")
         # A late "yes" must not apply the change afterwards.
         self.world.polkit.release()
         time.sleep(0.3)

@@ -202,6 +202,35 @@ class PolkitHangTests(PtagsTestCase):
         self.assertEqual(self.world.get_tags(self.other_target), [("app:x", False, "")])
 
 
+    def test_target_exits_during_authorization_fd(self):
+        self.world.polkit.set_hang([REMOVE])
+        self.world.polkit.set_allowed([REMOVE])
+        self.assertOk(self.world.root_call("AddTag", "usb", [self.slow_target, "app:z", False]))
+        self.slow.send("ApplyFd", "has", [0, ["-app:z"]], pidfd_of=self.slow_target)
+        self.world.polkit.wait_hanging(1)
+        self.world.kill(self.slow_target)
+        self.world.polkit.release()
+        self.assertError(self.slow.receive(timeout=10), "NoSuchProcess")
+
+    def test_pid_reused_during_authorization(self):
+        """The target exits while polkit thinks and a new process gets its
+        pid: the change must not land on the newcomer."""
+        polkit = self.world.polkit
+        polkit.set_hang([ADD])
+        polkit.set_allowed([ADD])
+        signals = self.world.record_signals()
+        pid = self.slow_target
+        self.slow.send("AddTag", "usb", [pid, "app:stolen", False])
+        polkit.wait_hanging(1)
+        self.world.kill(pid)
+        self.assertEqual(self.world.spawn_target_at(pid), pid)
+        self.assertEqual(self.world.get_tags(pid), [], "a new process starts empty")
+        polkit.release()
+        self.assertError(self.slow.receive(timeout=10), "NoSuchProcess")
+        self.assertEqual(self.world.get_tags(pid), [], "the newcomer got the old target's tag")
+        self.assertEqual(signals.drain(0.3), [])
+
+
 class PolkitTimeoutTests(PtagsTestCase):
     world_options = {"polkit_timeout": 2}
 

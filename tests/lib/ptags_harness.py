@@ -486,6 +486,32 @@ class World:
         wait_until(running_sleep, 10, "target %d to exec sleep" % proc.pid)
         return proc.pid
 
+    def spawn_target_at(self, pid, attempts=100):
+        """A root `sleep 600` target that gets exactly @pid (a freed pid),
+        for pid-reuse tests: the kernel's next pid is steered through
+        /proc/sys/kernel/ns_last_pid. Other forks on the machine may take
+        the pid first, so it retries; HarnessError when it never wins."""
+        counter = "/proc/sys/kernel/ns_last_pid"
+        with open(counter) as f:
+            before = int(f.read())
+        try:
+            for _ in range(attempts):
+                with open(counter, "w") as f:
+                    f.write("%d" % (pid - 1))
+                proc = subprocess.Popen(["sleep", "600"], stdin=subprocess.DEVNULL)
+                if proc.pid == pid:
+                    self._procs.append(("target", proc))
+                    return pid
+                proc.kill()
+                proc.wait(timeout=10)
+        finally:
+            # Never hand recently freed pids back to other tests early.
+            with open(counter) as f:
+                if int(f.read()) < before:
+                    with open(counter, "w") as f:
+                        f.write("%d" % before)
+        raise HarnessError("could not get pid %d back after %d attempts" % (pid, attempts))
+
     def kill(self, pid):
         """Kill and reap a tracked child (target or client) by pid."""
         for _label, proc in self._procs:

@@ -7,6 +7,8 @@
 import os
 import unittest
 
+import ptags_client
+from gi.repository import GLib
 from ptags_harness import PtagsTestCase
 
 INVALID_ARGS = "org.freedesktop.DBus.Error.InvalidArgs"
@@ -160,6 +162,38 @@ class BadInputTests(PtagsTestCase):
             ("GetTagsFd exited pidfd", "GetTagsFd", "h", [0], "NoSuchProcess"),
             ("ApplyFd exited pidfd", "ApplyFd", "has", [0, ["+x"]], "NoSuchProcess"),
         ], fds_for=fds_for)
+
+    def test_malformed_calls(self):
+        """Wrong signatures, fd indexes without fds, unknown members and
+        writes to read-only properties: D-Bus errors, nothing changes."""
+        before = self.snapshot()
+        conn = self.world.conn
+        props = "org.freedesktop.DBus.Properties"
+        file_fd = os.open("/etc/hostname", os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            cases = [
+                ("h without fds", ptags_client.call(conn, "GetTagsFd", "h", [3]),
+                 INVALID_ARGS),
+                ("h index past the fds", ptags_client.call(
+                    conn, "ApplyFd", "has", [1, ["+x"]], fds=[file_fd]), INVALID_ARGS),
+                ("missing argument", ptags_client.call(
+                    conn, "AddTag", "us", [self.target, "x"]), INVALID_ARGS),
+                ("wrong type", ptags_client.call(
+                    conn, "GetTags", "s", ["1"]), INVALID_ARGS),
+                ("unknown method", ptags_client.call(conn, "DropAllTags", "", []),
+                 "org.freedesktop.DBus.Error.UnknownMethod"),
+                ("read-only property", ptags_client.call(
+                    conn, "Set", "ssv", ["org.ptags.Manager", "MaxTags", GLib.Variant("u", 1)],
+                    interface=props), INVALID_ARGS),
+            ]
+        finally:
+            os.close(file_fd)
+        for label, reply, error in cases:
+            with self.subTest(label):
+                self.assertError(reply, error)
+        self.assertEqual(self.world.get_property("MaxTags"), 4000)
+        self.assertTrue(self.world.daemon_alive())
+        self.assertEqual(self.snapshot(), before)
 
     def test_oversize_batches(self):
         self.run_rows([

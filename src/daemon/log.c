@@ -97,8 +97,9 @@ void ptags_log_changed(const PtagsLogContext *ctx, const ptags_plan *plan, GPtrA
         for (guint i = 0; i < lines->len; i++)
                 g_string_append_printf(joined, "%s%s", i ? "\n" : "", (char *)lines->pdata[i]);
         const char *first_tag = n > 0 ? ptags_plan_change_at(plan, 0)->tag : "";
+        g_autofree char *one_line = g_strdelimit(g_strdup(joined->str), "\n", ' ');
         g_debug("%s: process %d changed by %d (uid %u): %s", ctx->method, (int)ctx->pid,
-                (int)ctx->caller_pid, (unsigned)ctx->caller_uid, joined->str);
+                (int)ctx->caller_pid, (unsigned)ctx->caller_uid, one_line);
         journal_result(sd_journal_send(
                 "MESSAGE_ID=" PTAGS_MESSAGE_TAGS_CHANGED, "PRIORITY=%i", LOG_NOTICE,
                 "MESSAGE=Tags of process %d changed by process %d (uid %u): %zu change(s)",

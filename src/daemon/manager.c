@@ -30,10 +30,23 @@ GVariant *ptags_set_to_variant(const ptags_set *set)
 
 char *ptags_shorten(const char *text)
 {
-        if (g_utf8_strlen(text, -1) <= LABEL_MAX_CHARS)
-                return g_strdup(text);
-        g_autofree char *head = g_utf8_substring(text, 0, LABEL_MAX_CHARS);
-        return g_strconcat(head, "...", NULL);
+        GString *out = g_string_new(NULL);
+        glong chars = 0;
+
+        /* Control bytes are shown escaped so a message stays on one line. */
+        for (const char *p = text; *p != '\0' && chars < LABEL_MAX_CHARS;
+             p = g_utf8_next_char(p), chars++) {
+                guchar c = (guchar)*p;
+                if (c == '\n')
+                        g_string_append(out, "\\n");
+                else if (c < 0x20 || c == 0x7f)
+                        g_string_append_printf(out, "\\x%02x", c);
+                else
+                        g_string_append_len(out, p, g_utf8_next_char(p) - p);
+        }
+        if (g_utf8_strlen(text, -1) > LABEL_MAX_CHARS)
+                g_string_append(out, "...");
+        return g_string_free(out, FALSE);
 }
 
 char *ptags_line_label(size_t index, const char *line)

@@ -13,6 +13,10 @@ static void test_line_label(void)
         g_autofree char *cut = ptags_line_label(0, long_line);
         g_assert_cmpuint(strlen(cut), <, 100);
         g_assert_true(g_str_has_suffix(cut, "...\")"));
+        g_autofree char *escaped = ptags_line_label(1, "+a\n+b\t");
+        g_assert_cmpstr(escaped, ==, "line 2 (\"+a\\n+b\\x09\")");
+        g_autofree char *utf8 = ptags_line_label(0, "+caf\xc3\xa9");
+        g_assert_cmpstr(utf8, ==, "line 1 (\"+caf\xc3\xa9\")");
 }
 
 static void test_bad_line_named(void)

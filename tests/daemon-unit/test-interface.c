@@ -1,0 +1,76 @@
+/* test-interface.c: the interface XML (through the generated glue) carries
+ * exactly API.md's tag methods, signal and properties with their signatures,
+ * so the public contract cannot drift unnoticed. */
+#include <string.h>
+
+#include "ptags-manager-generated.h"
+
+static char *signature_of(GDBusArgInfo **args)
+{
+        GString *sig = g_string_new(NULL);
+
+        for (size_t i = 0; args != NULL && args[i] != NULL; i++)
+                g_string_append(sig, args[i]->signature);
+        return g_string_free(sig, FALSE);
+}
+
+static void test_methods(void)
+{
+        static const struct {
+                const char *name, *in, *out;
+        } api[] = {
+                {"GetTags", "u", "a(sbs)"}, {"GetTagsFd", "h", "a(sbs)"},
+                {"HasTag", "us", "b"},      {"GetPeerTags", "s", "a(sbs)"},
+                {"PeerHasTag", "ss", "b"},  {"FindTagged", "s", "a(ua(sbs))"},
+                {"AddTag", "usb", ""},      {"RemoveTag", "us", ""},
+                {"SetValue", "uss", ""},    {"SetKeep", "usb", ""},
+                {"Apply", "uas", ""},       {"ApplyFd", "has", ""},
+        };
+        GDBusInterfaceInfo *info = ptags_manager_interface_info();
+        size_t n = 0;
+
+        g_assert_cmpstr(info->name, ==, "org.ptags.Manager");
+        for (; info->methods[n] != NULL; n++)
+                ;
+        g_assert_cmpuint(n, ==, G_N_ELEMENTS(api));
+        for (size_t i = 0; i < G_N_ELEMENTS(api); i++) {
+                GDBusMethodInfo *m = g_dbus_interface_info_lookup_method(info, api[i].name);
+                g_assert_nonnull(m);
+                g_autofree char *in = signature_of(m->in_args);
+                g_autofree char *out = signature_of(m->out_args);
+                g_assert_cmpstr(in, ==, api[i].in);
+                g_assert_cmpstr(out, ==, api[i].out);
+        }
+}
+
+static void test_signal_and_properties(void)
+{
+        GDBusInterfaceInfo *info = ptags_manager_interface_info();
+        GDBusSignalInfo *s = g_dbus_interface_info_lookup_signal(info, "TagsChanged");
+        static const struct {
+                const char *name, *sig;
+        } props[] = {
+                {"Version", "s"}, {"Backend", "s"},      {"Features", "as"},
+                {"MaxTags", "u"}, {"MaxTagLength", "u"}, {"MaxValueLength", "u"},
+        };
+
+        g_assert_nonnull(s);
+        g_autofree char *sig = signature_of(s->args);
+        g_assert_cmpstr(sig, ==, "uasa(sbs)");
+        g_assert_null(info->signals[1]);
+        for (size_t i = 0; i < G_N_ELEMENTS(props); i++) {
+                GDBusPropertyInfo *p = g_dbus_interface_info_lookup_property(info, props[i].name);
+                g_assert_nonnull(p);
+                g_assert_cmpstr(p->signature, ==, props[i].sig);
+                g_assert_cmpint(p->flags, ==, G_DBUS_PROPERTY_INFO_FLAGS_READABLE);
+        }
+        g_assert_null(info->properties[G_N_ELEMENTS(props)]);
+}
+
+int main(int argc, char **argv)
+{
+        g_test_init(&argc, &argv, NULL);
+        g_test_add_func("/interface/methods", test_methods);
+        g_test_add_func("/interface/signal-and-properties", test_signal_and_properties);
+        return g_test_run();
+}

@@ -185,6 +185,24 @@ class PolkitHangTests(PtagsTestCase):
         self.assertOk(self.slow.receive(timeout=10))
         self.assertEqual(self.world.get_tags(self.slow_target), [("app:slow", False, "")])
 
+    def test_big_hanging_batch_does_not_block_others(self):
+        """One caller's batch of 40 changes, all waiting for polkit (say, for
+        password dialogs), must not hold up another caller's check."""
+        polkit = self.world.polkit
+        polkit.set_hang([ADD])
+        polkit.set_allowed([ADD, REMOVE])
+        self.slow.send("Apply", "uas", [self.slow_target, ["+big:%02d" % i for i in range(40)]])
+        polkit.wait_hanging(1)
+        self.fast.send("RemoveTag", "us", [self.other_target, "app:x"])
+        self.assertTrue(self.fast.pending(5.0),
+                        "another caller's check waited behind a hanging batch")
+        self.assertOk(self.fast.receive())
+        self.assertEqual(self.world.get_tags(self.other_target), [])
+        polkit.set_hang([])
+        polkit.release()
+        self.assertOk(self.slow.receive(timeout=15))
+        self.assertEqual(len(self.world.get_tags(self.slow_target)), 40)
+
     def test_target_exits_during_authorization(self):
         polkit = self.world.polkit
         polkit.set_hang([ADD])

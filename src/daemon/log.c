@@ -8,6 +8,8 @@
 #include <errno.h>
 #include <libaudit.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
 #include <syslog.h>
 #include <systemd/sd-journal.h>
 #include <unistd.h>
@@ -89,6 +91,15 @@ static const char *change_op(const ptags_change *c)
         return "ptags-change";
 }
 
+/* One journal field "NAME=value" as an iovec; @fields owns the strings. */
+static void add_field(GArray *iov, GPtrArray *fields, char *field)
+{
+        struct iovec v = {field, strlen(field)};
+
+        g_ptr_array_add(fields, field);
+        g_array_append_val(iov, v);
+}
+
 void ptags_log_changed(const PtagsLogContext *ctx, const ptags_plan *plan, GPtrArray *lines)
 {
         g_autoptr(GString) joined = g_string_new(NULL);
@@ -96,18 +107,31 @@ void ptags_log_changed(const PtagsLogContext *ctx, const ptags_plan *plan, GPtrA
 
         for (guint i = 0; i < lines->len; i++)
                 g_string_append_printf(joined, "%s%s", i ? "\n" : "", (char *)lines->pdata[i]);
-        const char *first_tag = n > 0 ? ptags_plan_change_at(plan, 0)->tag : "";
         g_autofree char *one_line = g_strdelimit(g_strdup(joined->str), "\n", ' ');
         g_debug("%s: process %d changed by %d (uid %u): %s", ctx->method, (int)ctx->pid,
                 (int)ctx->caller_pid, (unsigned)ctx->caller_uid, one_line);
-        journal_result(sd_journal_send(
-                "MESSAGE_ID=" PTAGS_MESSAGE_TAGS_CHANGED, "PRIORITY=%i", LOG_NOTICE,
-                "MESSAGE=Tags of process %d changed by process %d (uid %u): %zu change(s)",
-                (int)ctx->pid, (int)ctx->caller_pid, (unsigned)ctx->caller_uid, n, "PTAGS_PID=%d",
-                (int)ctx->pid, "PTAGS_TAG=%s", first_tag, "PTAGS_ACTION=%s", ctx->method,
-                "PTAGS_RESULT=success", "PTAGS_CALLER_PID=%d", (int)ctx->caller_pid,
-                "PTAGS_CALLER_UID=%u", (unsigned)ctx->caller_uid, "PTAGS_LINES=%s", joined->str,
-                NULL));
+
+        /* PTAGS_TAG repeats, once per changed tag, so journalctl PTAGS_TAG=x
+         * finds every change of x. */
+        g_autoptr(GArray) iov = g_array_new(FALSE, FALSE, sizeof(struct iovec));
+        g_autoptr(GPtrArray) fields = g_ptr_array_new_with_free_func(g_free);
+        add_field(iov, fields, g_strdup("MESSAGE_ID=" PTAGS_MESSAGE_TAGS_CHANGED));
+        add_field(iov, fields, g_strdup_printf("PRIORITY=%d", LOG_NOTICE));
+        add_field(iov, fields,
+                  g_strdup_printf("MESSAGE=Tags of process %d changed by process %d (uid %u): %s",
+                                  (int)ctx->pid, (int)ctx->caller_pid, (unsigned)ctx->caller_uid,
+                                  one_line));
+        add_field(iov, fields, g_strdup_printf("PTAGS_PID=%d", (int)ctx->pid));
+        add_field(iov, fields, g_strdup_printf("PTAGS_ACTION=%s", ctx->method));
+        add_field(iov, fields, g_strdup("PTAGS_RESULT=success"));
+        add_field(iov, fields, g_strdup_printf("PTAGS_CALLER_PID=%d", (int)ctx->caller_pid));
+        add_field(iov, fields, g_strdup_printf("PTAGS_CALLER_UID=%u", (unsigned)ctx->caller_uid));
+        add_field(iov, fields, g_strdup_printf("PTAGS_LINES=%s", joined->str));
+        for (size_t i = 0; i < n; i++)
+                add_field(iov, fields,
+                          g_strdup_printf("PTAGS_TAG=%s", ptags_plan_change_at(plan, i)->tag));
+        journal_result(sd_journal_sendv((struct iovec *)iov->data, (int)iov->len));
+
         for (size_t i = 0; i < n; i++) {
                 const ptags_change *c = ptags_plan_change_at(plan, i);
                 audit_record(change_op(c), ctx->pid, c->tag, TRUE);

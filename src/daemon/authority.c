@@ -86,7 +86,7 @@ PtagsCheck *ptags_check_new(const char *action_id, PolkitDetails *details, const
 
         check->action_id = action_id;
         check->details = details;
-        check->tag = tag;
+        check->tag = g_strdup(tag); /* outlives a plan rebuilt meanwhile */
         return check;
 }
 
@@ -95,6 +95,7 @@ void ptags_check_free(PtagsCheck *check)
         if (check == NULL)
                 return;
         g_clear_object(&check->details);
+        g_free(check->tag);
         g_free(check);
 }
 

@@ -36,7 +36,7 @@ PolkitDetails *ptags_authority_details(const PtagsCheckFacts *facts);
 typedef struct {
         const char *action_id;  /* static */
         PolkitDetails *details; /* owned */
-        const char *tag;        /* borrowed: for messages */
+        char *tag;              /* owned copy: for messages */
 } PtagsCheck;
 
 typedef struct _PtagsAuthority PtagsAuthority;

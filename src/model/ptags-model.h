@@ -71,7 +71,12 @@ bool ptags_tag_is_rights(const char *tag, size_t len);
 /* A value: 0..32700 bytes, no byte < 0x20, no 0x7F, valid UTF-8. */
 ptags_result ptags_value_validate(const char *value, size_t len);
 /* A pattern: an exact tag, "PREFIX:*" (PREFIX:x a valid tag prefix, the '*'
- * last and alone), or, only when @allow_empty, the empty pattern (all tags). */
+ * last and alone), or, only when @allow_empty, the empty pattern (all tags).
+ * Without a '*' the pattern is an exact tag and fails as one (INVALID_TAG);
+ * with one, any fault is INVALID_PATTERN, as is a disallowed empty pattern.
+ * "PREFIX:" follows the tag byte rules but not the rights-tag field rule,
+ * so "ptags:*" (every rights tag) is valid; at most PTAGS_MAX_TAG_LEN bytes
+ * (longer could match no tag). */
 ptags_result ptags_pattern_validate(const char *pat, size_t len, bool allow_empty);
 /* True when the pattern is "PREFIX:*" or empty, i.e. may match many tags. */
 bool ptags_pattern_is_global(const char *pat, size_t len);

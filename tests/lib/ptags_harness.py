@@ -607,3 +607,9 @@ class PtagsTestCase(unittest.TestCase):
         full = name if "." in name else ERROR_PREFIX + name
         self.assertEqual(reply.error, full, msg or "expected %s, got %r" % (full, reply))
         self.assertTrue(reply.message, "error %s carries no message" % full)
+        if full.startswith(ERROR_PREFIX):
+            # Messages end up in logs and dialogs: quoted input must be
+            # escaped and shortened, never copied raw.
+            raw = [ch for ch in reply.message if ord(ch) < 0x20 or ord(ch) == 0x7F]
+            self.assertEqual(raw, [], "raw control bytes in the message: %r" % reply.message)
+            self.assertLess(len(reply.message), 4096, "an unshortened message")

@@ -11,6 +11,7 @@ import unittest
 from ptags_harness import PtagsTestCase
 
 ADD = "org.ptags.tag.add"
+REMOVE = "org.ptags.tag.remove"
 SET_VALUE = "org.ptags.tag.set-value"
 RACE_ERRORS = ("org.ptags.Error.Failed", "org.ptags.Error.NoSuchTag")
 
@@ -66,6 +67,39 @@ class ConcurrencyTests(PtagsTestCase):
         if succeeded:
             self.assertIn(("shared", True, ""), tags)
         self.assertEqual(len(signals.drain(0.5)), succeeded, "one signal per applied change")
+
+    def test_pattern_matches_grown_during_authorization_are_authorized(self):
+        """RemoveTag("app:*") was authorized for app:a; app:b appears while
+        polkit thinks and polkit would refuse it: app:b must not be removed
+        on app:a's authorization."""
+        polkit = self.world.polkit
+        polkit.set_allowed([REMOVE])
+        polkit.set_hang([REMOVE])
+        client = self.world.spawn_client()
+        client.send("RemoveTag", "us", [self.target, "app:*"])
+        polkit.wait_hanging(1)
+        self.assertEqual([c["details"]["tag"] for c in polkit.checks()], ["app:a"])
+        self.assertOk(self.world.root_call("AddTag", "usb", [self.target, "app:b", False]))
+        polkit.set_hang([])
+        polkit.set_denied_tags(["app:b"])
+        polkit.release()
+        self.assertError(client.receive(timeout=15), "NotAuthorized")
+        self.assertEqual([t[0] for t in self.world.get_tags(self.target)], ["app:a", "app:b"])
+
+    def test_tags_changing_twice_during_authorization_fail(self):
+        polkit = self.world.polkit
+        polkit.set_allowed([ADD])
+        polkit.set_hang([ADD])
+        client = self.world.spawn_client()
+        client.send("AddTag", "usb", [self.target, "app:mine", False])
+        for i in range(2):
+            polkit.wait_hanging(1)
+            self.assertOk(self.world.root_call("AddTag", "usb", [self.target, "r:%d" % i, False]))
+            polkit.release()
+        polkit.set_hang([])
+        polkit.release()
+        self.assertError(client.receive(timeout=15), "Failed")
+        self.assertEqual([t[0] for t in self.world.get_tags(self.target)], ["app:a", "r:0", "r:1"])
 
     def test_set_value_racing_removal(self):
         polkit = self.world.polkit

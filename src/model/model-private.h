@@ -12,6 +12,9 @@ bool ptags_set_lookup(const ptags_set *s, const char *name, size_t len, size_t *
  * a string for every prefix P. */
 bool ptags_set_has_pieces(const ptags_set *s, const char *a, size_t a_len, const char *b,
                           size_t b_len, const char *c, size_t c_len);
+/* True when some name in @s starts with the concatenation a|b. */
+bool ptags_set_has_prefix_pieces(const ptags_set *s, const char *a, size_t a_len, const char *b,
+                                 size_t b_len);
 /* Insert a new tag (no value) at the slot ptags_set_lookup gave. */
 ptags_result ptags_set_insert_at(ptags_set *s, size_t index, const char *name, size_t len,
                                  bool keep);

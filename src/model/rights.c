@@ -22,7 +22,12 @@ static bool holds_right(const ptags_set *tags, const char *tag, size_t len, cons
                 if (i < len && tag[i] != ':')
                         continue;
                 /* P = tag[0..i): the whole tag or a field prefix, possibly
-                 * empty (":x::a" has the prefixes "", ":x" and ":x:"). */
+                 * empty (":x::a" has the prefixes "", ":x" and ":x:"). When
+                 * no held tag even starts with "ptags:" P, no longer P can
+                 * match: stop, so a tag of 2000 fields costs what the
+                 * writer's rights are deep, not 2000 lookups. */
+                if (!ptags_set_has_prefix_pieces(tags, "ptags:", 6, tag, i))
+                        return false;
                 if (ptags_set_has_pieces(tags, "ptags:", 6, tag, i, suffix, right_len + 1))
                         return true;
         }

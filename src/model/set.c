@@ -187,6 +187,27 @@ bool ptags_set_has_pieces(const ptags_set *s, const char *a, size_t a_len, const
         return false;
 }
 
+bool ptags_set_has_prefix_pieces(const ptags_set *s, const char *a, size_t a_len, const char *b,
+                                 size_t b_len)
+{
+        const char *piece[3] = {a, b, ""};
+        const size_t piece_len[3] = {a_len, b_len, 0};
+        size_t lo = 0, hi = s->count;
+        /* The first name not below a|b starts with it if any name does. */
+        while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+                if (pieces_cmp(s->items[mid].name, s->items[mid].name_len, piece, piece_len) < 0)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        if (lo == s->count)
+                return false;
+        const ptags_entry *e = &s->items[lo];
+        return e->name_len >= a_len + b_len && memcmp(e->name, a, a_len) == 0 &&
+               (b_len == 0 || memcmp(e->name + a_len, b, b_len) == 0);
+}
+
 bool ptags_set_equal(const ptags_set *a, const ptags_set *b)
 {
         if (a->count != b->count)

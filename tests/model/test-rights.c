@@ -56,6 +56,16 @@ static const rights_row rows[] = {
         {"ptags:app:x:add\n", true, PTAGS_ACTION_ADD, "app", false},
         {"ptags:app:x:add\n", true, PTAGS_ACTION_ADD, "app:y", false},
         {"ptags:app:x:add\n", true, PTAGS_ACTION_ADD, "app:xy", false},
+        /* deep rights: the search must walk every field prefix */
+        {"ptags:a:b:c:add\n", true, PTAGS_ACTION_ADD, "a:b:c:d", true},
+        {"ptags:a:b:c:add\n", true, PTAGS_ACTION_ADD, "a:b:c", true},
+        {"ptags:a:b:c:add\n", true, PTAGS_ACTION_ADD, "a:b:x", false},
+        {"ptags:a:b:c:add\n", true, PTAGS_ACTION_ADD, "a:b", false},
+        {"ptags:a:bc:add\n", true, PTAGS_ACTION_ADD, "a:b:c", false},
+        {"ptags:ab:add\nptags:a:b:sub\n", true, PTAGS_ACTION_ADD, "a:b", false},
+        {"ptags:a:add:x:add\n", true, PTAGS_ACTION_ADD, "a:add:x:y", true},
+        {"ptags:a:add:x:add\n", true, PTAGS_ACTION_ADD, "a:add", false},
+        {"ptags:a:add\nptags:a:b:sub\n", true, PTAGS_ACTION_ADD, "a:b:c", true},
         /* empty fields: ":x::a" has the prefixes "", ":x", ":x:" */
         {"ptags::add\n", true, PTAGS_ACTION_ADD, ":x::a", true},
         {"ptags::x:add\n", true, PTAGS_ACTION_ADD, ":x::a", true},

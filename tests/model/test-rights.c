@@ -62,7 +62,7 @@ static const rights_row rows[] = {
         {"ptags:a:b:c:add\n", true, PTAGS_ACTION_ADD, "a:b:x", false},
         {"ptags:a:b:c:add\n", true, PTAGS_ACTION_ADD, "a:b", false},
         {"ptags:a:bc:add\n", true, PTAGS_ACTION_ADD, "a:b:c", false},
-        {"ptags:ab:add\nptags:a:b:sub\n", true, PTAGS_ACTION_ADD, "a:b", false},
+        {"ptags:a:b:sub\nptags:ab:add\n", true, PTAGS_ACTION_ADD, "a:b", false},
         {"ptags:a:add:x:add\n", true, PTAGS_ACTION_ADD, "a:add:x:y", true},
         {"ptags:a:add:x:add\n", true, PTAGS_ACTION_ADD, "a:add", false},
         {"ptags:a:add\nptags:a:b:sub\n", true, PTAGS_ACTION_ADD, "a:b:c", true},

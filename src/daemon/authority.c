@@ -100,13 +100,15 @@ void ptags_check_free(PtagsCheck *check)
 }
 
 /* The bus limits how many replies one connection may await (dbus-daemon:
- * 128 by default), so big batches must not ask polkit everything at once. */
-#define MAX_CHECKS_IN_FLIGHT 32
+ * 128 by default), so big batches must not ask polkit everything at once;
+ * batches take turns, so one big or hanging batch cannot hold every slot. */
+#define MAX_CHECKS_IN_FLIGHT 96
+#define MAX_CHECKS_PER_BATCH 8
 
 struct _PtagsAuthority {
         guint timeout_seconds;
         guint in_flight;
-        GQueue waiting; /* CheckCall: checks of every batch, oldest first */
+        GQueue batches; /* Batch: those with waiting checks, in turn order */
 };
 
 PtagsAuthority *ptags_authority_new(guint timeout_seconds)
@@ -135,6 +137,8 @@ typedef struct {
         PtagsAuthority *owner;
         PolkitAuthority *polkit;
         PolkitCheckAuthorizationFlags flags;
+        GQueue waiting; /* CheckCall not yet sent to polkit */
+        guint in_flight;
         GPtrArray *checks;
         gboolean interactive;
         guint timeout_seconds;
@@ -188,19 +192,40 @@ typedef struct {
 
 static void check_done(GObject *source, GAsyncResult *res, gpointer user_data);
 
-/* Start waiting checks up to the in-flight limit; checks of a batch that is
- * already decided are dropped without asking polkit. */
+/* Drop the waiting checks of a decided batch; may free it. */
+static void drop_waiting(Batch *b)
+{
+        guint n = g_queue_get_length(&b->waiting);
+
+        g_queue_clear_full(&b->waiting, g_free);
+        b->pending -= n;
+        if (b->pending == 0)
+                batch_free(b);
+}
+
+/* Start waiting checks, one batch after another, within both limits. */
 static void start_checks(PtagsAuthority *a)
 {
-        while (a->in_flight < MAX_CHECKS_IN_FLIGHT && !g_queue_is_empty(&a->waiting)) {
-                CheckCall *call = g_queue_pop_head(&a->waiting);
-                Batch *b = call->batch;
+        guint skipped = 0;
+
+        while (a->in_flight < MAX_CHECKS_IN_FLIGHT && skipped < g_queue_get_length(&a->batches)) {
+                Batch *b = g_queue_pop_head(&a->batches);
                 if (b->task == NULL) {
-                        g_free(call);
-                        batch_unref_pending(b);
+                        drop_waiting(b);
+                        skipped = 0;
                         continue;
                 }
+                if (b->in_flight >= MAX_CHECKS_PER_BATCH) {
+                        g_queue_push_tail(&a->batches, b);
+                        skipped++;
+                        continue;
+                }
+                CheckCall *call = g_queue_pop_head(&b->waiting);
+                if (!g_queue_is_empty(&b->waiting))
+                        g_queue_push_tail(&a->batches, b);
+                skipped = 0;
                 a->in_flight++;
+                b->in_flight++;
                 polkit_authority_check_authorization(b->polkit, b->subject, call->check->action_id,
                                                      call->check->details, b->flags, b->cancellable,
                                                      check_done, call);
@@ -243,6 +268,7 @@ static void check_done(GObject *source, GAsyncResult *res, gpointer user_data)
         }
         PtagsAuthority *a = b->owner;
         a->in_flight--;
+        b->in_flight--;
         g_free(call);
         batch_unref_pending(b);
         start_checks(a);
@@ -273,8 +299,9 @@ static void authority_ready(GObject *source, GAsyncResult *res, gpointer user_da
                 CheckCall *call = g_new0(CheckCall, 1);
                 call->batch = b;
                 call->check = b->checks->pdata[i];
-                g_queue_push_tail(&b->owner->waiting, call);
+                g_queue_push_tail(&b->waiting, call);
         }
+        g_queue_push_tail(&b->owner->batches, b);
         start_checks(b->owner);
 }
 

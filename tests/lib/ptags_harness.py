@@ -10,6 +10,9 @@
 #   PTAGSD            ptagsd executable (required)
 #   PTAGS_FIXTURE     ptags-kernel-fixture executable (required)
 #   PTAGS_SOURCE_ROOT source tree (optional; defaults to this file's ../..)
+#   PTAGS_DAEMON_WRAPPER optional command prefix for ptagsd, e.g.
+#                     "valgrind --error-exitcode=99 --leak-check=full"; the
+#                     test then fails when ptagsd does not exit 0 on SIGTERM
 # A missing executable is a test FAILURE (HarnessError), never a skip.
 #
 # Minimal use:
@@ -406,7 +409,9 @@ class World:
         wait_until(ready, 10, "the kernel fixture at %s" % probe)
 
     def start_daemon(self, extra_args=()):
-        argv = [self.ptagsd, "--backend=ptags-lsm", "--proc-root=" + self.mount, "--verbose"]
+        wrapper = os.environ.get("PTAGS_DAEMON_WRAPPER", "").split()
+        argv = wrapper + [self.ptagsd, "--backend=ptags-lsm", "--proc-root=" + self.mount,
+                          "--verbose"]
         if self.polkit_timeout is not None:
             argv.append("--polkit-timeout=%s" % self.polkit_timeout)
         argv += self.daemon_args + list(extra_args)
@@ -415,7 +420,8 @@ class World:
         self.daemon_log_path = os.path.join(self.tmp, "ptagsd.log")
         self.daemon = self.spawn("ptagsd", argv, log_name="ptagsd.log", env=env)
         wait_until(lambda: self.name_has_owner(ptags_client.BUS_NAME)
-                   or self.daemon.poll() is not None, 15, "ptagsd to own org.ptags.Manager")
+                   or self.daemon.poll() is not None, 60 if wrapper else 15,
+                   "ptagsd to own org.ptags.Manager")
         if self.daemon.poll() is not None:
             raise HarnessError("ptagsd exited with %s at start:\n%s"
                                % (self.daemon.returncode, self.read_log("ptagsd.log")))
@@ -443,16 +449,21 @@ class World:
             self.conn.close_sync(None)
             self.conn = None
         # Reverse start order: targets, daemon, mock, fixture, bus.
+        daemon_problem = None
         for label, proc in reversed(self._procs):
             if label == "fixture" and self._mounted:
                 self._unmount()
             if proc.poll() is None:
                 proc.send_signal(signal.SIGTERM)
                 try:
-                    proc.wait(timeout=5)
+                    proc.wait(timeout=30 if proc is self.daemon else 5)
                 except subprocess.TimeoutExpired:
                     proc.kill()
                     proc.wait(timeout=10)
+                    if proc is self.daemon:
+                        daemon_problem = "ptagsd ignored SIGTERM for 30 s"
+                if proc is self.daemon and proc.returncode != 0 and daemon_problem is None:
+                    daemon_problem = "ptagsd exited with %s on SIGTERM" % proc.returncode
         if self._mounted:
             self._unmount()
         self._procs = []
@@ -461,6 +472,8 @@ class World:
                 sys.stderr.write("---- ptagsd log (tail) ----\n%s\n" % self.read_log("ptagsd.log"))
             shutil.rmtree(self.tmp, ignore_errors=True)
             self.tmp = None
+        if daemon_problem is not None:
+            raise HarnessError(daemon_problem + " (see its log above)")
 
     def _unmount(self):
         for argv in (["fusermount3", "-u", self.mount], ["umount", "-l", self.mount]):

@@ -63,6 +63,50 @@ static bool reference_utf8_valid(const unsigned char *s, size_t len)
         return true;
 }
 
+/* The permission model read straight off KERNEL.md, one held tag at a
+ * time, to cross-check ptags_rights_allow's prefix search. */
+static bool reference_holds(const ptags_set *held, const char *t, size_t t_len, const char *a)
+{
+        size_t a_len = strlen(a);
+        for (size_t i = 0; i < ptags_set_count(held); i++) {
+                const ptags_entry *r = ptags_set_at(held, i);
+                if (r->name_len < 6 + a_len || memcmp(r->name, "ptags:", 6) != 0 ||
+                    memcmp(r->name + r->name_len - a_len, a, a_len) != 0)
+                        continue;
+                if (r->name_len == 6 + a_len) {
+                        /* ptags:A: every tag that is not a rights tag */
+                        if (!ptags_tag_is_rights(t, t_len))
+                                return true;
+                        continue;
+                }
+                if (r->name[r->name_len - a_len - 1] != ':')
+                        continue;
+                const char *p = r->name + 6; /* ptags:P:A */
+                size_t p_len = r->name_len - 6 - 1 - a_len;
+                if (t_len >= p_len && memcmp(t, p, p_len) == 0 &&
+                    (t_len == p_len || t[p_len] == ':'))
+                        return true;
+        }
+        return false;
+}
+
+static void check_rights_against_reference(const ptags_writer *w, const ptags_set *tags)
+{
+        static const ptags_action actions[] = {PTAGS_ACTION_ADD, PTAGS_ACTION_SUB,
+                                               PTAGS_ACTION_SET};
+        size_t n = ptags_set_count(tags) < 64 ? ptags_set_count(tags) : 64;
+        for (size_t i = 0; i < n; i++) {
+                const ptags_entry *e = ptags_set_at(tags, i);
+                for (size_t k = 0; k < 3; k++) {
+                        bool expect = reference_holds(w->tags, e->name, e->name_len,
+                                                      ptags_action_name(actions[k])) &&
+                                      (w->self ||
+                                       reference_holds(w->tags, e->name, e->name_len, "others"));
+                        CHECK(ptags_rights_allow(w, actions[k], e->name, e->name_len) == expect);
+                }
+        }
+}
+
 static int name_cmp(const ptags_entry *a, const ptags_entry *b)
 {
         size_t n = a->name_len < b->name_len ? a->name_len : b->name_len;
@@ -314,6 +358,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 writer.tags = own_rights ? current : w_tags;
                 writer.self = mode == 'S' || mode == 'O';
                 w = &writer;
+        }
+
+        if (w != NULL) {
+                check_rights_against_reference(w, current);
+                check_rights_against_reference(w, w_tags);
         }
 
         /* Kernel mode. */

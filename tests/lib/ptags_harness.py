@@ -10,9 +10,10 @@
 #   PTAGSD            ptagsd executable (required)
 #   PTAGS_FIXTURE     ptags-kernel-fixture executable (required)
 #   PTAGS_SOURCE_ROOT source tree (optional; defaults to this file's ../..)
-#   PTAGS_DAEMON_WRAPPER optional command prefix for ptagsd, e.g.
-#                     "valgrind --error-exitcode=99 --leak-check=full"; the
-#                     test then fails when ptagsd does not exit 0 on SIGTERM
+#   PTAGS_DAEMON_WRAPPER optional command prefix for ptagsd (e.g. strace);
+#                     ptagsd must exit 0 on SIGTERM either way. (valgrind
+#                     3.19 lacks pidfd_open: use a -Db_sanitize build, whose
+#                     ASAN/UBSAN/LSAN_OPTIONS are passed on to ptagsd.)
 # A missing executable is a test FAILURE (HarnessError), never a skip.
 #
 # Minimal use:
@@ -332,6 +333,10 @@ class World:
             "LANG": "C.UTF-8",
             "DBUS_SYSTEM_BUS_ADDRESS": self.address or "",
         }
+        # Sanitizer settings reach the daemon and fixture of a sanitizer build.
+        for var in ("ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS"):
+            if var in os.environ:
+                env[var] = os.environ[var]
         env.update(extra or {})
         return env
 
@@ -367,6 +372,7 @@ class World:
                            log_name="bus.log", stdout=subprocess.PIPE)
         ready, _, _ = select.select([proc.stdout], [], [], 10)
         line = proc.stdout.readline() if ready else b""
+        proc.stdout.close()  # the address is all it prints
         if not line.strip():
             raise HarnessError("dbus-daemon did not start listening: %s"
                                % self.read_log("bus.log"))

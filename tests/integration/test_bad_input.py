@@ -112,6 +112,8 @@ class BadInputTests(PtagsTestCase):
         # may be full).
         self.assertOk(self.world.root_call("AddTag", "usb", [self.bystander, "after", False]))
         self.assertIn(("after", False, ""), self.world.get_tags(self.bystander))
+        # Positive control: the recorder does see signals, so [] above meant it.
+        self.assertEqual(self.signals.wait(1)[0][:2], (self.bystander, ["+after"]))
 
     def test_bad_tags(self):
         self.run_rows(rows_bad_tags(self.target))

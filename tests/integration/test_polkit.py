@@ -271,6 +271,30 @@ class PolkitTimeoutTests(PtagsTestCase):
         self.assertEqual(self.world.get_tags(target), [])
 
 
+class PolkitCrashTests(PtagsTestCase):
+    world_options = {"polkit_timeout": 20}
+
+    def test_polkit_crash_mid_check_denies_then_recovers(self):
+        target = self.world.spawn_target(unprivileged=True)
+        client = self.world.spawn_client()
+        self.world.polkit.set_allowed([ADD])
+        self.world.polkit.set_hang([ADD])
+        client.send("AddTag", "usb", [target, "app:x", False])
+        self.world.polkit.wait_hanging(1)
+        started = time.monotonic()
+        self.world.stop_polkit_mock()
+        # Denied at once (the bus reports the lost reply), not after 20 s.
+        self.assertError(client.receive(timeout=15), "NotAuthorized")
+        self.assertLess(time.monotonic() - started, 10)
+        self.assertEqual(self.world.get_tags(target), [])
+        # A restarted polkit is used for the next check.
+        self.world.start_polkit_mock()
+        self.world.polkit.set_allowed([ADD])
+        self.assertOk(client.call("AddTag", "usb", [target, "app:x", False]))
+        self.assertEqual(self.world.get_tags(target), [("app:x", False, "")])
+        self.assertEqual(len(self.world.polkit.checks()), 1)
+
+
 class PolkitAbsentTests(PtagsTestCase):
     world_options = {"polkit": "none", "polkit_timeout": 3}
 

@@ -396,6 +396,17 @@ class World:
             raise HarnessError("polkit mock exited: %s" % self.read_log("polkit-mock.log"))
         self.polkit = PolkitMock(self.conn)
 
+    def stop_polkit_mock(self):
+        """Kill the polkit mock (as if polkitd crashed) and wait until its
+        name is gone from the bus."""
+        for label, proc in self._procs:
+            if label == "polkit-mock" and proc.poll() is None:
+                proc.kill()
+                proc.wait(timeout=10)
+        wait_until(lambda: not self.name_has_owner(POLKIT_NAME), 10,
+                   "org.freedesktop.PolicyKit1 to leave the bus")
+        self.polkit = None
+
     def start_fixture(self):
         self.mount = os.path.join(self.tmp, "proc")
         os.mkdir(self.mount)

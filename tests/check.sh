@@ -33,7 +33,7 @@ ninja -C "$asandir"
 status=0
 meson test -C "$builddir" --print-errorlogs --num-processes 2 "$@" || status=1
 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-  meson test -C "$asandir" --print-errorlogs --suite model "$@" || status=1
+  meson test -C "$asandir" --print-errorlogs --suite model --suite fixture "$@" || status=1
 
 # The plain closing line CI reads, summed over both runs.
 python3 - "$builddir" "$asandir" <<'PY'

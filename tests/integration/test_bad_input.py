@@ -9,7 +9,7 @@ import unittest
 
 import ptags_client
 from gi.repository import GLib
-from ptags_harness import PtagsTestCase
+from ptags_harness import PtagsTestCase, wait_until
 
 INVALID_ARGS = "org.freedesktop.DBus.Error.InvalidArgs"
 LONG_TAG = "a" * 4001
@@ -148,6 +148,28 @@ class BadInputTests(PtagsTestCase):
             ("PeerHasTag unowned name", "PeerHasTag", "ss", ["org.example.Nobody", "x"],
              "NoSuchProcess"),
         ])
+
+    def test_thread_id_as_pid(self):
+        """A thread id is not a process id: ptagsd either serves the thread's
+        process (threads share one list) or says NoSuchProcess, never a
+        generic Failed; and a change through it lands on that process only."""
+        proc = self.world.spawn("target", [
+            "/usr/bin/python3", "-c",
+            "import threading, time\n"
+            "threading.Thread(target=time.sleep, args=(600,)).start()\n"
+            "time.sleep(600)\n"])
+        tasks = "/proc/%d/task" % proc.pid
+        wait_until(lambda: len(os.listdir(tasks)) == 2, 10, "the target's second thread")
+        tid = [int(t) for t in os.listdir(tasks) if int(t) != proc.pid][0]
+        self.assertOk(self.world.root_call("AddTag", "usb", [proc.pid, "proc", False]))
+        for method, sig, args in [("GetTags", "u", [tid]), ("HasTag", "us", [tid, "proc"]),
+                                  ("AddTag", "usb", [tid, "via-tid", False])]:
+            with self.subTest(method=method):
+                reply = self.world.root_call(method, sig, args)
+                if not reply.ok:
+                    self.assertError(reply, "NoSuchProcess")
+        names = [t[0] for t in self.world.get_tags(proc.pid)]
+        self.assertIn(names, (["proc"], ["proc", "via-tid"]))
 
     def test_bad_fds(self):
         def fds_for(label):

@@ -130,8 +130,17 @@ class BadInputTests(PtagsTestCase):
     def test_value_longer_than_a_kernel_page(self):
         # Valid (32700 bytes) but one kernel write is one page: NotSupported
         # on ptags-lsm, as the interface documents.
-        self.run_rows([("32700-byte value", "SetValue", "uss",
-                        [self.target, "app:a", "v" * 32700], "NotSupported")])
+        # "!app:a=" + 4088 bytes + "\n" is exactly one page: still fine.
+        self.assertOk(self.world.root_call("SetValue", "uss", [self.target, "app:a", "w" * 4088]))
+        self.assertIn(("app:a", False, "w" * 4088), self.world.get_tags(self.target))
+        self.signals.wait(1)
+        self.signals.events.clear()
+        self.run_rows([
+            ("one byte past a page", "SetValue", "uss", [self.target, "app:a", "v" * 4089],
+             "NotSupported"),
+            ("32700-byte value", "SetValue", "uss", [self.target, "app:a", "v" * 32700],
+             "NotSupported"),
+        ])
 
     def test_bad_pids(self):
         dead = self.world.dead_pid()

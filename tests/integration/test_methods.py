@@ -35,7 +35,7 @@ class ReadMethodTests(PtagsTestCase):
         self.assertEqual([tuple(t) for t in got], self.expected)
         for pattern, want in [("app:a", True), ("app:*", True), ("@app:b", True),
                               ("@app:a", False), ("app:c", False), ("", True),
-                              ("@app:*", True), ("nope:*", False)]:
+                              ("@app:*", True), ("nope:*", False), ("@", True)]:
             with self.subTest(pattern=pattern):
                 self.assertEqual(
                     self.assertOk(client.call("HasTag", "us", [self.target, pattern]))[0], want)

@@ -144,6 +144,13 @@ class PolkitDetailsTests(PtagsTestCase):
         self.assertDetails(self.only_check()["details"], self_="false",
                            caller_holds_right="false")
 
+        # Its own pidfd is "self" as much as pid 0 is.
+        self.world.polkit.clear_checks()
+        self.assertOk(self.client.call("ApplyFd", "has", [0, ["+app:viafd"]],
+                                       pidfd_of=self.client.pid))
+        self.assertDetails(self.only_check()["details"], pid=str(self.client.pid), self_="true",
+                           caller_holds_right="true")
+
         # With ptags:app:others as well, true for the other process.
         self.assertOk(self.world.root_call("AddTag", "usb",
                                            [self.client.pid, "ptags:app:others", False]))

@@ -1,0 +1,194 @@
+/* backend-bpf.c: the bpf backend: tags kept in BPF task storage by the
+ * programs of src/bpf, for stock kernels without the ptags LSM. */
+#define G_LOG_DOMAIN "ptagsd-bpf"
+
+#include "backend.h"
+#include "errors.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "ptags-bpf.h"
+
+#ifndef SYS_pidfd_send_signal
+#define SYS_pidfd_send_signal 424
+#endif
+
+/* Sets no task refers to any more are dropped this often. */
+#define COLLECT_INTERVAL_S 60
+
+typedef struct {
+        PtagsBackend parent;
+        ptags_bpf *bpf;
+        guint collect_source;
+} BackendBpf;
+
+static gboolean pidfd_alive(int pidfd)
+{
+        return pidfd < 0 || syscall(SYS_pidfd_send_signal, pidfd, 0, NULL, 0) == 0 ||
+               errno == EPERM;
+}
+
+static int bpf_read(PtagsBackend *b, int pidfd, pid_t pid, ptags_set **out)
+{
+        BackendBpf *self = (BackendBpf *)b;
+        ptags_bpf_record rec;
+
+        /* The pidfd names the very process the caller pinned; the pid is
+         * only a fallback when there is none. */
+        int r = pidfd >= 0 ? ptags_bpf_get_record_pidfd(self->bpf, pidfd, &rec)
+                           : ptags_bpf_get_record(self->bpf, pid, &rec);
+        if (r < 0) {
+                g_debug("reading %d: %s", (int)pid, ptags_bpf_last_error(self->bpf));
+                return r;
+        }
+        r = ptags_bpf_tags_of_record(self->bpf, &rec, out);
+        if (r < 0)
+                g_warning("reading %d: %s", (int)pid, ptags_bpf_last_error(self->bpf));
+        return r;
+}
+
+static int bpf_apply(PtagsBackend *b, int pidfd, pid_t pid, const ptags_plan *plan)
+{
+        BackendBpf *self = (BackendBpf *)b;
+
+        /* One record per thread is replaced whole, so the plan is applied
+         * all or nothing; the pidfd check keeps a reused pid from being
+         * tagged in place of the pinned process. */
+        if (!pidfd_alive(pidfd))
+                return -ESRCH;
+        int r = ptags_bpf_write_tags(self->bpf, pid, ptags_plan_result(plan));
+        if (r < 0)
+                g_debug("writing %d: %s", (int)pid, ptags_bpf_last_error(self->bpf));
+        return r;
+}
+
+static int bpf_find(PtagsBackend *b, const char *pattern, size_t len, PtagsFoundFunc cb,
+                    void *user_data)
+{
+        BackendBpf *self = (BackendBpf *)b;
+        ptags_bpf_task *tasks = NULL;
+        size_t n = 0;
+
+        int r = ptags_bpf_list_tasks(self->bpf, &tasks, &n);
+        if (r < 0) {
+                g_warning("listing tasks: %s", ptags_bpf_last_error(self->bpf));
+                return r;
+        }
+        /* Records are per thread: report each process once, and parse each
+         * shared set once. */
+        g_autoptr(GHashTable) seen = g_hash_table_new(g_direct_hash, g_direct_equal);
+        g_autoptr(GHashTable) sets = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free,
+                                                           (GDestroyNotify)ptags_set_free);
+        for (size_t i = 0; i < n; i++) {
+                if (g_hash_table_contains(seen, GINT_TO_POINTER(tasks[i].tgid)))
+                        continue;
+                g_hash_table_add(seen, GINT_TO_POINTER(tasks[i].tgid));
+                ptags_set *tags = g_hash_table_lookup(sets, &tasks[i].set_id);
+                if (tags == NULL) {
+                        tags = ptags_bpf_set_contents(self->bpf, tasks[i].set_id);
+                        if (tags == NULL) {
+                                g_warning("task %d names unknown set %" G_GUINT64_FORMAT,
+                                          (int)tasks[i].tid, (guint64)tasks[i].set_id);
+                                continue;
+                        }
+                        g_hash_table_insert(sets, g_memdup2(&tasks[i].set_id, sizeof(gint64)),
+                                            tags);
+                }
+                if (ptags_set_matches(tags, pattern, len, false))
+                        cb(tasks[i].tgid, tags, user_data);
+        }
+        free(tasks);
+        return 0;
+}
+
+static gboolean collect_cb(gpointer data)
+{
+        BackendBpf *self = data;
+        size_t freed = 0;
+
+        if (ptags_bpf_collect(self->bpf, &freed) < 0)
+                g_warning("collecting unused tag sets: %s", ptags_bpf_last_error(self->bpf));
+        else if (freed > 0)
+                g_debug("collected %zu unused tag sets", freed);
+        return G_SOURCE_CONTINUE;
+}
+
+static void bpf_free(PtagsBackend *b)
+{
+        BackendBpf *self = (BackendBpf *)b;
+
+        if (self->collect_source != 0)
+                g_source_remove(self->collect_source);
+        /* The pinned programs keep running: a restarted ptagsd loses nothing. */
+        ptags_bpf_close(self->bpf);
+        g_free(self);
+}
+
+/* The Backend property says which hooks run, so two tables. */
+static const PtagsBackendOps bpf_lsm_ops = {
+        .name = "bpf-lsm",
+        .read = bpf_read,
+        .apply = bpf_apply,
+        .find = bpf_find,
+        .free = bpf_free,
+};
+
+static const PtagsBackendOps bpf_tracepoint_ops = {
+        .name = "bpf-tracepoint",
+        .read = bpf_read,
+        .apply = bpf_apply,
+        .find = bpf_find,
+        .free = bpf_free,
+};
+
+/* PTAGS_BPF_HOOKS=lsm|tracepoint forces the hook kind (tests, and admins
+ * who distrust one of them); anything else is refused, not guessed. */
+static gboolean hooks_from_env(ptags_bpf_mode *mode, GError **error)
+{
+        const char *hooks = g_getenv("PTAGS_BPF_HOOKS");
+
+        *mode = PTAGS_BPF_MODE_AUTO;
+        if (hooks == NULL || *hooks == '\0')
+                return TRUE;
+        if (g_strcmp0(hooks, "lsm") == 0)
+                *mode = PTAGS_BPF_MODE_LSM;
+        else if (g_strcmp0(hooks, "tracepoint") == 0)
+                *mode = PTAGS_BPF_MODE_TRACEPOINT;
+        else {
+                g_set_error(error, PTAGS_ERROR, PTAGS_ERROR_NOT_SUPPORTED,
+                            "PTAGS_BPF_HOOKS=%s: expected lsm or tracepoint", hooks);
+                return FALSE;
+        }
+        return TRUE;
+}
+
+PtagsBackend *ptags_backend_bpf_new(GError **error)
+{
+        ptags_bpf_options opts = {
+                /* A private pin directory keeps a test daemon apart from
+                 * the system's; unset means /sys/fs/bpf/ptags. */
+                .pin_dir = g_getenv("PTAGS_BPF_PIN_DIR"),
+        };
+        char why[512] = "";
+
+        if (!hooks_from_env(&opts.mode, error))
+                return NULL;
+        BackendBpf *self = g_new0(BackendBpf, 1);
+        int r = ptags_bpf_open(&opts, &self->bpf, why, sizeof(why));
+        if (r < 0) {
+                g_set_error(error, PTAGS_ERROR, PTAGS_ERROR_NOT_SUPPORTED,
+                            "the bpf backend cannot run on this kernel: %s", why);
+                g_free(self);
+                return NULL;
+        }
+        self->parent.ops = g_strcmp0(ptags_bpf_backend_name(self->bpf), "bpf-lsm") == 0
+                                   ? &bpf_lsm_ops
+                                   : &bpf_tracepoint_ops;
+        self->collect_source = g_timeout_add_seconds(COLLECT_INTERVAL_S, collect_cb, self);
+        g_message("bpf backend ready: %s hooks", ptags_bpf_backend_name(self->bpf));
+        return (PtagsBackend *)self;
+}

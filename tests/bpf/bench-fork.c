@@ -151,6 +151,19 @@ int main(void)
                                op_names[op], tagged ? "tagged" : "untagged", off / 1e3, on / 1e3, q,
                                target[tagged], q <= target[tagged] ? "met" : "MISSED");
                 }
+        /* What one retag costs the daemon: the iterator walks every task. */
+        ptags_set *alt[2] = {NULL, NULL};
+        ptags_set_parse("retag:a\n", 8, &alt[0], NULL);
+        ptags_set_parse("retag:b\n", 8, &alt[1], NULL);
+        double start = now_ns();
+        for (int i = 0; i < 200; i++)
+                if (ptags_bpf_write_tags(bpf, w[1].pid, alt[i & 1]) < 0) {
+                        fprintf(stderr, "bench-fork: retag: %s\n", ptags_bpf_last_error(bpf));
+                        return 1;
+                }
+        printf("retag of a single-threaded process: %.1f us\n", (now_ns() - start) / 200 / 1e3);
+        ptags_set_free(alt[0]);
+        ptags_set_free(alt[1]);
         fflush(stdout);
         /* Each worker holds the other's pipe ends: end them explicitly. */
         for (int i = 0; i < 2; i++) {

@@ -111,8 +111,9 @@ static void test_threads(test_instance *t)
                 child_expect(&c, "tid");
         tag(t, c.pid, "t1\n@t2=v\n");
         uint64_t id = record_of(t, c.pid).set_id;
-        CHECK(threads_with(t, c.pid, id, &total) == 4 && total == 4,
-              "all 4 threads carry the set (%zu records)", total);
+        size_t matching = threads_with(t, c.pid, id, &total);
+        CHECK(matching == 4 && total == 4, "all 4 threads carry the set (%zu of %zu records)",
+              matching, total);
 
         child_send(&c, "fork-thread 2");
         pid_t g = (pid_t)child_expect(&c, "pid");
@@ -120,7 +121,9 @@ static void test_threads(test_instance *t)
 
         tag(t, c.pid, "@t2=v\nt3\n");
         id = record_of(t, c.pid).set_id;
-        CHECK(threads_with(t, c.pid, id, &total) == 4 && total == 4, "a retag reaches all threads");
+        matching = threads_with(t, c.pid, id, &total);
+        CHECK(matching == 4 && total == 4, "a retag reaches all threads (%zu of %zu)", matching,
+              total);
         child_send(&c, "fork-thread 1");
         pid_t g2 = (pid_t)child_expect(&c, "pid");
         CHECK(tags_are(t, g2, "@t2=v\nt3\n"), "fork after a retag copies the new tags");

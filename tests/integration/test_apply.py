@@ -97,10 +97,11 @@ class ApplyTests(PtagsTestCase):
         self.assertEqual(self.world.polkit.checks(), [], "no-ops must not ask polkit")
         self.assertEqual(signals.drain(0.5), [], "no-ops must not be signalled")
         self.assertEqual(self.world.get_tags(self.target), self.before)
-        # Positive control: a real change by the same caller is asked and signalled.
+        # Positive control: a real change next to no-ops is asked about (alone)
+        # and signalled (alone).
         self.world.polkit.set_allowed(["org.ptags.tag.add"])
-        self.assertOk(client.call("AddTag", "usb", [self.target, "real", False]))
-        self.assertEqual(len(self.world.polkit.checks()), 1)
+        self.assertOk(client.call("Apply", "uas", [self.target, ["+app:a", "+real", "-gone"]]))
+        self.assertEqual([c["details"]["tag"] for c in self.world.polkit.checks()], ["real"])
         self.assertEqual(signals.wait(1)[0][1], ["+real"])
 
     def test_valid_edge_inputs(self):

@@ -115,7 +115,10 @@ gboolean ptags_target_copy(PtagsTarget *dst, const PtagsTarget *src, GError **er
 
 gboolean ptags_target_alive(const PtagsTarget *t)
 {
-        return t->pidfd >= 0 && syscall(SYS_pidfd_send_signal, t->pidfd, 0, NULL, 0) == 0;
+        /* Signal 0 only probes; EPERM (another user's process, and ptagsd runs
+         * without CAP_KILL) still means the process exists. */
+        return t->pidfd >= 0 &&
+               (syscall(SYS_pidfd_send_signal, t->pidfd, 0, NULL, 0) == 0 || errno == EPERM);
 }
 
 void ptags_target_clear(PtagsTarget *t)

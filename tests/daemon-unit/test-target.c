@@ -1,6 +1,7 @@
 /* test-target.c: pinning processes by pid and by pidfd, and the facts read
  * about them (fdinfo Pid:, cgroup unit, comm, uid). */
 #include <fcntl.h>
+#include <linux/capability.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -127,6 +128,56 @@ static void test_capability_mask(void)
         g_assert_false(ptags_status_has_capability(status, 64));
 }
 
+static void set_effective_cap(unsigned cap, gboolean on)
+{
+        struct __user_cap_header_struct header = {_LINUX_CAPABILITY_VERSION_3, 0};
+        struct __user_cap_data_struct data[2];
+
+        g_assert_cmpint(syscall(SYS_capget, &header, data), ==, 0);
+        if (on)
+                data[cap / 32].effective |= 1u << (cap % 32);
+        else
+                data[cap / 32].effective &= ~(1u << (cap % 32));
+        g_assert_cmpint(syscall(SYS_capset, &header, data), ==, 0);
+}
+
+static void test_alive_without_cap_kill(void)
+{
+        /* ptagsd runs without CAP_KILL: probing another user's process with
+         * signal 0 fails with EPERM, which must still count as alive. */
+        g_assert_cmpuint(getuid(), ==, 0); /* the test needs root, as CI has */
+        pid_t child = fork();
+        g_assert_cmpint(child, >=, 0);
+        if (child == 0) {
+                if (setresuid(65534, 65534, 65534) != 0)
+                        _exit(1);
+                pause();
+                _exit(0);
+        }
+        PtagsTarget t;
+        g_autoptr(GError) error = NULL;
+        g_assert_true(ptags_target_pin_pid(&t, child, &error));
+        /* wait until the child runs as nobody */
+        for (int i = 0; i < 500; i++) {
+                g_autofree char *path = g_strdup_printf("/proc/%d/status", (int)child);
+                g_autofree char *status = NULL;
+                g_assert_true(g_file_get_contents(path, &status, NULL, NULL));
+                if (strstr(status, "\nUid:\t65534") != NULL)
+                        break;
+                g_usleep(2000);
+        }
+        set_effective_cap(CAP_KILL, FALSE);
+        g_assert_cmpint(kill(child, 0), ==, -1); /* the premise: EPERM */
+        gboolean alive = ptags_target_alive(&t);
+        set_effective_cap(CAP_KILL, TRUE);
+        g_assert_true(alive);
+
+        g_assert_cmpint(kill(child, SIGKILL), ==, 0);
+        g_assert_cmpint(waitpid(child, NULL, 0), ==, child);
+        g_assert_false(ptags_target_alive(&t));
+        ptags_target_clear(&t);
+}
+
 int main(int argc, char **argv)
 {
         g_test_init(&argc, &argv, NULL);
@@ -135,6 +186,7 @@ int main(int argc, char **argv)
         g_test_add_func("/target/capability-mask", test_capability_mask);
         g_test_add_func("/target/pin-self", test_pin_self);
         g_test_add_func("/target/exited-process", test_exited_process);
+        g_test_add_func("/target/alive-without-cap-kill", test_alive_without_cap_kill);
         g_test_add_func("/target/not-a-pidfd", test_not_a_pidfd);
         return g_test_run();
 }

@@ -5,6 +5,8 @@
 
 #include "log.h"
 
+#include "page-writer.h"
+
 #include <errno.h>
 #include <libaudit.h>
 #include <stdlib.h>
@@ -100,57 +102,72 @@ static void add_field(GArray *iov, GPtrArray *fields, char *field)
         g_array_append_val(iov, v);
 }
 
-void ptags_log_changed(const PtagsLogContext *ctx, const ptags_plan *plan, GPtrArray *lines)
+/* The normalized lines of @plan on one string, separated by @sep. */
+static char *plan_text(const ptags_plan *plan, const char *sep)
 {
-        g_autoptr(GString) joined = g_string_new(NULL);
-        size_t n = ptags_plan_change_count(plan);
+        g_autoptr(GPtrArray) lines = ptags_plan_lines(plan);
 
-        for (guint i = 0; i < lines->len; i++)
-                g_string_append_printf(joined, "%s%s", i ? "\n" : "", (char *)lines->pdata[i]);
-        g_autofree char *one_line = g_strdelimit(g_strdup(joined->str), "\n", ' ');
-        g_debug("%s: process %d changed by %d (uid %u): %s", ctx->method, (int)ctx->pid,
-                (int)ctx->caller_pid, (unsigned)ctx->caller_uid, one_line);
+        g_ptr_array_add(lines, NULL);
+        return g_strjoinv(sep, (char **)lines->pdata);
+}
 
-        /* PTAGS_TAG repeats, once per changed tag, so journalctl PTAGS_TAG=x
-         * finds every change of x. */
+/* One structured journal entry about @plan (may be NULL). PTAGS_TAG repeats,
+ * once per changed tag, so journalctl PTAGS_TAG=x finds every change of x. */
+static void journal_entry(const char *message_id, int priority, const PtagsLogContext *ctx,
+                          const ptags_plan *plan, const char *result, const char *message)
+{
         g_autoptr(GArray) iov = g_array_new(FALSE, FALSE, sizeof(struct iovec));
         g_autoptr(GPtrArray) fields = g_ptr_array_new_with_free_func(g_free);
-        add_field(iov, fields, g_strdup("MESSAGE_ID=" PTAGS_MESSAGE_TAGS_CHANGED));
-        add_field(iov, fields, g_strdup_printf("PRIORITY=%d", LOG_NOTICE));
-        add_field(iov, fields,
-                  g_strdup_printf("MESSAGE=Tags of process %d changed by process %d (uid %u): %s",
-                                  (int)ctx->pid, (int)ctx->caller_pid, (unsigned)ctx->caller_uid,
-                                  one_line));
+        size_t n = plan != NULL ? ptags_plan_change_count(plan) : 0;
+
+        add_field(iov, fields, g_strdup_printf("MESSAGE_ID=%s", message_id));
+        add_field(iov, fields, g_strdup_printf("PRIORITY=%d", priority));
+        add_field(iov, fields, g_strdup_printf("MESSAGE=%s", message));
         add_field(iov, fields, g_strdup_printf("PTAGS_PID=%d", (int)ctx->pid));
         add_field(iov, fields, g_strdup_printf("PTAGS_ACTION=%s", ctx->method));
-        add_field(iov, fields, g_strdup("PTAGS_RESULT=success"));
+        add_field(iov, fields, g_strdup_printf("PTAGS_RESULT=%s", result));
         add_field(iov, fields, g_strdup_printf("PTAGS_CALLER_PID=%d", (int)ctx->caller_pid));
         add_field(iov, fields, g_strdup_printf("PTAGS_CALLER_UID=%u", (unsigned)ctx->caller_uid));
-        add_field(iov, fields, g_strdup_printf("PTAGS_LINES=%s", joined->str));
+        if (plan != NULL) {
+                g_autofree char *lines = plan_text(plan, "\n");
+                add_field(iov, fields, g_strdup_printf("PTAGS_LINES=%s", lines));
+        }
         for (size_t i = 0; i < n; i++)
                 add_field(iov, fields,
                           g_strdup_printf("PTAGS_TAG=%s", ptags_plan_change_at(plan, i)->tag));
         journal_result(sd_journal_sendv((struct iovec *)iov->data, (int)iov->len));
+}
 
-        for (size_t i = 0; i < n; i++) {
+void ptags_log_changed(const PtagsLogContext *ctx, const ptags_plan *plan)
+{
+        g_autofree char *one_line = plan_text(plan, " ");
+        g_autofree char *message = g_strdup_printf(
+                "Tags of process %d changed by process %d (uid %u): %s", (int)ctx->pid,
+                (int)ctx->caller_pid, (unsigned)ctx->caller_uid, one_line);
+
+        g_debug("%s: %s", ctx->method, message);
+        journal_entry(PTAGS_MESSAGE_TAGS_CHANGED, LOG_NOTICE, ctx, plan, "success", message);
+        for (size_t i = 0; i < ptags_plan_change_count(plan); i++) {
                 const ptags_change *c = ptags_plan_change_at(plan, i);
                 audit_record(change_op(c), ctx->pid, c->tag, TRUE);
         }
 }
 
-void ptags_log_refused(const PtagsLogContext *ctx, const char *tag, const char *action_id,
-                       const char *reason)
+void ptags_log_refused(const PtagsLogContext *ctx, const ptags_plan *plan, const GError *error)
 {
-        g_debug("%s: change of process %d by %d (uid %u) refused%s%s: %s", ctx->method,
-                (int)ctx->pid, (int)ctx->caller_pid, (unsigned)ctx->caller_uid,
-                tag ? " for tag " : "", tag ? tag : "", reason);
-        journal_result(sd_journal_send(
-                "MESSAGE_ID=" PTAGS_MESSAGE_CHANGE_REFUSED, "PRIORITY=%i", LOG_WARNING,
-                "MESSAGE=Change of process %d by process %d (uid %u) refused: %s", (int)ctx->pid,
-                (int)ctx->caller_pid, (unsigned)ctx->caller_uid, reason, "PTAGS_PID=%d",
-                (int)ctx->pid, "PTAGS_TAG=%s", tag ? tag : "", "PTAGS_ACTION=%s",
-                action_id ? action_id : ctx->method, "PTAGS_RESULT=%s", reason,
-                "PTAGS_CALLER_PID=%d", (int)ctx->caller_pid, "PTAGS_CALLER_UID=%u",
-                (unsigned)ctx->caller_uid, NULL));
-        audit_record("ptags-change", ctx->pid, tag, FALSE);
+        g_autofree char *result = g_dbus_error_encode_gerror(error);
+        g_autofree char *message = g_strdup_printf(
+                "Change of process %d by process %d (uid %u) refused: %s", (int)ctx->pid,
+                (int)ctx->caller_pid, (unsigned)ctx->caller_uid, error->message);
+
+        g_debug("%s: %s", ctx->method, message);
+        journal_entry(PTAGS_MESSAGE_CHANGE_REFUSED, LOG_WARNING, ctx, plan, result, message);
+        /* All or nothing: every change of the batch was refused. */
+        size_t n = plan != NULL ? ptags_plan_change_count(plan) : 0;
+        for (size_t i = 0; i < n; i++) {
+                const ptags_change *c = ptags_plan_change_at(plan, i);
+                audit_record(change_op(c), ctx->pid, c->tag, FALSE);
+        }
+        if (n == 0)
+                audit_record("ptags-change", ctx->pid, NULL, FALSE);
 }

@@ -2,7 +2,7 @@
  * journal (structured, with MESSAGE_IDs) and in the audit trail. */
 #pragma once
 
-#include <glib.h>
+#include <gio/gio.h>
 #include <sys/types.h>
 
 #include "ptags-model.h"
@@ -19,14 +19,14 @@ typedef struct {
         const char *method; /* D-Bus method name */
 } PtagsLogContext;
 
-/* A change applied: one journal entry listing @lines, one audit record per
- * changed tag. */
-void ptags_log_changed(const PtagsLogContext *ctx, const ptags_plan *plan, GPtrArray *lines);
+/* A change applied: one journal entry (PTAGS_LINES: the normalized lines,
+ * one PTAGS_TAG per changed tag) and one audit record per changed tag. */
+void ptags_log_changed(const PtagsLogContext *ctx, const ptags_plan *plan);
 
 /* A change refused (authorization denied, or the apply failed): one journal
- * entry and one audit record. @tag and @action_id may be NULL. */
-void ptags_log_refused(const PtagsLogContext *ctx, const char *tag, const char *action_id,
-                       const char *reason);
+ * entry (PTAGS_RESULT: the D-Bus error name) and one audit record per change of @plan (may be NULL
+ * when the refusal came before a plan existed). */
+void ptags_log_refused(const PtagsLogContext *ctx, const ptags_plan *plan, const GError *error);
 
 /* The audit message body for one change ("op=... pid=... tag=..."), with
  * the tag hex-encoded by libaudit when it needs it. (transfer full) */

@@ -152,12 +152,12 @@ static void change_commit(Call *call)
         int r = ptags_backend_apply(call->svc->backend, call->target.pidfd, pid, call->plan);
         if (r < 0) {
                 error = ptags_errno_error(r, "cannot change the tags of", pid);
-                ptags_log_refused(&ctx, NULL, NULL, error->message);
+                ptags_log_refused(&ctx, call->plan, error);
                 call_fail(call, error);
                 return;
         }
         g_autoptr(GPtrArray) lines = ptags_plan_lines(call->plan);
-        ptags_log_changed(&ctx, call->plan, lines);
+        ptags_log_changed(&ctx, call->plan);
         if (!ptags_target_alive(&call->target)) {
                 call_fail(call,
                           g_error_new(PTAGS_ERROR, PTAGS_ERROR_NO_SUCH_PROCESS,
@@ -182,7 +182,7 @@ static void authorized(GObject *source, GAsyncResult *res, gpointer user_data)
         if (!ptags_authority_check_all_finish(res, &error)) {
                 PtagsLogContext ctx;
                 log_context(call, &ctx);
-                ptags_log_refused(&ctx, NULL, NULL, error->message);
+                ptags_log_refused(&ctx, call->plan, error);
                 call_fail(call, error);
                 return;
         }

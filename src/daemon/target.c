@@ -23,6 +23,21 @@
 #define SYS_pidfd_send_signal 424
 #endif
 
+/* " (a thread of process N)" when /proc knows the thread's process, else "".
+ * (transfer full) */
+static char *thread_hint(pid_t tid)
+{
+        g_autofree char *path = g_strdup_printf("/proc/%d/status", (int)tid);
+        g_autofree char *status = NULL;
+        const char *tgid;
+
+        if (g_file_get_contents(path, &status, NULL, NULL) &&
+            (tgid = strstr(status, "\nTgid:")) != NULL)
+                return g_strdup_printf(" (a thread of process %ld)",
+                                       strtol(tgid + strlen("\nTgid:"), NULL, 10));
+        return g_strdup("");
+}
+
 gboolean ptags_target_pin_pid(PtagsTarget *t, pid_t pid, GError **error)
 {
         t->pid = 0;
@@ -35,16 +50,18 @@ gboolean ptags_target_pin_pid(PtagsTarget *t, pid_t pid, GError **error)
         int fd = (int)syscall(SYS_pidfd_open, pid, 0);
         if (fd < 0) {
                 int saved = errno;
-                if (saved == ESRCH)
+                if (saved == ESRCH) {
                         g_set_error(error, PTAGS_ERROR, PTAGS_ERROR_NO_SUCH_PROCESS,
                                     "argument pid: process %d does not exist", (int)pid);
-                else if (saved == EINVAL) /* tags belong to processes, not threads */
+                } else if (saved == EINVAL || saved == ENOENT) { /* a thread, not a process */
+                        g_autofree char *hint = thread_hint(pid);
                         g_set_error(error, PTAGS_ERROR, PTAGS_ERROR_NO_SUCH_PROCESS,
-                                    "argument pid: %d is not a process id (a thread id?)",
-                                    (int)pid);
-                else
+                                    "argument pid: %d is a thread id, not a process id%s", (int)pid,
+                                    hint);
+                } else {
                         g_set_error(error, PTAGS_ERROR, PTAGS_ERROR_FAILED,
                                     "cannot pin process %d: %s", (int)pid, g_strerror(saved));
+                }
                 return FALSE;
         }
         t->pid = pid;

@@ -2,6 +2,7 @@
  * forge fields) and logging without journal or audit never failing. */
 #include <string.h>
 
+#include "errors.h"
 #include "log.h"
 
 static void test_audit_message(void)
@@ -26,14 +27,13 @@ static void test_logging_without_sinks(void)
         ptags_set *set = ptags_set_new();
         ptags_plan *plan = NULL;
         g_assert_cmpint(ptags_plan_build(set, lines, NULL, 2, &plan, NULL), ==, PTAGS_OK);
-        g_autoptr(GPtrArray) text = g_ptr_array_new();
-        g_ptr_array_add(text, (gpointer) "+app:a");
-        g_ptr_array_add(text, (gpointer) "!app:a=v");
         PtagsLogContext ctx = {.pid = 1, .caller_pid = 2, .caller_uid = 1000, .method = "Apply"};
 
-        ptags_log_changed(&ctx, plan, text);
-        ptags_log_refused(&ctx, "app:a", "org.ptags.tag.add", "not authorized");
-        ptags_log_refused(&ctx, NULL, NULL, "failed");
+        ptags_log_changed(&ctx, plan);
+        g_autoptr(GError) denied = g_error_new(PTAGS_ERROR, PTAGS_ERROR_NOT_AUTHORIZED, "no");
+        g_autoptr(GError) failed = g_error_new(PTAGS_ERROR, PTAGS_ERROR_FAILED, "failed");
+        ptags_log_refused(&ctx, plan, denied);
+        ptags_log_refused(&ctx, NULL, failed);
         ptags_plan_free(plan);
         ptags_set_free(set);
 }

@@ -104,6 +104,51 @@ static void test_exited_process(void)
         g_assert_error(error, PTAGS_ERROR, PTAGS_ERROR_NO_SUCH_PROCESS);
 }
 
+typedef struct {
+        GMutex lock;
+        GCond cond;
+        pid_t tid;
+        gboolean done;
+} ThreadInfo;
+
+static gpointer report_tid_and_wait(gpointer data)
+{
+        ThreadInfo *info = data;
+
+        g_mutex_lock(&info->lock);
+        info->tid = (pid_t)syscall(SYS_gettid);
+        g_cond_broadcast(&info->cond);
+        while (!info->done)
+                g_cond_wait(&info->cond, &info->lock);
+        g_mutex_unlock(&info->lock);
+        return NULL;
+}
+
+static void test_thread_id(void)
+{
+        ThreadInfo info = {0};
+        GThread *thread = g_thread_new("tid", report_tid_and_wait, &info);
+        PtagsTarget t;
+        g_autoptr(GError) error = NULL;
+
+        g_mutex_lock(&info.lock);
+        while (info.tid == 0)
+                g_cond_wait(&info.cond, &info.lock);
+        g_mutex_unlock(&info.lock);
+
+        /* Tags belong to processes; a thread id is refused with a hint. */
+        g_assert_false(ptags_target_pin_pid(&t, info.tid, &error));
+        g_assert_error(error, PTAGS_ERROR, PTAGS_ERROR_NO_SUCH_PROCESS);
+        g_autofree char *hint = g_strdup_printf("a thread of process %d", (int)getpid());
+        g_assert_nonnull(strstr(error->message, hint));
+
+        g_mutex_lock(&info.lock);
+        info.done = TRUE;
+        g_cond_broadcast(&info.cond);
+        g_mutex_unlock(&info.lock);
+        g_thread_join(thread);
+}
+
 static void test_not_a_pidfd(void)
 {
         PtagsTarget t;
@@ -192,5 +237,6 @@ int main(int argc, char **argv)
         g_test_add_func("/target/exited-process", test_exited_process);
         g_test_add_func("/target/alive-without-cap-kill", test_alive_without_cap_kill);
         g_test_add_func("/target/not-a-pidfd", test_not_a_pidfd);
+        g_test_add_func("/target/thread-id", test_thread_id);
         return g_test_run();
 }

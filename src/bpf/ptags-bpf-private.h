@@ -22,6 +22,7 @@ struct ptags_bpf {
         bool lsm;
         bool transient;
         char *pin_dir;
+        int lock_fd; /* flock on pin_dir: one owner of the maps at a time */
         struct bpf_link *links[LINK_COUNT];
         struct bpf_link *retag_link;
         ptags_bpf_sets sets;

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
@@ -91,6 +92,25 @@ static int ensure_bpffs(ptags_bpf *b, const char *pin_dir)
                 return ptags_bpf_fail(b, -errno, "cannot mount bpffs on " BPFFS_ROOT ": %s",
                                       strerror(errno));
         return 0;
+}
+
+/* Two loaders on the same pins would hand out the same set ids for
+ * different sets. The lock dies with its holder (SIGKILL included); a
+ * successor started while the old one shuts down waits a little. */
+static int lock_pins(ptags_bpf *b)
+{
+        b->lock_fd = open(b->pin_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (b->lock_fd < 0)
+                return ptags_bpf_fail(b, -errno, "cannot open %s: %s", b->pin_dir, strerror(errno));
+        for (int tries = 0; tries < 100; tries++) {
+                if (flock(b->lock_fd, LOCK_EX | LOCK_NB) == 0)
+                        return 0;
+                if (errno != EWOULDBLOCK)
+                        break;
+                usleep(50000);
+        }
+        return ptags_bpf_fail(b, -EBUSY, "%s is in use by another ptagsd (or a test instance)",
+                              b->pin_dir);
 }
 
 static char *path_join(const char *dir, const char *name, const char *suffix)
@@ -277,6 +297,7 @@ int ptags_bpf_open(const ptags_bpf_options *opts, ptags_bpf **out, char *err, si
                 return -ENOMEM;
         }
         pthread_mutex_init(&b->lock, NULL);
+        b->lock_fd = -1;
         b->transient = o->transient;
         b->pin_dir = strdup(o->pin_dir ? o->pin_dir : DEFAULT_PIN_DIR);
         if (!b->pin_dir) {
@@ -295,6 +316,9 @@ int ptags_bpf_open(const ptags_bpf_options *opts, ptags_bpf **out, char *err, si
                                            strerror(errno));
                         goto error;
                 }
+                r = lock_pins(b);
+                if (r < 0)
+                        goto error;
                 char *p = path_join(b->pin_dir, "task_records", "");
                 if (!p) {
                         r = ptags_bpf_fail(b, -ENOMEM, "out of memory");
@@ -360,6 +384,8 @@ void ptags_bpf_close(ptags_bpf *b)
         ptags_skel__destroy(b->skel);
         ptags_bpf_sets_clear(&b->sets);
         free(b->pin_dir);
+        if (b->lock_fd >= 0)
+                close(b->lock_fd);
         pthread_mutex_destroy(&b->lock);
         free(b);
 }

@@ -368,7 +368,13 @@ static void test_errors(test_instance *t)
         ptags_set *got = NULL;
         CHECK(ptags_bpf_read_tags(t->bpf, gone, &got) == -ESRCH, "reading a dead process: ESRCH");
 
+        /* A second loader on the same pins would reuse set ids: refused. */
         char err[512] = "";
+        ptags_bpf *twin = NULL;
+        ptags_bpf_options same = {.pin_dir = t->pin_dir, .state_dir = t->state_dir};
+        CHECK(ptags_bpf_open(&same, &twin, err, sizeof(err)) == -EBUSY && twin == NULL,
+              "a second instance on the same pins is refused: %s", err);
+
         ptags_bpf *lsm = NULL;
         ptags_bpf_options o = {.transient = true, .mode = PTAGS_BPF_MODE_LSM};
         int r = ptags_bpf_open(&o, &lsm, err, sizeof(err));

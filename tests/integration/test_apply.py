@@ -120,10 +120,11 @@ class ApplyTests(PtagsTestCase):
         self.assertIn((long_tag, False, ""), got)
         self.assertTrue(self.assertOk(self.world.root_call("HasTag", "us",
                                                            [self.target, "日本:*"]))[0])
-        # The kernel file holds exactly the same list.
-        raw = self.world.fixture_tags(self.target).decode()
-        self.assertEqual(raw.count("\n"), len(got))
-        self.assertIn("café:ü=wert = ü\n", raw)
+        if self.world.backend == "ptags-lsm":
+            # The kernel file holds exactly the same list.
+            raw = self.world.fixture_tags(self.target).decode()
+            self.assertEqual(raw.count("\n"), len(got))
+            self.assertIn("café:ü=wert = ü\n", raw)
 
     def test_batch_at_the_documented_limits(self):
         # 4096 lines and up to 1 MiB of text are accepted (4097 are not,

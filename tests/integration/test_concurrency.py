@@ -16,29 +16,16 @@ SET_VALUE = "org.ptags.tag.set-value"
 RACE_ERRORS = ("org.ptags.Error.Failed", "org.ptags.Error.NoSuchTag")
 
 
-class ConcurrencyTests(PtagsTestCase):
+class TargetWorld(PtagsTestCase):
+    """One unprivileged target holding app:a=v."""
+
     def setUp(self):
         super().setUp()
         self.target = self.world.spawn_target(unprivileged=True)
         self.assertOk(self.world.root_call("Apply", "uas", [self.target, ["+app:a", "!app:a=v"]]))
 
-    def write_kernel(self, pid, lines):
-        """Write command lines straight to the (fixture) kernel file, one
-        page at a time, as root (unrestricted, like CAP_MAC_ADMIN)."""
-        path = os.path.join(self.world.mount, str(pid), "attr", "ptags")
-        chunk = ""
-        for line in lines + [None]:
-            if line is None or len(chunk) + len(line) + 1 > 4000:
-                if chunk:
-                    fd = os.open(path, os.O_WRONLY)
-                    try:
-                        self.assertEqual(os.write(fd, chunk.encode()), len(chunk.encode()))
-                    finally:
-                        os.close(fd)
-                chunk = ""
-            if line is not None:
-                chunk += line + "\n"
 
+class ConcurrencyTests(TargetWorld):
     def test_concurrent_changes_on_one_target(self):
         polkit = self.world.polkit
         polkit.set_allowed([ADD])
@@ -115,6 +102,56 @@ class ConcurrencyTests(PtagsTestCase):
                       "setting a value on a tag removed meanwhile: %r" % (reply,))
         self.assertEqual(self.world.get_tags(self.target), [], "the removed tag came back")
 
+    def test_large_batch_by_unprivileged_caller(self):
+        """A legitimate 1000-change batch is authorized change by change:
+        ptagsd must not flood the bus with more pending polkit calls than
+        it allows one connection (dbus-daemon's default is 128)."""
+        self.world.polkit.set_allowed([ADD])
+        client = self.world.spawn_client()
+        batch = ["+big:%04d" % i for i in range(1000)]
+        reply = client.call("Apply", "uas", [self.target, batch], timeout=60, timeout_ms=60000)
+        self.assertOk(reply)
+        self.assertEqual(len(self.world.get_tags(self.target)), 1001)
+        self.assertEqual(len(self.world.polkit.checks()), 1000)
+
+    def test_caller_disconnects_while_check_hangs(self):
+        polkit = self.world.polkit
+        polkit.set_allowed([ADD])
+        polkit.set_hang([ADD])
+        client = self.world.spawn_client()
+        client.send("AddTag", "usb", [self.target, "app:gone", False])
+        polkit.wait_hanging(1)
+        self.world.kill(client.pid)
+        polkit.set_hang([])
+        polkit.release()
+        # ptagsd survives replying to a vanished caller and keeps serving.
+        self.assertOk(self.world.root_call("AddTag", "usb", [self.target, "after", False]))
+        self.assertIn(("after", False, ""), self.world.get_tags(self.target))
+        self.assertTrue(self.world.daemon_alive())
+
+
+class KernelWriteRaceTests(TargetWorld):
+    """Writes straight to the kernel file: the fixture's, so ptags-lsm only."""
+
+    backends = ("ptags-lsm",)
+
+    def write_kernel(self, pid, lines):
+        """Write command lines straight to the (fixture) kernel file, one
+        page at a time, as root (unrestricted, like CAP_MAC_ADMIN)."""
+        path = os.path.join(self.world.mount, str(pid), "attr", "ptags")
+        chunk = ""
+        for line in lines + [None]:
+            if line is None or len(chunk) + len(line) + 1 > 4000:
+                if chunk:
+                    fd = os.open(path, os.O_WRONLY)
+                    try:
+                        self.assertEqual(os.write(fd, chunk.encode()), len(chunk.encode()))
+                    finally:
+                        os.close(fd)
+                chunk = ""
+            if line is not None:
+                chunk += line + "\n"
+
     def test_direct_kernel_writes_are_seen(self):
         self.write_kernel(self.target, ["+direct", "+@app:a"])
         self.assertEqual(self.world.get_tags(self.target),
@@ -145,33 +182,6 @@ class ConcurrencyTests(PtagsTestCase):
         self.assertIn(reply.error, RACE_ERRORS + ("org.ptags.Error.TooManyTags",), reply)
         self.assertEqual(self.world.get_tags(self.target), expected,
                          "a failed batch must leave no tag behind")
-
-    def test_large_batch_by_unprivileged_caller(self):
-        """A legitimate 1000-change batch is authorized change by change:
-        ptagsd must not flood the bus with more pending polkit calls than
-        it allows one connection (dbus-daemon's default is 128)."""
-        self.world.polkit.set_allowed([ADD])
-        client = self.world.spawn_client()
-        batch = ["+big:%04d" % i for i in range(1000)]
-        reply = client.call("Apply", "uas", [self.target, batch], timeout=60, timeout_ms=60000)
-        self.assertOk(reply)
-        self.assertEqual(len(self.world.get_tags(self.target)), 1001)
-        self.assertEqual(len(self.world.polkit.checks()), 1000)
-
-    def test_caller_disconnects_while_check_hangs(self):
-        polkit = self.world.polkit
-        polkit.set_allowed([ADD])
-        polkit.set_hang([ADD])
-        client = self.world.spawn_client()
-        client.send("AddTag", "usb", [self.target, "app:gone", False])
-        polkit.wait_hanging(1)
-        self.world.kill(client.pid)
-        polkit.set_hang([])
-        polkit.release()
-        # ptagsd survives replying to a vanished caller and keeps serving.
-        self.assertOk(self.world.root_call("AddTag", "usb", [self.target, "after", False]))
-        self.assertIn(("after", False, ""), self.world.get_tags(self.target))
-        self.assertTrue(self.world.daemon_alive())
 
 
 if __name__ == "__main__":

@@ -17,7 +17,10 @@ class DaemonLifecycleTests(PtagsTestCase):
 
     def test_second_instance_does_not_take_over(self):
         target = self.world.spawn_target()
-        result = self.run_ptagsd("--backend=ptags-lsm", "--proc-root=" + self.world.mount)
+        args = ["--backend=" + self.world.backend]
+        if self.world.mount is not None:
+            args.append("--proc-root=" + self.world.mount)
+        result = self.run_ptagsd(*args)
         self.assertNotEqual(result.returncode, 0)
         self.assertIn("org.ptags.Manager", result.stderr)
         self.assertTrue(self.world.daemon_alive())

@@ -9,6 +9,7 @@ from ptags_harness import PtagsTestCase
 
 
 class MainlineKernelTests(PtagsTestCase):
+    backends = ("ptags-lsm",)  # the fixture imitates the mainline kernel
     world_options = {"fixture_args": ["--mainline"]}
 
     def test_changes_not_supported_reads_work(self):

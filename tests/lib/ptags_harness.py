@@ -10,6 +10,8 @@
 #   PTAGSD            ptagsd executable (required)
 #   PTAGS_FIXTURE     ptags-kernel-fixture executable (required)
 #   PTAGS_SOURCE_ROOT source tree (optional; defaults to this file's ../..)
+#   PTAGS_BACKEND     ptags-lsm (default: the kernel fixture stands in for a
+#                     patched kernel) or bpf (the real kernel, no fixture)
 #   PTAGS_DAEMON_WRAPPER optional command prefix for ptagsd (e.g. strace);
 #                     ptagsd must exit 0 on SIGTERM either way. (valgrind
 #                     3.19 lacks pidfd_open: use a -Db_sanitize build, whose
@@ -291,6 +293,7 @@ class World:
         self.tmp = None
         self.address = None
         self.mount = None
+        self.backend = os.environ.get("PTAGS_BACKEND", "ptags-lsm")
         self.polkit = None
         self.conn = None
         self._procs = []  # (label, Popen), stopped in reverse order
@@ -303,8 +306,12 @@ class World:
 
     def start(self):
         self.ptagsd = self._required_exe("PTAGSD", "ptagsd (meson variable ptagsd_exe)")
-        self.fixture_exe = self._required_exe(
-            "PTAGS_FIXTURE", "ptags-kernel-fixture (meson variable ptags_kernel_fixture)")
+        self.backend = os.environ.get("PTAGS_BACKEND", "ptags-lsm")
+        if self.backend not in ("ptags-lsm", "bpf"):
+            raise HarnessError("PTAGS_BACKEND=%s: expected ptags-lsm or bpf" % self.backend)
+        if self.backend == "ptags-lsm":
+            self.fixture_exe = self._required_exe(
+                "PTAGS_FIXTURE", "ptags-kernel-fixture (meson variable ptags_kernel_fixture)")
         self.tmp = tempfile.mkdtemp(prefix="ptags-it-")
         # Unprivileged clients must reach the bus socket and the client script.
         os.chmod(self.tmp, 0o755)
@@ -313,7 +320,8 @@ class World:
             self.start_polkit_mock()
         elif self.polkit_kind not in ("none", "external"):
             raise HarnessError("unknown polkit kind %r" % (self.polkit_kind,))
-        self.start_fixture()
+        if self.backend == "ptags-lsm":
+            self.start_fixture()
         if self.polkit_kind != "external":
             self.start_daemon()
 
@@ -427,8 +435,9 @@ class World:
 
     def start_daemon(self, extra_args=()):
         wrapper = os.environ.get("PTAGS_DAEMON_WRAPPER", "").split()
-        argv = wrapper + [self.ptagsd, "--backend=ptags-lsm", "--proc-root=" + self.mount,
-                          "--verbose"]
+        argv = wrapper + [self.ptagsd, "--backend=" + self.backend, "--verbose"]
+        if self.backend == "ptags-lsm":
+            argv.append("--proc-root=" + self.mount)
         if self.polkit_timeout is not None:
             argv.append("--polkit-timeout=%s" % self.polkit_timeout)
         argv += self.daemon_args + list(extra_args)
@@ -593,8 +602,14 @@ class World:
             raise AssertionError("GetTags(%d) failed: %s" % (pid, reply))
         return [tuple(t) for t in reply.value[0]]
 
+    def require_fixture(self, why):
+        """Fail (never skip) a test that needs the kernel fixture on bpf."""
+        if self.mount is None:
+            raise HarnessError("%s needs the kernel fixture (PTAGS_BACKEND=ptags-lsm)" % why)
+
     def fixture_tags(self, pid):
         """The raw kernel-format attr file of @pid in the fixture."""
+        self.require_fixture("reading the attr file")
         with open(os.path.join(self.mount, str(pid), "attr", "ptags"), "rb") as f:
             return f.read()
 

@@ -7,7 +7,7 @@
 import time
 import unittest
 
-from ptags_harness import PtagsTestCase
+from ptags_harness import PtagsTestCase, second_user_uid
 
 ADD = "org.ptags.tag.add"
 REMOVE = "org.ptags.tag.remove"
@@ -209,6 +209,29 @@ class PolkitHangTests(PtagsTestCase):
         polkit.release()
         self.assertOk(self.slow.receive(timeout=15))
         self.assertEqual(len(self.world.get_tags(self.slow_target)), 40)
+
+    def test_one_users_flood_does_not_block_another_user(self):
+        """13 callers of one user keep 104 checks waiting (open password
+        dialogs, say); a caller of another user must still be answered.
+        ptagsd caps checks in flight (the bus limits pending replies), so
+        the cap must be shared fairly between users, not first come."""
+        polkit = self.world.polkit
+        polkit.set_hang([ADD])
+        polkit.set_allowed([ADD, REMOVE])
+        flood = [self.world.spawn_client() for _ in range(13)]
+        for i, client in enumerate(flood):
+            client.send("Apply", "uas", [self.slow_target, ["+f%d:%d" % (i, j) for j in range(8)]],
+                        timeout_ms=60000)
+        polkit.wait_hanging(8)
+        other_user = self.world.spawn_client(uid=second_user_uid())
+        other_user.send("RemoveTag", "us", [self.other_target, "app:x"])
+        self.assertTrue(other_user.pending(5.0),
+                        "another user's check waited behind one user's flood")
+        self.assertOk(other_user.receive())
+        polkit.set_hang([])
+        polkit.release()
+        for client in flood:
+            self.assertOk(client.receive(timeout=30))
 
     def test_target_exits_during_authorization(self):
         polkit = self.world.polkit

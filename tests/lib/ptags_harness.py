@@ -26,6 +26,7 @@
 
 import json
 import os
+import pwd
 import select
 import shutil
 import signal
@@ -55,15 +56,26 @@ MOCK_IFACE = "org.freedesktop.DBus.Mock"
 ERROR_PREFIX = "org.ptags.Error."
 INTERACTIVE_REQUIRED = "org.freedesktop.DBus.Error.InteractiveAuthorizationRequired"
 
-# setpriv arguments that make a child an ordinary unprivileged user: no
-# supplementary groups, no inheritable or ambient capabilities.
-UNPRIVILEGED = [
-    "setpriv",
-    "--reuid=%d" % NOBODY_UID,
-    "--regid=%d" % NOBODY_GID,
-    "--clear-groups",
-    "--inh-caps=-all",
-]
+
+
+def unprivileged_argv(uid=NOBODY_UID, gid=NOBODY_GID):
+    """setpriv arguments that make a child an ordinary unprivileged user
+    (@uid need not exist): no supplementary groups, no inheritable or
+    ambient capabilities."""
+    return ["setpriv", "--reuid=%d" % uid, "--regid=%d" % gid, "--clear-groups",
+            "--inh-caps=-all"]
+
+
+UNPRIVILEGED = unprivileged_argv()
+
+
+def second_user_uid():
+    """An unprivileged uid other than nobody's, for tests about two users.
+    It must exist in passwd: dbus-daemon refuses unknown uids."""
+    for entry in sorted(pwd.getpwall(), key=lambda e: e.pw_uid):
+        if 0 < entry.pw_uid < NOBODY_UID:
+            return entry.pw_uid
+    raise HarnessError("no second unprivileged user in passwd")
 
 
 class HarnessError(AssertionError):
@@ -560,13 +572,15 @@ class World:
                 return
         raise HarnessError("pid %d is not a child of this world" % pid)
 
-    def spawn_client(self, unprivileged=True):
-        """A ClientProcess connected to the bus (as nobody by default)."""
+    def spawn_client(self, unprivileged=True, uid=NOBODY_UID):
+        """A ClientProcess connected to the bus (as @uid, nobody by default;
+        as root when not @unprivileged)."""
         script = os.path.join(self.tmp, "ptags_client.py")
         if not os.path.exists(script):
             shutil.copy(os.path.join(LIB_DIR, "ptags_client.py"), script)
             os.chmod(script, stat.S_IRUSR | stat.S_IWUSR | stat.S_IRGRP | stat.S_IROTH)
-        argv = (UNPRIVILEGED if unprivileged else []) + [PYTHON, "-I", script, self.address]
+        argv = (unprivileged_argv(uid, uid) if unprivileged else []) + [
+            PYTHON, "-I", script, self.address]
         proc = self.spawn("client", argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
         client = ClientProcess(proc)
         self._clients.append(client)

@@ -111,6 +111,8 @@ class PolicyWorld(ptags_harness.World):
             raise HarnessError("not in a private mount namespace: run under "
                                "`unshare --mount --propagation private`")
         super().start()  # temp dir, bus (real policy), kernel fixture
+        if self.backend == "bpf":
+            self._private_bpf_state()
         self._install_polkit_files()
         self.start_polkitd()
         if self.daemon_capabilities is not None:
@@ -136,6 +138,16 @@ class PolicyWorld(ptags_harness.World):
                 if line.startswith(field + ":"):
                     return int(line.split()[1], 16)
         raise HarnessError("no %s in ptagsd's status" % field)
+
+    def _private_bpf_state(self):
+        """The bpf backend pins maps in bpffs and keeps a table in its
+        RUNTIME_DIRECTORY: give it a bpffs of this namespace's own and a
+        temp dir, so nothing reaches the host or another test."""
+        subprocess.run(["mount", "-t", "bpf", "bpf", "/sys/fs/bpf"], check=True, timeout=10)
+        self._bind_mounts.append("/sys/fs/bpf")
+        runtime = os.path.join(self.tmp, "run")
+        os.mkdir(runtime, 0o700)
+        self.daemon_env["RUNTIME_DIRECTORY"] = runtime
 
     # ------------------------------------------------------------ polkit
 

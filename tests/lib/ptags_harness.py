@@ -502,6 +502,9 @@ class World:
                         daemon_problem = "ptagsd ignored SIGTERM for 30 s"
                 if proc is self.daemon and proc.returncode != 0 and daemon_problem is None:
                     daemon_problem = "ptagsd exited with %s on SIGTERM" % proc.returncode
+            for stream in (proc.stdin, proc.stdout):
+                if stream is not None:
+                    stream.close()
         if self._mounted:
             self._unmount()
         self._procs = []

@@ -100,15 +100,20 @@ void ptags_check_free(PtagsCheck *check)
 }
 
 /* The bus limits how many replies one connection may await (dbus-daemon:
- * 128 by default), so big batches must not ask polkit everything at once;
- * batches take turns, so one big or hanging batch cannot hold every slot. */
-#define MAX_CHECKS_IN_FLIGHT 96
+ * 128 by default), so ptagsd never asks polkit everything at once. Checks
+ * that wait (say, for password dialogs) hold their slot, so slots are shared:
+ * batches take turns, one batch holds at most 8 and one user at most 16, so
+ * one user's flood leaves room for others (7 users would be needed to fill
+ * every slot, which leaves room below the bus limit for ptagsd's other calls). */
+#define MAX_CHECKS_IN_FLIGHT 112
+#define MAX_CHECKS_PER_USER  16
 #define MAX_CHECKS_PER_BATCH 8
 
 struct _PtagsAuthority {
         guint timeout_seconds;
         guint in_flight;
-        GQueue batches; /* Batch: those with waiting checks, in turn order */
+        GQueue batches;       /* Batch: those with waiting checks, in turn order */
+        GHashTable *per_user; /* uid -> checks in flight (GUINT_TO_POINTER both) */
 };
 
 PtagsAuthority *ptags_authority_new(guint timeout_seconds)
@@ -116,12 +121,29 @@ PtagsAuthority *ptags_authority_new(guint timeout_seconds)
         PtagsAuthority *a = g_new0(PtagsAuthority, 1);
 
         a->timeout_seconds = timeout_seconds;
+        a->per_user = g_hash_table_new(g_direct_hash, g_direct_equal);
         return a;
 }
 
 void ptags_authority_free(PtagsAuthority *a)
 {
+        g_hash_table_unref(a->per_user);
         g_free(a);
+}
+
+static guint user_in_flight(PtagsAuthority *a, uid_t uid)
+{
+        return GPOINTER_TO_UINT(g_hash_table_lookup(a->per_user, GUINT_TO_POINTER(uid)));
+}
+
+static void user_add_in_flight(PtagsAuthority *a, uid_t uid, int delta)
+{
+        guint n = (guint)((int)user_in_flight(a, uid) + delta);
+
+        if (n == 0)
+                g_hash_table_remove(a->per_user, GUINT_TO_POINTER(uid));
+        else
+                g_hash_table_insert(a->per_user, GUINT_TO_POINTER(uid), GUINT_TO_POINTER(n));
 }
 
 /* One batch: its checks run concurrently (up to the in-flight limit); the
@@ -134,6 +156,7 @@ typedef struct {
         guint timeout_id;
         guint pending;
         PolkitSubject *subject;
+        uid_t uid; /* the caller's, for the per-user share */
         PtagsAuthority *owner;
         PolkitAuthority *polkit;
         PolkitCheckAuthorizationFlags flags;
@@ -215,7 +238,8 @@ static void start_checks(PtagsAuthority *a)
                         skipped = 0;
                         continue;
                 }
-                if (b->in_flight >= MAX_CHECKS_PER_BATCH) {
+                if (b->in_flight >= MAX_CHECKS_PER_BATCH ||
+                    user_in_flight(a, b->uid) >= MAX_CHECKS_PER_USER) {
                         g_queue_push_tail(&a->batches, b);
                         skipped++;
                         continue;
@@ -226,6 +250,7 @@ static void start_checks(PtagsAuthority *a)
                 skipped = 0;
                 a->in_flight++;
                 b->in_flight++;
+                user_add_in_flight(a, b->uid, +1);
                 polkit_authority_check_authorization(b->polkit, b->subject, call->check->action_id,
                                                      call->check->details, b->flags, b->cancellable,
                                                      check_done, call);
@@ -269,6 +294,7 @@ static void check_done(GObject *source, GAsyncResult *res, gpointer user_data)
         PtagsAuthority *a = b->owner;
         a->in_flight--;
         b->in_flight--;
+        user_add_in_flight(a, b->uid, -1);
         g_free(call);
         batch_unref_pending(b);
         start_checks(a);
@@ -322,9 +348,10 @@ static void outer_cancelled(GCancellable *outer, gpointer user_data)
         g_cancellable_cancel(inner);
 }
 
-void ptags_authority_check_all_async(PtagsAuthority *a, const char *sender, GPtrArray *checks,
-                                     gboolean interactive, GCancellable *cancellable,
-                                     GAsyncReadyCallback callback, gpointer user_data)
+void ptags_authority_check_all_async(PtagsAuthority *a, const char *sender, uid_t uid,
+                                     GPtrArray *checks, gboolean interactive,
+                                     GCancellable *cancellable, GAsyncReadyCallback callback,
+                                     gpointer user_data)
 {
         GTask *task = g_task_new(NULL, cancellable, callback, user_data);
 
@@ -352,6 +379,7 @@ void ptags_authority_check_all_async(PtagsAuthority *a, const char *sender, GPtr
         b->cancellable = g_cancellable_new();
         b->timeout_seconds = a->timeout_seconds;
         b->owner = a;
+        b->uid = uid;
         b->pending = 1;
         if (cancellable != NULL) {
                 b->outer = g_object_ref(cancellable);

@@ -47,14 +47,15 @@ PtagsAuthority *ptags_authority_new(guint timeout_seconds);
 void ptags_authority_free(PtagsAuthority *a);
 
 /* Authorize every check of @checks (array of PtagsCheck*) for the bus name
- * @sender, concurrently; the first denial fails the whole batch and cancels
- * the rest. @interactive: the method call allowed interactive authorization.
- * Errors: NotAuthorized (denied, polkit missing/failing/too slow),
+ * @sender (whose process runs as @uid), concurrently; the first denial fails the whole batch and
+ * cancels the rest. @interactive: the method call allowed interactive authorization. Errors:
+ * NotAuthorized (denied, polkit missing/failing/too slow),
  * org.freedesktop.DBus.Error.InteractiveAuthorizationRequired, or
  * G_IO_ERROR_CANCELLED when @cancellable fired (the caller left). */
-void ptags_authority_check_all_async(PtagsAuthority *a, const char *sender, GPtrArray *checks,
-                                     gboolean interactive, GCancellable *cancellable,
-                                     GAsyncReadyCallback callback, gpointer user_data);
+void ptags_authority_check_all_async(PtagsAuthority *a, const char *sender, uid_t uid,
+                                     GPtrArray *checks, gboolean interactive,
+                                     GCancellable *cancellable, GAsyncReadyCallback callback,
+                                     gpointer user_data);
 gboolean ptags_authority_check_all_finish(GAsyncResult *result, GError **error);
 
 /* PtagsCheck constructor/destructor for GPtrArray. */

@@ -21,26 +21,43 @@ typedef struct {
         PtagsBackend *backend;
         PtagsAuthority *authority;
         PtagsService *service;
+        gboolean name_owned;
         int exit_code;
 } Daemon;
 
-static void bus_acquired(GDBusConnection *connection, const char *name, gpointer user_data)
+/* Fail before touching the kernel when the bus is unreachable or another
+ * ptagsd already serves: a second instance must not disturb the first (the
+ * bpf backend, for one, refuses to share its pinned state). */
+static GDBusConnection *connect_system_bus(void)
 {
-        Daemon *d = user_data;
         g_autoptr(GError) error = NULL;
+        g_autoptr(GDBusConnection) bus = g_bus_get_sync(G_BUS_TYPE_SYSTEM, NULL, &error);
 
-        d->service = ptags_service_new(connection, d->backend, d->authority, &error);
-        if (d->service == NULL) {
-                g_printerr("ptagsd: cannot export /org/ptags/Manager: %s\n", error->message);
-                d->exit_code = 1;
-                g_main_loop_quit(d->loop);
+        if (bus == NULL) {
+                g_printerr("ptagsd: cannot connect to the system bus: %s\n", error->message);
+                return NULL;
         }
+        g_autoptr(GVariant) reply = g_dbus_connection_call_sync(
+                bus, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
+                "NameHasOwner", g_variant_new("(s)", BUS_NAME), G_VARIANT_TYPE("(b)"),
+                G_DBUS_CALL_FLAGS_NONE, -1, NULL, &error);
+        gboolean owned = FALSE;
+        if (reply != NULL)
+                g_variant_get(reply, "(b)", &owned);
+        if (owned) {
+                g_printerr("ptagsd: cannot own the name %s on the system bus: another ptagsd "
+                           "already serves it\n",
+                           BUS_NAME);
+                return NULL;
+        }
+        return g_steal_pointer(&bus);
 }
 
 static void name_acquired(GDBusConnection *connection, const char *name, gpointer user_data)
 {
         Daemon *d = user_data;
 
+        d->name_owned = TRUE;
         g_message("serving %s with the %s backend", name, d->backend->ops->name);
         sd_notifyf(0, "READY=1\nSTATUS=Serving %s (backend %s)", name, d->backend->ops->name);
 }
@@ -49,8 +66,8 @@ static void name_lost(GDBusConnection *connection, const char *name, gpointer us
 {
         Daemon *d = user_data;
 
-        if (connection == NULL)
-                g_printerr("ptagsd: cannot connect to the system bus\n");
+        if (d->name_owned)
+                g_printerr("ptagsd: lost the name %s (the bus connection closed?)\n", name);
         else
                 g_printerr("ptagsd: cannot own the name %s on the system bus (another ptagsd "
                            "running, or the bus policy does not allow it)\n",
@@ -107,6 +124,9 @@ int main(int argc, char **argv)
                 g_log_set_debug_enabled(TRUE);
 
         Daemon d = {0};
+        g_autoptr(GDBusConnection) bus = connect_system_bus();
+        if (bus == NULL)
+                return 1;
         d.backend = ptags_backend_select(backend_name, proc_root, &error);
         if (d.backend == NULL) {
                 g_printerr("ptagsd: %s\n", error->message);
@@ -117,12 +137,20 @@ int main(int argc, char **argv)
         fflush(stdout);
 
         d.authority = ptags_authority_new((guint)polkit_timeout);
+        /* Exported before the name is owned, so the first call finds it. */
+        d.service = ptags_service_new(bus, d.backend, d.authority, &error);
+        if (d.service == NULL) {
+                g_printerr("ptagsd: cannot export /org/ptags/Manager: %s\n", error->message);
+                ptags_authority_free(d.authority);
+                ptags_backend_free(d.backend);
+                return 1;
+        }
         d.loop = g_main_loop_new(NULL, FALSE);
         g_unix_signal_add(SIGTERM, quit_on_signal, &d);
         g_unix_signal_add(SIGINT, quit_on_signal, &d);
         guint owner =
-                g_bus_own_name(G_BUS_TYPE_SYSTEM, BUS_NAME, G_BUS_NAME_OWNER_FLAGS_DO_NOT_QUEUE,
-                               bus_acquired, name_acquired, name_lost, &d, NULL);
+                g_bus_own_name_on_connection(bus, BUS_NAME, G_BUS_NAME_OWNER_FLAGS_DO_NOT_QUEUE,
+                                             name_acquired, name_lost, &d, NULL);
         g_main_loop_run(d.loop);
 
         g_bus_unown_name(owner);

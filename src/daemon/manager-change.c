@@ -101,6 +101,71 @@ static gboolean change_plan(Call *call, GError **error)
         return TRUE;
 }
 
+/* -------------------------------------------------- re-authorization lock
+ *
+ * A call whose target changed during authorization re-plans and asks polkit
+ * once more. Meanwhile, other calls on that target that went through polkit
+ * wait before applying, or each would invalidate the next one's second check
+ * and a burst of concurrent callers would mostly fail. Callers that need no
+ * authorization (root) never wait: their change is immediate, and it is what
+ * a re-authorizing call must notice. */
+
+static void resume_waiting(gpointer data);
+
+void target_lock_take(Call *call)
+{
+        GHashTable *locks = call->svc->reauthorizing;
+        gpointer key = GINT_TO_POINTER(call->target.pid);
+
+        if (!call->holds_target_lock && !g_hash_table_contains(locks, key)) {
+                g_hash_table_insert(locks, key, g_queue_new());
+                call->holds_target_lock = TRUE;
+        }
+}
+
+void target_lock_release(Call *call)
+{
+        GHashTable *locks = call->svc->reauthorizing;
+        gpointer key = GINT_TO_POINTER(call->target.pid);
+        GQueue *waiting = g_hash_table_lookup(locks, key);
+
+        if (!call->holds_target_lock || waiting == NULL)
+                return;
+        call->holds_target_lock = FALSE;
+        g_hash_table_steal(locks, key);
+        /* Resume outside the caller's stack: it is freeing a call. */
+        if (g_queue_is_empty(waiting))
+                g_queue_free(waiting);
+        else
+                g_idle_add_once(resume_waiting, waiting);
+}
+
+static void change_commit(Call *call);
+
+static void resume_waiting(gpointer data)
+{
+        GQueue *waiting = data;
+        Call *call;
+
+        while ((call = g_queue_pop_head(waiting)) != NULL)
+                change_commit(call);
+        g_queue_free(waiting);
+}
+
+/* True (and @call queued) when another call re-authorizes on its target. */
+static gboolean target_lock_wait(Call *call)
+{
+        GQueue *waiting =
+                g_hash_table_lookup(call->svc->reauthorizing, GINT_TO_POINTER(call->target.pid));
+
+        if (waiting == NULL || call->holds_target_lock || call->caller->uid == 0)
+                return FALSE;
+        g_debug("%s: waiting for a re-authorization on process %d", call->method,
+                (int)call->target.pid);
+        g_queue_push_tail(waiting, call);
+        return TRUE;
+}
+
 /* Re-check, apply, log and signal. This runs within one main-loop dispatch
  * and the backend applies synchronously, so no two daemon calls can
  * interleave on one target: a later call's re-read sees this one's result and
@@ -112,6 +177,8 @@ static void change_commit(Call *call)
         pid_t pid = call->target.pid;
 
         log_context(call, &ctx);
+        if (target_lock_wait(call))
+                return;
         if (!ptags_target_alive(&call->target)) {
                 call_fail(call, g_error_new(PTAGS_ERROR, PTAGS_ERROR_NO_SUCH_PROCESS,
                                             "process %d exited during authorization", (int)pid));
@@ -145,6 +212,9 @@ static void change_commit(Call *call)
                         call_return(call, NULL);
                         return;
                 }
+                /* While this call re-authorizes, other authorized calls on the
+                 * target wait, so the second check is not overtaken as well. */
+                target_lock_take(call);
                 change_authorize(call);
                 return;
         }
@@ -255,8 +325,8 @@ static void change_authorize(Call *call)
         GDBusMessage *msg = g_dbus_method_invocation_get_message(call->invocation);
         gboolean interactive = (g_dbus_message_get_flags(msg) &
                                 G_DBUS_MESSAGE_FLAGS_ALLOW_INTERACTIVE_AUTHORIZATION) != 0;
-        ptags_authority_check_all_async(call->svc->authority, sender, checks, interactive,
-                                        call->cancellable, authorized, call);
+        ptags_authority_check_all_async(call->svc->authority, sender, call->caller->uid, checks,
+                                        interactive, call->cancellable, authorized, call);
 }
 
 /* Runs once the caller is known and the target pinned. */

@@ -13,6 +13,7 @@ struct _PtagsService {
         PtagsManager *skeleton;
         PtagsBackend *backend;
         PtagsAuthority *authority;
+        GHashTable *reauthorizing; /* pid -> GQueue of Call waiting to apply */
 };
 
 /* One method call in flight; owned by whichever async step runs next. */
@@ -35,6 +36,7 @@ typedef struct {
         ptags_set *current;
         ptags_plan *plan;
         gboolean rebuilt;
+        gboolean holds_target_lock;
         GCancellable *cancellable;
         guint owner_watch;
 } Call;
@@ -61,6 +63,11 @@ gboolean call_adopt_fd(Call *call, GUnixFDList *fds, GVariant *handle, GError **
 GError *ptags_errno_error(int neg_errno, const char *what, pid_t pid);
 /* @text cut to a readable length for messages. (transfer full) */
 char *ptags_shorten(const char *text);
+
+/* The target's re-authorization lock (manager-change.c); released by
+ * call_free at the latest. */
+void target_lock_take(Call *call);
+void target_lock_release(Call *call);
 
 /* Connect the change methods (manager-change.c) to the skeleton. */
 void ptags_manager_connect_changes(PtagsService *svc);

@@ -115,6 +115,7 @@ Call *call_new(PtagsService *svc, GDBusMethodInvocation *invocation)
 
 void call_free(Call *call)
 {
+        target_lock_release(call);
         if (call->owner_watch != 0)
                 g_dbus_connection_signal_unsubscribe(call->svc->connection, call->owner_watch);
         g_clear_object(&call->invocation);
@@ -434,6 +435,7 @@ PtagsService *ptags_service_new(GDBusConnection *connection, PtagsBackend *backe
         svc->connection = g_object_ref(connection);
         svc->backend = backend;
         svc->authority = authority;
+        svc->reauthorizing = g_hash_table_new(g_direct_hash, g_direct_equal);
         svc->skeleton = ptags_manager_skeleton_new();
         ptags_manager_set_version(svc->skeleton, PACKAGE_VERSION);
         ptags_manager_set_backend(svc->skeleton, backend->ops->name);
@@ -467,6 +469,7 @@ void ptags_service_free(PtagsService *svc)
         if (g_dbus_interface_skeleton_get_connection(G_DBUS_INTERFACE_SKELETON(svc->skeleton)))
                 g_dbus_interface_skeleton_unexport(G_DBUS_INTERFACE_SKELETON(svc->skeleton));
         g_clear_object(&svc->skeleton);
+        g_hash_table_unref(svc->reauthorizing);
         g_clear_object(&svc->connection);
         g_free(svc);
 }

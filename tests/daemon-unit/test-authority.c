@@ -155,7 +155,7 @@ static void test_unknown_action_denied_without_polkit(void)
         g_ptr_array_add(checks, ptags_check_new(NULL, polkit_details_new(), "app:x"));
         GError *error = NULL;
 
-        ptags_authority_check_all_async(a, ":1.1", checks, FALSE, NULL, on_checked, &error);
+        ptags_authority_check_all_async(a, ":1.1", 1000, checks, FALSE, NULL, on_checked, &error);
         while (error == NULL)
                 g_main_context_iteration(NULL, TRUE);
         g_assert_error(error, PTAGS_ERROR, PTAGS_ERROR_NOT_AUTHORIZED);

@@ -1,5 +1,5 @@
-/* manager.c: the org.ptags.Manager object. Every change handler runs the same
- * pipeline: pin, validate, read, plan, authorize, re-check, apply, log, signal. */
+/* manager.c: the org.ptags.Manager object, its read methods (no authorization)
+ * and the plumbing every call shares; the change pipeline is manager-change.c. */
 #define G_LOG_DOMAIN "ptagsd-manager"
 
 #include "manager.h"

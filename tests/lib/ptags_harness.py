@@ -302,6 +302,7 @@ class World:
         self.daemon_args = list(daemon_args)
         self.fixture_args = list(fixture_args)
         self.daemon_env = dict(daemon_env or {})
+        self.bpf_pin_dir = None  # private pins of a bpf world, removed by stop()
         self.tmp = None
         self.address = None
         self.mount = None
@@ -327,6 +328,8 @@ class World:
         self.tmp = tempfile.mkdtemp(prefix="ptags-it-")
         # Unprivileged clients must reach the bus socket and the client script.
         os.chmod(self.tmp, 0o755)
+        if self.backend == "bpf":
+            self._isolate_bpf_state()
         self.start_bus()
         if self.polkit_kind == "mock":
             self.start_polkit_mock()
@@ -336,6 +339,25 @@ class World:
             self.start_fixture()
         if self.polkit_kind != "external":
             self.start_daemon()
+
+    def _isolate_bpf_state(self):
+        """Give this world's ptagsd its own pins and state, so tests never
+        share (or leave behind) the system's /sys/fs/bpf/ptags and /run/ptags;
+        a test that sets these itself keeps its own."""
+        run_dir = os.path.join(self.tmp, "run")
+        os.mkdir(run_dir, 0o700)
+        self.bpf_pin_dir = "/sys/fs/bpf/" + os.path.basename(self.tmp)
+        self.daemon_env.setdefault("PTAGS_BPF_PIN_DIR", self.bpf_pin_dir)
+        self.daemon_env.setdefault("RUNTIME_DIRECTORY", run_dir)
+
+    def _remove_bpf_pins(self):
+        pin_dir = self.bpf_pin_dir
+        if pin_dir is None or not os.path.isdir(pin_dir):
+            return
+        for name in os.listdir(pin_dir):
+            os.unlink(os.path.join(pin_dir, name))
+        os.rmdir(pin_dir)
+        self.bpf_pin_dir = None
 
     @staticmethod
     def _required_exe(var, what):
@@ -508,6 +530,8 @@ class World:
         if self._mounted:
             self._unmount()
         self._procs = []
+        # The programs stay attached while pinned: unpin once ptagsd is gone.
+        self._remove_bpf_pins()
         if self.tmp is not None:
             if self.daemon_log_path is not None:
                 sys.stderr.write("---- ptagsd log (tail) ----\n%s\n" % self.read_log("ptagsd.log"))

@@ -11,7 +11,8 @@ struct ptags_plan {
         size_t count;
         size_t cap;
         ptags_set *result;
-        size_t line; /* the line being resolved, stamped on its changes */
+        size_t line;  /* the line being resolved, stamped on its changes */
+        size_t bytes; /* copied tag and value bytes, bounded by PTAGS_PLAN_MAX_BYTES */
 };
 
 static void change_clear(ptags_change *c)
@@ -47,6 +48,10 @@ static char *dup_bytes(const char *s, size_t len)
 static ptags_result record_change(const ptags_change *c, void *ctx)
 {
         ptags_plan *p = ctx;
+        /* Each length is bounded by the grammar, so the sum cannot overflow. */
+        size_t bytes = c->tag_len + c->value_len + c->old_value_len;
+        if (p->count >= PTAGS_PLAN_MAX_CHANGES || bytes > PTAGS_PLAN_MAX_BYTES - p->bytes)
+                return PTAGS_E_BATCH_TOO_LARGE;
         if (p->count == p->cap) {
                 size_t cap = p->cap ? p->cap * 2 : 16;
                 if (cap > SIZE_MAX / sizeof(ptags_change))
@@ -67,6 +72,7 @@ static ptags_result record_change(const ptags_change *c, void *ctx)
                 return PTAGS_E_NOMEM;
         }
         p->changes[p->count++] = copy;
+        p->bytes += bytes;
         return PTAGS_OK;
 }
 

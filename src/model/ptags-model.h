@@ -46,6 +46,9 @@ typedef enum {
         PTAGS_E_NO_SUCH_TAG,     /* ENOENT: '!' on a missing tag, or a '?' without match */
         PTAGS_E_TOO_MANY_TAGS,   /* ECANCELED: the 4001st tag */
         PTAGS_E_NOMEM,           /* ENOMEM */
+        PTAGS_E_BATCH_TOO_LARGE, /* E2BIG: an atomic batch resolving to more than
+                                  * PTAGS_PLAN_MAX_CHANGES changes or
+                                  * PTAGS_PLAN_MAX_BYTES bytes of change data */
 } ptags_result;
 
 /* The kernel errno (positive) for @r; 0 for PTAGS_OK. */
@@ -264,7 +267,16 @@ typedef struct ptags_plan ptags_plan;
  * daemon authorizes each change); every other rule is (grammar, ENOENT,
  * query preconditions, 4000 tags). On failure returns the error, sets
  * *failed_line (may be NULL) to the index of the failing line and leaves
- * *out untouched. (transfer full: ptags_plan_free) */
+ * *out untouched. (transfer full: ptags_plan_free)
+ * A plan is bounded whatever the target holds: global lines expand to one
+ * change per match, so a short batch of keep flips over a full set would
+ * otherwise copy gigabytes before anyone is authorized. Past
+ * PTAGS_PLAN_MAX_CHANGES changes (four sweeps of a full set) or
+ * PTAGS_PLAN_MAX_BYTES of copied tags and values (a full remove of the
+ * largest set still fits) it fails with BATCH_TOO_LARGE at the line that
+ * crossed the bound. Since: 0.1 */
+#define PTAGS_PLAN_MAX_CHANGES (4u * PTAGS_MAX_TAGS)
+#define PTAGS_PLAN_MAX_BYTES   (192u * 1024u * 1024u)
 ptags_result ptags_plan_build(const ptags_set *current, const char *const *lines,
                               const size_t *lens, size_t n, ptags_plan **out, size_t *failed_line);
 void ptags_plan_free(ptags_plan *p);

@@ -22,6 +22,8 @@ int ptags_result_errno(ptags_result r)
                 return ECANCELED;
         case PTAGS_E_NOMEM:
                 return ENOMEM;
+        case PTAGS_E_BATCH_TOO_LARGE:
+                return E2BIG;
         }
         return EINVAL;
 }
@@ -47,6 +49,8 @@ const char *ptags_result_name(ptags_result r)
                 return "TooManyTags";
         case PTAGS_E_NOMEM:
                 return "Failed";
+        case PTAGS_E_BATCH_TOO_LARGE:
+                return "InvalidCommand";
         }
         return "Failed";
 }
@@ -72,6 +76,9 @@ const char *ptags_result_message(ptags_result r)
                 return "Too many tags";
         case PTAGS_E_NOMEM:
                 return "Out of memory";
+        case PTAGS_E_BATCH_TOO_LARGE:
+                return "Batch too large: it resolves to more than 16000 changes or 192 MiB of "
+                       "tags and values";
         }
         return "Unknown error";
 }

@@ -53,7 +53,7 @@ static void test_from_result(void)
                         PTAGS_ERROR_TOO_MANY_TAGS);
         g_assert_cmpint(ptags_error_from_result(PTAGS_E_NOMEM), ==, PTAGS_ERROR_FAILED);
         /* The model's own suffixes agree with the daemon's table. */
-        for (int r = PTAGS_E_INVALID_TAG; r <= PTAGS_E_NOMEM; r++) {
+        for (int r = PTAGS_E_INVALID_TAG; r <= PTAGS_E_BATCH_TOO_LARGE; r++) {
                 g_autofree char *full =
                         g_strconcat("org.ptags.Error.", ptags_result_name((ptags_result)r), NULL);
                 g_assert_cmpstr(ptags_error_dbus_name(ptags_error_from_result((ptags_result)r)), ==,

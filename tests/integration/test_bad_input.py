@@ -257,6 +257,10 @@ class BadInputTests(PtagsTestCase):
             ("AddTag 4001st", "AddTag", "usb", [self.target, "one:more", False], "TooManyTags"),
             ("Apply 4001st", "Apply", "uas", [self.target, ["-t:0000", "+x", "+y"]],
              "TooManyTags"),
+            # Five global keep flips over 4000 tags resolve to 20000 changes:
+            # refused before any polkit check or write (the model's plan bound).
+            ("keep flips past the plan bound", "Apply", "uas",
+             [self.target, ["+@", "-@", "+@", "-@", "+@"]], "InvalidCommand"),
         ])
 
 

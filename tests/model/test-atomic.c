@@ -1,6 +1,7 @@
 /* test-atomic.c: atomic batches (the D-Bus Apply): plans, their recorded
  * changes and normalized/undo lines, all-or-nothing application, and the
  * two batch modes side by side on the same input. */
+#include <errno.h>
 #include <string.h>
 
 #include "model-test-util.h"
@@ -208,6 +209,53 @@ static void test_tag_limit(void)
         ptags_set_free(s);
 }
 
+/* A plan is bounded whatever the target holds: global keep flips over a full
+ * set stop at PTAGS_PLAN_MAX_CHANGES, and flips over tags with long values
+ * stop at PTAGS_PLAN_MAX_BYTES, at the line that crossed the bound. */
+static void test_plan_bounds(void)
+{
+        ptags_set *full = test_set_with_n_tags(PTAGS_MAX_TAGS);
+        const char *flips[] = {"+@", "-@", "+@", "-@", "+@"};
+        ptags_plan *plan = NULL;
+        size_t failed = 0;
+        g_assert_cmpint(ptags_plan_build(full, flips, NULL, 4, &plan, &failed), ==, PTAGS_OK);
+        g_assert_cmpuint(ptags_plan_change_count(plan), ==, PTAGS_PLAN_MAX_CHANGES);
+        ptags_plan_free(plan);
+        plan = NULL;
+        g_assert_cmpint(ptags_plan_build(full, flips, NULL, 5, &plan, &failed), ==,
+                        PTAGS_E_BATCH_TOO_LARGE);
+        g_assert_null(plan);
+        g_assert_cmpuint(failed, ==, 4);
+        g_assert_cmpint(ptags_apply_atomic(full, flips, NULL, 5, NULL, &failed), ==,
+                        PTAGS_E_BATCH_TOO_LARGE);
+        ptags_set_free(full);
+
+        /* 400 tags with the longest value: each flip line copies ~13 MB. */
+        ptags_set *heavy = ptags_set_new();
+        char *line = g_malloc(PTAGS_MAX_VALUE_LEN + 16);
+        for (unsigned i = 0; i < 400; i++) {
+                int n = g_snprintf(line, 16, "!v%03u=", i);
+                memset(line + n, 'x', PTAGS_MAX_VALUE_LEN);
+                char add[8];
+                g_snprintf(add, sizeof(add), "+v%03u", i);
+                const char *both[] = {add, line};
+                size_t lens[] = {strlen(add), (size_t)n + PTAGS_MAX_VALUE_LEN};
+                g_assert_cmpint(ptags_apply_atomic(heavy, both, lens, 2, NULL, NULL), ==, PTAGS_OK);
+        }
+        g_free(line);
+        const char *many_flips[40];
+        for (size_t i = 0; i < G_N_ELEMENTS(many_flips); i++)
+                many_flips[i] = i % 2 ? "-@" : "+@";
+        g_assert_cmpint(
+                ptags_plan_build(heavy, many_flips, NULL, G_N_ELEMENTS(many_flips), &plan, &failed),
+                ==, PTAGS_E_BATCH_TOO_LARGE);
+        /* 400 * (4 + 32700) bytes a line: the 16th line crosses 192 MiB. */
+        g_assert_cmpuint(failed, ==, 15);
+        g_assert_cmpint(ptags_result_errno(PTAGS_E_BATCH_TOO_LARGE), ==, E2BIG);
+        g_assert_cmpstr(ptags_result_name(PTAGS_E_BATCH_TOO_LARGE), ==, "InvalidCommand");
+        ptags_set_free(heavy);
+}
+
 static void test_rights_checked_per_change(void)
 {
         ptags_set *rights;
@@ -334,6 +382,7 @@ int main(int argc, char **argv)
         g_test_add_func("/atomic/all-or-nothing", test_all_or_nothing);
         g_test_add_func("/atomic/explicit-lengths", test_explicit_lengths);
         g_test_add_func("/atomic/tag-limit", test_tag_limit);
+        g_test_add_func("/atomic/plan-bounds", test_plan_bounds);
         g_test_add_func("/atomic/rights-checked-per-change", test_rights_checked_per_change);
         g_test_add_func("/atomic/modes-side-by-side", test_modes_side_by_side);
         g_test_add_func("/atomic/format-buffer", test_format_buffer);

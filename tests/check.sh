@@ -23,17 +23,21 @@ else
 fi
 ninja -C "$builddir"
 
-# 3. Sanitizer build of the pure layers (model + kernel fixture).
+# 3. Sanitizer build of the model, the kernel fixture and the daemon: the
+#    integration suite then runs a daemon built with ASan/UBSan.
 if [ ! -f "$asandir/build.ninja" ]; then
   meson setup "$asandir" -Dwerror=true -Db_sanitize=address,undefined \
-    -Db_lundef=false -Dcomponents=model,fixture
+    -Db_lundef=false -Dcomponents=model,fixture,daemon
+else
+  meson configure "$asandir" -Dcomponents=model,fixture,daemon >/dev/null
 fi
 ninja -C "$asandir"
 
 status=0
 meson test -C "$builddir" --print-errorlogs --num-processes 2 "$@" || status=1
 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-  meson test -C "$asandir" --print-errorlogs --suite model --suite fixture "$@" || status=1
+  meson test -C "$asandir" --print-errorlogs --num-processes 2 \
+    --suite model --suite fixture --suite daemon --suite integration "$@" || status=1
 
 # The plain closing line CI reads, summed over both runs.
 python3 - "$builddir" "$asandir" <<'PY'

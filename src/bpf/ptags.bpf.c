@@ -55,8 +55,7 @@ static __always_inline void copy_record(struct task_struct *parent, struct task_
         bpf_spin_unlock(&src->lock);
         /* An empty record means the same as none: the child pays no
          * allocation, and a record the daemon already wrote stays. */
-        if (!(flags & PTAGS_RECORD_VALID) ||
-            (set_id == PTAGS_SET_EMPTY && contid == CONTID_UNSET))
+        if (!(flags & PTAGS_RECORD_VALID) || (set_id == PTAGS_SET_EMPTY && contid == CONTID_UNSET))
                 return;
 
         dst = bpf_task_storage_get(&task_records, child, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);

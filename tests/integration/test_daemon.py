@@ -3,7 +3,12 @@
 #
 # These run the real executable next to the world's own instance.
 
+import os
+import shutil
+import socket
 import subprocess
+import tempfile
+import time
 import unittest
 
 from ptags_harness import PtagsTestCase
@@ -36,6 +41,46 @@ class DaemonLifecycleTests(PtagsTestCase):
                 self.assertNotEqual(result.returncode, 0)
                 self.assertIn("ptagsd", result.stderr, "the refusal must say why")
         self.assertTrue(self.world.daemon_alive())
+
+
+class ReadinessTests(PtagsTestCase):
+    """ptagsd tells systemd it is ready (Type=dbus units use it for status,
+    Type=notify ones to order start-up) only once it serves the bus name."""
+
+    def setUp(self):
+        notify_dir = tempfile.mkdtemp(prefix="ptags-notify-")
+        self.addCleanup(shutil.rmtree, notify_dir, True)
+        self.notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self.addCleanup(self.notify.close)
+        path = os.path.join(notify_dir, "notify")
+        self.notify.bind(path)
+        self.world_options = {"daemon_env": {"NOTIFY_SOCKET": path}}
+        super().setUp()
+
+    def notifications(self, until, timeout=10):
+        """Datagrams as {KEY: VALUE} dicts, until one holds @until."""
+        messages = []
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            self.notify.settimeout(max(0.01, deadline - time.monotonic()))
+            try:
+                data = self.notify.recv(4096)
+            except socket.timeout:
+                break
+            fields = dict(line.split("=", 1) for line in data.decode().splitlines() if "=" in line)
+            messages.append(fields)
+            if until in fields:
+                return messages
+        self.fail("no %s notification within %s s; got %r" % (until, timeout, messages))
+
+    def test_ready_once_the_name_is_served(self):
+        ready = self.notifications("READY")[-1]
+        self.assertEqual(ready["READY"], "1")
+        backend = self.world.get_property("Backend")
+        self.assertIn(backend, ready.get("STATUS", ""), "STATUS names the backend")
+        # It said ready: the name is owned and a call is answered.
+        target = self.world.spawn_target()
+        self.assertOk(self.world.root_call("AddTag", "usb", [target, "ready", False]))
 
 
 if __name__ == "__main__":

@@ -1,0 +1,475 @@
+# test_logging.py: the journal entries and audit records of tag changes
+# really leave ptagsd (received here, parsed, and checked field by field).
+#
+# The journal is this test's own datagram socket, bind-mounted over
+# /run/systemd/journal/socket in ptagsd's private mount namespace
+# (journal-ns-wrapper.sh); audit records are read from the kernel's
+# NETLINK_AUDIT read-log multicast group while audit is switched on.
+
+import array
+import errno
+import os
+import re
+import select
+import shutil
+import socket
+import struct
+import tempfile
+import time
+
+from ptags_harness import HarnessError, PtagsTestCase
+
+# From src/daemon/log.h: stable ids that log filters select on.
+MESSAGE_CHANGED = "56f8202c992d48b2b57f12d212df8c0b"
+MESSAGE_REFUSED = "157bd556789b4955bd9106f6457525c2"
+NOT_AUTHORIZED = "org.ptags.Error.NotAuthorized"
+ADD = "org.ptags.tag.add"
+SET_VALUE = "org.ptags.tag.set-value"
+NOBODY_UID = 65534
+LOG_NOTICE = 5
+LOG_WARNING = 4
+
+WRAPPER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "journal-ns-wrapper.sh")
+
+# linux/netlink.h and linux/audit.h (libaudit.h: AUDIT_USER_MAC_CONFIG_CHANGE).
+NETLINK_AUDIT = 9
+AUDIT_NLGRP_READLOG = 1
+NLMSG_ERROR = 2
+NLM_F_REQUEST = 0x1
+NLM_F_ACK = 0x4
+AUDIT_GET = 1000
+AUDIT_SET = 1001
+AUDIT_STATUS_ENABLED = 0x1
+AUDIT_USER_MAC_CONFIG_CHANGE = 2312
+AUDIT_STATUS_WORDS = 10  # mask enabled failure pid rate_limit backlog_limit lost backlog ...
+NLMSG_HEADER = struct.Struct("=IHHII")
+
+WAIT_S = 5.0
+
+
+def parse_journal_native(data):
+    """Fields of one native-protocol journal entry as [(name, value)]:
+    `NAME=value\\n`, or `NAME\\n` + little-endian u64 size + value + `\\n`.
+    Malformed input raises AssertionError naming the offset."""
+    fields = []
+    pos = 0
+    while pos < len(data):
+        newline = data.find(b"\n", pos)
+        if newline < 0:
+            raise AssertionError("journal entry: unterminated field at byte %d" % pos)
+        line = data[pos:newline]
+        if b"=" in line:
+            name, value = line.split(b"=", 1)
+            pos = newline + 1
+        else:
+            name = line
+            if newline + 9 > len(data):
+                raise AssertionError("journal entry: %r lacks its size" % name)
+            (size,) = struct.unpack_from("<Q", data, newline + 1)
+            start = newline + 9
+            value = data[start:start + size]
+            if len(value) != size or data[start + size:start + size + 1] != b"\n":
+                raise AssertionError("journal entry: binary field %r is cut or unterminated"
+                                     % name)
+            pos = start + size + 1
+        fields.append((name.decode(), value.decode()))
+    return fields
+
+
+class JournalEntry:
+    def __init__(self, fields, sender_pid, via_memfd):
+        self.fields = fields
+        self.sender_pid = sender_pid
+        self.via_memfd = via_memfd
+
+    def all(self, name):
+        return [v for n, v in self.fields if n == name]
+
+    def one(self, name):
+        values = self.all(name)
+        if len(values) != 1:
+            raise AssertionError("journal field %s occurs %d times in %r"
+                                 % (name, len(values), self.fields))
+        return values[0]
+
+    def __repr__(self):
+        # Failure messages stay readable even for the largest entries.
+        shown = [(n, v if len(v) < 120 else v[:120] + "...") for n, v in self.fields[:16]]
+        more = len(self.fields) - len(shown)
+        return "JournalEntry(from pid %s%s: %r%s)" % (
+            self.sender_pid, ", memfd" if self.via_memfd else "", shown,
+            " and %d more fields" % more if more else "")
+
+
+class JournalSink:
+    """The AF_UNIX datagram socket ptagsd's libsystemd sends to, with the
+    sender's credentials on every datagram and large entries as a memfd."""
+
+    def __init__(self, path):
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM | socket.SOCK_CLOEXEC)
+        self.sock.bind(path)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
+        # Large enough for entries that are sent inline (libsystemd tries up
+        # to its 8 MiB send buffer before it falls back to a memfd).
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16 * 1024 * 1024)
+
+    def close(self):
+        self.sock.close()
+
+    def receive(self, timeout):
+        """The next entry, or None after @timeout seconds."""
+        ready, _, _ = select.select([self.sock], [], [], timeout)
+        if not ready:
+            return None
+        fd_size = array.array("i").itemsize
+        data, ancillary, _flags, _addr = self.sock.recvmsg(
+            16 * 1024 * 1024, socket.CMSG_SPACE(4 * fd_size) + socket.CMSG_SPACE(12))
+        sender_pid = None
+        fds = []
+        for level, kind, payload in ancillary:
+            if level == socket.SOL_SOCKET and kind == socket.SCM_CREDENTIALS:
+                sender_pid, _uid, _gid = struct.unpack("=iII", payload[:12])
+            elif level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                fds.extend(array.array("i", payload[:len(payload) - len(payload) % fd_size]))
+        if fds:
+            try:
+                if data or len(fds) != 1:
+                    raise AssertionError("a memfd entry must be one fd and no payload, got %d "
+                                         "fd(s) and %d bytes" % (len(fds), len(data)))
+                data = b""
+                while True:
+                    chunk = os.pread(fds[0], 1 << 20, len(data))
+                    if not chunk:
+                        break
+                    data += chunk
+            finally:
+                for fd in fds:
+                    os.close(fd)
+        return JournalEntry(parse_journal_native(data), sender_pid, bool(fds))
+
+    def drain(self):
+        """Discard what has arrived so far (entries of the setup)."""
+        while self.receive(0) is not None:
+            pass
+
+    def wait_for(self, predicate, what, timeout=WAIT_S):
+        """The first entry matching @predicate; entries before it are
+        returned too, as (entry, skipped)."""
+        skipped = []
+        deadline = time.monotonic() + timeout
+        while True:
+            left = deadline - time.monotonic()
+            entry = self.receive(max(left, 0))
+            if entry is None:
+                raise AssertionError("no journal entry %s within %.0f s; got only %r"
+                                     % (what, timeout, skipped))
+            if predicate(entry):
+                return entry, skipped
+            skipped.append(entry)
+
+
+class AuditReader:
+    """Records of the kernel's audit read-log group. Audit is switched on
+    while it is open (user records reach the group only then) and switched
+    back off by close() if it was off."""
+
+    def __init__(self):
+        self.control = None
+        self.reader = None
+        self.was_enabled = None
+        try:
+            self.control = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW | socket.SOCK_CLOEXEC,
+                                         NETLINK_AUDIT)
+            self.control.bind((0, 0))
+            self.reader = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW | socket.SOCK_CLOEXEC,
+                                        NETLINK_AUDIT)
+            self.reader.bind((0, 1 << (AUDIT_NLGRP_READLOG - 1)))
+        except OSError as e:
+            self.close()
+            raise HarnessError("NETLINK_AUDIT is refused here (%s): audit records cannot be "
+                               "checked (needs root with CAP_AUDIT_CONTROL and CAP_AUDIT_READ "
+                               "in the initial namespaces)" % e) from e
+        self.reader.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 * 1024 * 1024)
+        self._seq = 0
+        enabled = self.status()[1]
+        self.was_enabled = enabled
+        if enabled == 2:
+            return  # locked on: records flow, and it must not be changed
+        if enabled == 0:
+            self._set_enabled(1)
+            if self.status()[1] != 1:
+                raise HarnessError("audit stayed disabled after AUDIT_SET")
+
+    def _request(self, kind, payload=b"", flags=NLM_F_REQUEST):
+        self._seq += 1
+        self.control.send(NLMSG_HEADER.pack(NLMSG_HEADER.size + len(payload), kind, flags,
+                                            self._seq, 0) + payload)
+        deadline = time.monotonic() + WAIT_S
+        while True:
+            ready, _, _ = select.select([self.control], [], [], max(deadline - time.monotonic(), 0))
+            if not ready:
+                raise HarnessError("no audit netlink reply to type %d" % kind)
+            data = self.control.recv(65536)
+            for msg_kind, seq, body in split_netlink(data):
+                if seq != self._seq:
+                    continue
+                if msg_kind == NLMSG_ERROR:
+                    (code,) = struct.unpack_from("=i", body)
+                    if code != 0:
+                        raise HarnessError("audit netlink type %d refused: %s"
+                                           % (kind, os.strerror(-code)))
+                    return None
+                return msg_kind, body
+
+    def status(self):
+        reply = self._request(AUDIT_GET)
+        if reply is None or reply[0] != AUDIT_GET:
+            raise HarnessError("unexpected AUDIT_GET reply %r" % (reply,))
+        return struct.unpack_from("=%dI" % 8, reply[1])
+
+    def _set_enabled(self, value):
+        words = [AUDIT_STATUS_ENABLED, value] + [0] * (AUDIT_STATUS_WORDS - 2)
+        self._request(AUDIT_SET, struct.pack("=%dI" % AUDIT_STATUS_WORDS, *words),
+                      NLM_F_REQUEST | NLM_F_ACK)
+
+    def close(self):
+        try:
+            if self.control is not None and self.was_enabled == 0:
+                self._set_enabled(0)
+        finally:
+            for s in (self.reader, self.control):
+                if s is not None:
+                    s.close()
+            self.reader = self.control = None
+
+    def records(self, timeout):
+        """(type, text) of every record arriving within @timeout s."""
+        out = []
+        deadline = time.monotonic() + timeout
+        while True:
+            left = deadline - time.monotonic()
+            ready, _, _ = select.select([self.reader], [], [], max(left, 0))
+            if not ready:
+                return out
+            try:
+                data = self.reader.recv(1 << 20)
+            except OSError as e:
+                if e.errno == errno.ENOBUFS:
+                    raise AssertionError("audit records were lost (ENOBUFS)") from e
+                raise
+            for kind, _seq, body in split_netlink(data):
+                out.append((kind, body.rstrip(b"\0").decode(errors="replace")))
+
+
+def split_netlink(data):
+    pos = 0
+    while pos + NLMSG_HEADER.size <= len(data):
+        length, kind, _flags, seq, _pid = NLMSG_HEADER.unpack_from(data, pos)
+        # Audit's multicast copies may leave nlmsg_len short of the text.
+        end = len(data) if length < NLMSG_HEADER.size else min(pos + length, len(data))
+        yield kind, seq, data[pos + NLMSG_HEADER.size:end]
+        pos += (max(length, NLMSG_HEADER.size) + 3) & ~3
+
+
+USER_RECORD = re.compile(r"^audit\([0-9.:]+\): pid=(\d+) .*? msg='(.*)'$", re.S)
+
+
+def audit_fields(body):
+    """The name=value pairs of a libaudit message body ("op=x pid=1 ...")."""
+    return dict(re.findall(r'(\w+)=("[^"]*"|\S+)', body))
+
+
+def decoded_tag(encoded):
+    """libaudit's tag=: quoted, or hex when it holds spaces or quotes."""
+    if encoded.startswith('"'):
+        return encoded[1:-1]
+    return bytes.fromhex(encoded).decode()
+
+
+class LoggingTests(PtagsTestCase):
+    def setUp(self):
+        if shutil.which("unshare") is None:
+            raise HarnessError("unshare (util-linux) is missing: ptagsd cannot get a private "
+                               "journal socket")
+        sink_dir = tempfile.mkdtemp(prefix="ptags-journal-")
+        self.addCleanup(shutil.rmtree, sink_dir, True)
+        sink_path = os.path.join(sink_dir, "journal.socket")
+        self.journal = JournalSink(sink_path)
+        self.addCleanup(self.journal.close)
+        # Only this world's ptagsd runs in the namespace with our socket.
+        saved = os.environ.get("PTAGS_DAEMON_WRAPPER")
+        os.environ["PTAGS_DAEMON_WRAPPER"] = "/bin/sh %s %s" % (WRAPPER, sink_path)
+        try:
+            super().setUp()
+        finally:
+            if saved is None:
+                del os.environ["PTAGS_DAEMON_WRAPPER"]
+            else:
+                os.environ["PTAGS_DAEMON_WRAPPER"] = saved
+        self.daemon_pid = self.world.daemon.pid
+        self.target = self.world.spawn_target(unprivileged=True)
+
+    def entry_about(self, message_id, pid, action):
+        entry, _ = self.journal.wait_for(
+            lambda e: (e.all("MESSAGE_ID") == [message_id] and e.all("PTAGS_PID") == [str(pid)]
+                       and e.all("PTAGS_ACTION") == [action]),
+            "%s by %s on pid %d" % (message_id, action, pid))
+        return entry
+
+    def assertEntry(self, entry, message_id, priority, action, tags, caller_pid, caller_uid,
+                    result="success"):
+        self.assertEqual(entry.sender_pid, self.daemon_pid, "the entry must come from ptagsd")
+        self.assertEqual(entry.one("MESSAGE_ID"), message_id)
+        self.assertEqual(entry.one("PRIORITY"), str(priority))
+        self.assertEqual(entry.one("PTAGS_PID"), str(self.target))
+        self.assertEqual(entry.one("PTAGS_ACTION"), action)
+        self.assertEqual(entry.one("PTAGS_RESULT"), result)
+        self.assertEqual(entry.one("PTAGS_CALLER_PID"), str(caller_pid))
+        self.assertEqual(entry.one("PTAGS_CALLER_UID"), str(caller_uid))
+        self.assertEqual(sorted(set(entry.all("PTAGS_TAG"))), sorted(tags))
+        self.assertIn(str(self.target), entry.one("MESSAGE"))
+        return entry
+
+    # ------------------------------------------------------------ journal
+
+    def test_root_changes_are_journaled(self):
+        self.journal.drain()
+        self.assertOk(self.world.root_call("AddTag", "usb", [self.target, "log:root", False]))
+        entry = self.entry_about(MESSAGE_CHANGED, self.target, "AddTag")
+        self.assertEntry(entry, MESSAGE_CHANGED, LOG_NOTICE, "AddTag", ["log:root"],
+                         os.getpid(), 0)
+        self.assertEqual(entry.one("PTAGS_LINES"), "+log:root")
+
+        lines = ["+log:a", "+@log:b", "!log:a=v=1", "-log:root"]
+        self.assertOk(self.world.root_call("Apply", "uas", [self.target, lines]))
+        entry = self.entry_about(MESSAGE_CHANGED, self.target, "Apply")
+        self.assertEntry(entry, MESSAGE_CHANGED, LOG_NOTICE, "Apply",
+                         ["log:a", "log:b", "log:root"], os.getpid(), 0)
+        # Several lines: sent in the binary form, one line per change.
+        logged = entry.one("PTAGS_LINES").split("\n")
+        for line in ("+@log:b", "!log:a=v=1", "-log:root"):
+            self.assertIn(line, logged)
+
+    def test_authorized_unprivileged_change_is_journaled(self):
+        client = self.world.spawn_client()
+        self.world.polkit.set_allowed([ADD, SET_VALUE])
+        self.journal.drain()
+        self.assertOk(client.call("AddTag", "usb", [self.target, "log:user", True]))
+        entry = self.entry_about(MESSAGE_CHANGED, self.target, "AddTag")
+        self.assertEntry(entry, MESSAGE_CHANGED, LOG_NOTICE, "AddTag", ["log:user"],
+                         client.pid, NOBODY_UID)
+        self.assertOk(client.call("Apply", "uas", [self.target, ["+log:u2", "!log:u2=x"]]))
+        entry = self.entry_about(MESSAGE_CHANGED, self.target, "Apply")
+        self.assertEntry(entry, MESSAGE_CHANGED, LOG_NOTICE, "Apply", ["log:u2"],
+                         client.pid, NOBODY_UID)
+
+    def test_refused_change_is_journaled(self):
+        client = self.world.spawn_client()  # the polkit mock denies everything
+        self.journal.drain()
+        self.assertError(client.call("AddTag", "usb", [self.target, "log:denied", False]),
+                         "NotAuthorized")
+        entry = self.entry_about(MESSAGE_REFUSED, self.target, "AddTag")
+        self.assertEntry(entry, MESSAGE_REFUSED, LOG_WARNING, "AddTag", ["log:denied"],
+                         client.pid, NOBODY_UID, result=NOT_AUTHORIZED)
+        self.assertEqual(self.world.get_tags(self.target), [])
+
+    def test_noops_and_reads_are_not_journaled(self):
+        self.assertOk(self.world.root_call("Apply", "uas", [self.target, ["+log:here"]]))
+        self.entry_about(MESSAGE_CHANGED, self.target, "Apply")
+        client = self.world.spawn_client()
+        self.journal.drain()
+        self.assertOk(self.world.root_call("AddTag", "usb", [self.target, "log:here", False]))
+        self.assertOk(client.call("AddTag", "usb", [self.target, "log:here", False]))
+        self.assertOk(client.call("RemoveTag", "us", [self.target, "log:absent"]))
+        self.assertOk(client.call("Apply", "uas", [self.target, ["+log:here", "# only"]]))
+        self.assertOk(client.call("GetTags", "u", [self.target]))
+        self.assertOk(client.call("HasTag", "us", [self.target, "log:*"]))
+        self.assertOk(client.call("FindTagged", "s", ["log:*"]))
+        # Entries from one sender arrive in order: the first after the calls
+        # above must be this marker change's.
+        self.assertOk(self.world.root_call("AddTag", "usb", [self.target, "log:marker", False]))
+        entry, skipped = self.journal.wait_for(
+            lambda e: e.all("PTAGS_TAG") == ["log:marker"], "for the marker change")
+        self.assertEqual(skipped, [], "a no-op or a read was journaled")
+        self.assertEqual(entry.one("MESSAGE_ID"), MESSAGE_CHANGED)
+
+    def test_largest_entry_arrives_whole(self):
+        # Close to the 1 MiB limit of an Apply: ~0.9 MB each in MESSAGE,
+        # PTAGS_LINES and the PTAGS_TAG fields. libsystemd sends it inline
+        # when its send buffer allows, else as a sealed memfd; both are read.
+        self.assertSinkReadsMemfdEntries()
+        tags = ["log:%04d:%s" % (i, "x" * 3000) for i in range(300)]
+        self.journal.drain()
+        self.assertOk(self.world.root_call("Apply", "uas", [self.target,
+                                                            ["+" + t for t in tags]]))
+        entry = self.entry_about(MESSAGE_CHANGED, self.target, "Apply")
+        self.assertEntry(entry, MESSAGE_CHANGED, LOG_NOTICE, "Apply", tags, os.getpid(), 0)
+        self.assertEqual(len(entry.all("PTAGS_TAG")), len(tags))
+        self.assertEqual(entry.one("PTAGS_LINES").split("\n"), ["+" + t for t in tags])
+
+    def assertSinkReadsMemfdEntries(self):
+        """The receiver's memfd path, fed by hand the way libsystemd feeds it
+        (no payload, one fd) so a daemon entry past the send buffer is read."""
+        fd = os.memfd_create("journal-entry", os.MFD_CLOEXEC)
+        try:
+            os.write(fd, b"MESSAGE_ID=x\nPTAGS_LINES\n" + struct.pack("<Q", 3) + b"a\nb\n")
+            with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as sender:
+                sender.sendmsg([], [(socket.SOL_SOCKET, socket.SCM_RIGHTS,
+                                     array.array("i", [fd]))],
+                               0, self.journal.sock.getsockname())
+        finally:
+            os.close(fd)
+        entry = self.journal.receive(WAIT_S)
+        self.assertIsNotNone(entry, "the hand-made memfd entry did not arrive")
+        self.assertTrue(entry.via_memfd)
+        self.assertEqual(entry.fields, [("MESSAGE_ID", "x"), ("PTAGS_LINES", "a\nb")])
+        self.assertEqual(entry.sender_pid, os.getpid())
+
+    # ------------------------------------------------------------ audit
+
+    def daemon_records(self, audit, count, timeout=WAIT_S):
+        """Parsed USER_MAC_CONFIG_CHANGE bodies sent by ptagsd about our
+        target, once @count have arrived (or the time is up)."""
+        found = []
+        deadline = time.monotonic() + timeout
+        while len(found) < count and time.monotonic() < deadline:
+            for kind, text in audit.records(min(0.2, max(deadline - time.monotonic(), 0))):
+                match = USER_RECORD.match(text)
+                if kind != AUDIT_USER_MAC_CONFIG_CHANGE or match is None:
+                    continue
+                if int(match.group(1)) != self.daemon_pid:
+                    continue
+                body = audit_fields(match.group(2))
+                if body.get("pid") == str(self.target):
+                    found.append(body)
+        return found
+
+    def test_changes_and_refusals_are_audited(self):
+        audit = AuditReader()
+        self.addCleanup(audit.close)
+        client = self.world.spawn_client()
+        plain, spaced, quoted = "log:plain", "log:has space", 'log:"quoted"'
+        self.assertOk(self.world.root_call("AddTag", "usb", [self.target, plain, False]))
+        # A no-op changes nothing, so it must not be audited (a record would
+        # arrive before the refusal's and be counted for `plain` below).
+        self.assertOk(self.world.root_call("AddTag", "usb", [self.target, plain, False]))
+        self.assertOk(self.world.root_call("Apply", "uas", [self.target,
+                                                            ["+" + spaced, "+" + quoted]]))
+        self.assertError(client.call("AddTag", "usb", [self.target, "log:refused", False]),
+                         "NotAuthorized")
+        records = self.daemon_records(audit, 4)
+        by_tag = {}
+        for body in records:
+            self.assertIn("tag", body, "an audit record without tag=: %r" % body)
+            by_tag.setdefault(decoded_tag(body["tag"]), []).append(body)
+        self.assertEqual(sorted(by_tag), sorted([plain, spaced, quoted, "log:refused"]),
+                         "audit records from ptagsd (pid %d): %r" % (self.daemon_pid, records))
+        for tag in (plain, spaced, quoted, "log:refused"):
+            self.assertEqual(len(by_tag[tag]), 1, "records for %r: %r" % (tag, by_tag[tag]))
+            body = by_tag[tag][0]
+            self.assertEqual(body["op"], "ptags-add")
+            self.assertEqual(body["res"], "failed" if tag == "log:refused" else "success")
+        # Plain tags are quoted; spaces and quotes force hex.
+        self.assertEqual(by_tag[plain][0]["tag"], '"%s"' % plain)
+        self.assertEqual(by_tag[spaced][0]["tag"].upper(), spaced.encode().hex().upper())
+        self.assertEqual(by_tag[quoted][0]["tag"].upper(), quoted.encode().hex().upper())

@@ -362,6 +362,13 @@ class LoggingTests(PtagsTestCase):
         entry = self.entry_about(MESSAGE_CHANGED, self.target, "Apply")
         self.assertEntry(entry, MESSAGE_CHANGED, LOG_NOTICE, "Apply", ["log:u2"],
                          client.pid, NOBODY_UID)
+        # Pid 0 is the caller itself: the entry names the real pid.
+        self.assertOk(client.call("AddTag", "usb", [0, "log:self", False]))
+        entry, _ = self.journal.wait_for(lambda e: e.all("PTAGS_TAG") == ["log:self"],
+                                         "for the caller's own change")
+        self.assertEqual(entry.one("MESSAGE_ID"), MESSAGE_CHANGED)
+        self.assertEqual(entry.one("PTAGS_PID"), str(client.pid))
+        self.assertEqual(entry.one("PTAGS_CALLER_PID"), str(client.pid))
 
     def test_refused_change_is_journaled(self):
         client = self.world.spawn_client()  # the polkit mock denies everything

@@ -36,14 +36,15 @@ static int audit_socket(void)
         return audit_fd;
 }
 
-static void audit_record(const char *op, pid_t pid, const char *tag, gboolean success)
+static void audit_record(const char *op, const PtagsLogContext *ctx, const char *tag,
+                         gboolean success)
 {
         static gboolean warned = FALSE;
         int fd = audit_socket();
 
         if (fd < 0)
                 return;
-        g_autofree char *msg = ptags_audit_message(op, pid, tag);
+        g_autofree char *msg = ptags_audit_message(op, ctx, tag);
         if (audit_log_user_message(fd, PTAGS_AUDIT_TYPE, msg, NULL, NULL, NULL, success ? 1 : 0) <=
                     0 &&
             !warned) {
@@ -62,13 +63,16 @@ static void journal_result(int r)
         }
 }
 
-char *ptags_audit_message(const char *op, pid_t pid, const char *tag)
+/* The record's subject is ptagsd itself, so the body names who asked. */
+char *ptags_audit_message(const char *op, const PtagsLogContext *ctx, const char *tag)
 {
+        g_autofree char *head =
+                g_strdup_printf("op=%s pid=%d caller_pid=%d caller_uid=%u", op, (int)ctx->pid,
+                                (int)ctx->caller_pid, (unsigned)ctx->caller_uid);
         if (tag == NULL)
-                return g_strdup_printf("op=%s pid=%d", op, (int)pid);
+                return g_steal_pointer(&head);
         char *encoded = audit_encode_nv_string("tag", tag, 0);
-        char *msg = g_strdup_printf("op=%s pid=%d %s", op, (int)pid,
-                                    encoded != NULL ? encoded : "tag=?");
+        char *msg = g_strdup_printf("%s %s", head, encoded != NULL ? encoded : "tag=?");
         free(encoded);
         return msg;
 }
@@ -149,7 +153,7 @@ void ptags_log_changed(const PtagsLogContext *ctx, const ptags_plan *plan)
         journal_entry(PTAGS_MESSAGE_TAGS_CHANGED, LOG_NOTICE, ctx, plan, "success", message);
         for (size_t i = 0; i < ptags_plan_change_count(plan); i++) {
                 const ptags_change *c = ptags_plan_change_at(plan, i);
-                audit_record(change_op(c), ctx->pid, c->tag, TRUE);
+                audit_record(change_op(c), ctx, c->tag, TRUE);
         }
 }
 
@@ -166,8 +170,8 @@ void ptags_log_refused(const PtagsLogContext *ctx, const ptags_plan *plan, const
         size_t n = plan != NULL ? ptags_plan_change_count(plan) : 0;
         for (size_t i = 0; i < n; i++) {
                 const ptags_change *c = ptags_plan_change_at(plan, i);
-                audit_record(change_op(c), ctx->pid, c->tag, FALSE);
+                audit_record(change_op(c), ctx, c->tag, FALSE);
         }
         if (n == 0)
-                audit_record("ptags-change", ctx->pid, NULL, FALSE);
+                audit_record("ptags-change", ctx, NULL, FALSE);
 }

@@ -28,6 +28,7 @@ void ptags_log_changed(const PtagsLogContext *ctx, const ptags_plan *plan);
  * when the refusal came before a plan existed). */
 void ptags_log_refused(const PtagsLogContext *ctx, const ptags_plan *plan, const GError *error);
 
-/* The audit message body for one change ("op=... pid=... tag=..."), with
- * the tag hex-encoded by libaudit when it needs it. (transfer full) */
-char *ptags_audit_message(const char *op, pid_t pid, const char *tag);
+/* The audit message body for one change ("op=... pid=TARGET caller_pid=...
+ * caller_uid=... tag=..."), with the tag hex-encoded by libaudit when it
+ * needs it; @tag may be NULL. (transfer full) */
+char *ptags_audit_message(const char *op, const PtagsLogContext *ctx, const char *tag);

@@ -7,17 +7,21 @@
 
 static void test_audit_message(void)
 {
-        g_autofree char *plain = ptags_audit_message("ptags-add", 42, "app:camera");
-        g_assert_cmpstr(plain, ==, "op=ptags-add pid=42 tag=\"app:camera\"");
+        PtagsLogContext ctx = {.pid = 42, .caller_pid = 1234, .caller_uid = 1000};
+        g_autofree char *plain = ptags_audit_message("ptags-add", &ctx, "app:camera");
+        g_assert_cmpstr(plain, ==,
+                        "op=ptags-add pid=42 caller_pid=1234 caller_uid=1000 tag=\"app:camera\"");
 
         /* A space could fake a field ("x res=success"): libaudit hex-encodes it. */
-        g_autofree char *forged = ptags_audit_message("ptags-add", 7, "x res=success");
-        g_assert_true(g_str_has_prefix(forged, "op=ptags-add pid=7 tag="));
+        ctx.pid = 7;
+        g_autofree char *forged = ptags_audit_message("ptags-add", &ctx, "x res=success");
+        g_assert_true(g_str_has_prefix(forged, "op=ptags-add pid=7 caller_pid=1234 "));
         g_assert_null(strstr(forged, "res=success"));
         g_assert_cmpstr(strstr(forged, "tag="), ==, "tag=78207265733D73756363657373");
 
-        g_autofree char *none = ptags_audit_message("ptags-change", 9, NULL);
-        g_assert_cmpstr(none, ==, "op=ptags-change pid=9");
+        ctx.pid = 9;
+        g_autofree char *none = ptags_audit_message("ptags-change", &ctx, NULL);
+        g_assert_cmpstr(none, ==, "op=ptags-change pid=9 caller_pid=1234 caller_uid=1000");
 }
 
 static void test_logging_without_sinks(void)

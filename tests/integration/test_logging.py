@@ -476,6 +476,9 @@ class LoggingTests(PtagsTestCase):
             body = by_tag[tag][0]
             self.assertEqual(body["op"], "ptags-add")
             self.assertEqual(body["res"], "failed" if tag == "log:refused" else "success")
+            # The subject is ptagsd: the body must name who asked.
+            self.assertEqual(body["caller_uid"], "65534" if tag == "log:refused" else "0")
+            self.assertIn("caller_pid", body)
         # Plain tags are quoted; spaces and quotes force hex.
         self.assertEqual(by_tag[plain][0]["tag"], '"%s"' % plain)
         self.assertEqual(by_tag[spaced][0]["tag"].upper(), spaced.encode().hex().upper())

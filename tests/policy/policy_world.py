@@ -140,14 +140,11 @@ class PolicyWorld(ptags_harness.World):
         raise HarnessError("no %s in ptagsd's status" % field)
 
     def _private_bpf_state(self):
-        """The bpf backend pins maps in bpffs and keeps a table in its
-        RUNTIME_DIRECTORY: give it a bpffs of this namespace's own and a
-        temp dir, so nothing reaches the host or another test."""
+        """The harness already gives a bpf world its own pin directory and
+        RUNTIME_DIRECTORY; here they also live on a bpffs of this namespace's
+        own, so not even an empty directory reaches the host."""
         subprocess.run(["mount", "-t", "bpf", "bpf", "/sys/fs/bpf"], check=True, timeout=10)
         self._bind_mounts.append("/sys/fs/bpf")
-        runtime = os.path.join(self.tmp, "run")
-        os.mkdir(runtime, 0o700)
-        self.daemon_env["RUNTIME_DIRECTORY"] = runtime
 
     # ------------------------------------------------------------ polkit
 

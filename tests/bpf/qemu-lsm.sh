@@ -13,7 +13,15 @@ cd "$work"
 start=$(date +%s)
 
 # 1. Debian's newest stock 6.1 kernel, unpacked (cached between runs).
-pkg=$(apt-cache search '^linux-image-6\.1\.0-[0-9]+-amd64$' | awk '{print $1}' | sort -V | tail -1)
+newest_61() {
+  apt-cache search '^linux-image-6\.1\.0-[0-9]+-amd64$' | awk '{print $1}' | sort -V | tail -1
+}
+pkg=$(newest_61)
+if [ -z "$pkg" ]; then
+  # A machine that had every build package may never have fetched the lists.
+  apt-get update -q >/dev/null
+  pkg=$(newest_61)
+fi
 if [ -z "$pkg" ]; then
   echo "qemu-lsm: no linux-image-6.1.0-*-amd64 in apt-cache (run apt-get update)" >&2
   exit 1

@@ -253,6 +253,36 @@ void ptags_peer_free(PtagsPeer *peer)
         g_free(peer);
 }
 
+typedef struct {
+        GTask *task;
+        PtagsPeer *peer;
+} PeerRecheck;
+
+static void recheck_done(GObject *source, GAsyncResult *res, gpointer user_data)
+{
+        PeerRecheck *check = user_data;
+        g_autoptr(GTask) task = check->task;
+        g_autoptr(PtagsPeer) peer = check->peer;
+        g_autoptr(GError) error = NULL;
+        g_autoptr(GVariant) reply =
+                g_dbus_connection_call_finish(G_DBUS_CONNECTION(source), res, &error);
+        const char *bus_name = g_task_get_task_data(task);
+        guint32 pid = 0;
+
+        g_free(check);
+        if (reply != NULL) {
+                g_autoptr(GVariant) creds = g_variant_get_child_value(reply, 0);
+                if (!g_variant_lookup(creds, "ProcessID", "u", &pid))
+                        pid = 0;
+        }
+        if (reply == NULL || (pid_t)pid != peer->target.pid) {
+                g_task_return_new_error(task, PTAGS_ERROR, PTAGS_ERROR_NO_SUCH_PROCESS,
+                                        "the process behind %s has exited", bus_name);
+                return;
+        }
+        g_task_return_pointer(task, g_steal_pointer(&peer), (GDestroyNotify)ptags_peer_free);
+}
+
 static void credentials_done(GObject *source, GAsyncResult *res, gpointer user_data)
 {
         g_autoptr(GTask) task = user_data;
@@ -299,6 +329,21 @@ static void credentials_done(GObject *source, GAsyncResult *res, gpointer user_d
         } else if (!ptags_target_pin_pid(&peer->target, (pid_t)pid, &error)) {
                 g_task_return_new_error(task, PTAGS_ERROR, PTAGS_ERROR_NO_SUCH_PROCESS,
                                         "the process behind %s has exited", bus_name);
+                return;
+        } else {
+                /* Without ProcessFD the pid may have been reused between the
+                 * bus's answer and pidfd_open: ask again now that it is
+                 * pinned. A live connection still reporting that pid means
+                 * the pidfd holds its process (a pid is not reused while its
+                 * process lives); a closed one means it is gone. */
+                PeerRecheck *check = g_new0(PeerRecheck, 1);
+                check->task = g_steal_pointer(&task);
+                check->peer = g_steal_pointer(&peer);
+                g_dbus_connection_call(G_DBUS_CONNECTION(source), "org.freedesktop.DBus",
+                                       "/org/freedesktop/DBus", "org.freedesktop.DBus",
+                                       "GetConnectionCredentials", g_variant_new("(s)", bus_name),
+                                       G_VARIANT_TYPE("(a{sv})"), G_DBUS_CALL_FLAGS_NONE, -1,
+                                       g_task_get_cancellable(check->task), recheck_done, check);
                 return;
         }
         g_task_return_pointer(task, g_steal_pointer(&peer), (GDestroyNotify)ptags_peer_free);

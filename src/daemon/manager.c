@@ -81,9 +81,11 @@ gboolean ptags_lines_validate(const char *const *lines, GError **error)
 {
         if (!ptags_lines_check_limits(lines, error))
                 return FALSE;
+        /* The label (an escaped copy of the line) is made only for the line
+         * that fails, not for each of up to 4096 good ones. */
         for (size_t i = 0; lines[i] != NULL; i++) {
-                g_autofree char *label = ptags_line_label(i, lines[i]);
                 if (strchr(lines[i], '\n') != NULL) {
+                        g_autofree char *label = ptags_line_label(i, lines[i]);
                         g_set_error(error, PTAGS_ERROR, PTAGS_ERROR_INVALID_COMMAND,
                                     "%s: contains a newline; give one command per line", label);
                         return FALSE;
@@ -91,6 +93,7 @@ gboolean ptags_lines_validate(const char *const *lines, GError **error)
                 ptags_cmd cmd;
                 ptags_result r = ptags_cmd_parse(lines[i], strlen(lines[i]), &cmd);
                 if (r != PTAGS_OK) {
+                        g_autofree char *label = ptags_line_label(i, lines[i]);
                         g_set_error(error, PTAGS_ERROR, ptags_error_from_result(r), "%s: %s", label,
                                     ptags_result_message(r));
                         return FALSE;
@@ -286,6 +289,21 @@ static gboolean call_set_query_pattern(Call *call, const char *pattern, GError *
         return TRUE;
 }
 
+/* A call answering "does it hold @pattern?"; NULL when @pattern is invalid
+ * (the call has then been answered with the error). */
+static Call *yes_no_call_new(PtagsService *svc, GDBusMethodInvocation *inv, const char *pattern)
+{
+        Call *call = call_new(svc, inv);
+        GError *error = NULL;
+
+        call->want_bool = TRUE;
+        if (!call_set_query_pattern(call, pattern, &error)) {
+                call_fail(call, error);
+                return NULL;
+        }
+        return call;
+}
+
 static gboolean handle_get_tags(PtagsManager *object, GDBusMethodInvocation *inv, guint32 pid,
                                 PtagsService *svc)
 {
@@ -310,15 +328,10 @@ static gboolean handle_get_tags_fd(PtagsManager *object, GDBusMethodInvocation *
 static gboolean handle_has_tag(PtagsManager *object, GDBusMethodInvocation *inv, guint32 pid,
                                const char *pattern, PtagsService *svc)
 {
-        Call *call = call_new(svc, inv);
-        GError *error = NULL;
+        Call *call = yes_no_call_new(svc, inv, pattern);
 
-        call->want_bool = TRUE;
-        if (!call_set_query_pattern(call, pattern, &error)) {
-                call_fail(call, error);
-                return TRUE;
-        }
-        call_pin_pid(call, pid, read_step);
+        if (call != NULL)
+                call_pin_pid(call, pid, read_step);
         return TRUE;
 }
 
@@ -344,15 +357,9 @@ static gboolean handle_get_peer_tags(PtagsManager *object, GDBusMethodInvocation
 static gboolean handle_peer_has_tag(PtagsManager *object, GDBusMethodInvocation *inv,
                                     const char *bus_name, const char *pattern, PtagsService *svc)
 {
-        Call *call = call_new(svc, inv);
-        GError *error = NULL;
+        Call *call = yes_no_call_new(svc, inv, pattern);
 
-        call->want_bool = TRUE;
-        if (!call_set_query_pattern(call, pattern, &error)) {
-                call_fail(call, error);
-                return TRUE;
-        }
-        if (check_bus_name(call, bus_name))
+        if (call != NULL && check_bus_name(call, bus_name))
                 call_lookup_peer(call, bus_name, peer_read_step);
         return TRUE;
 }

@@ -1,0 +1,102 @@
+# orphan_peer.py: a bus connection whose connecting process is gone. The process that connects
+# forks, prints its pid and unique name, and exits; the child keeps the socket and serves calls.
+#
+# Usage (run as the attacker's uid): orphan_peer.py BUS_ADDRESS
+# Protocol on stdin/stdout, one JSON object per line (as ptags_client.py):
+#   first line out (from the connector): {"pid": N, "unique_name": ":1.x"}
+#   request:  {"destination": [NAME, PATH, IFACE] | null, "method": M, "sig": S, "args": [...]}
+#   reply:    {"ok": [...]} or {"error": NAME, "message": TEXT}
+# No GDBus connection object here: its worker thread would not survive the fork, so the
+# handshake and messages are written by hand on a plain socket (Gio only encodes messages).
+
+import json
+import os
+import socket
+import sys
+
+import gi
+
+gi.require_version("Gio", "2.0")
+from gi.repository import Gio, GLib  # noqa: E402
+
+PTAGS = ("org.ptags.Manager", "/org/ptags/Manager", "org.ptags.Manager")
+BUS = ("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus")
+
+
+def connect(address):
+    path = address.split("unix:path=", 1)[1].split(",", 1)[0]
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.connect(path)
+    uid_hex = str(os.getuid()).encode().hex()
+    sock.sendall(b"\0AUTH EXTERNAL " + uid_hex.encode() + b"\r\n")
+    line = recv_line(sock)
+    if not line.startswith(b"OK "):
+        raise SystemExit("authentication refused: %r" % line)
+    sock.sendall(b"BEGIN\r\n")
+    return sock
+
+
+def recv_line(sock):
+    data = b""
+    while not data.endswith(b"\r\n"):
+        chunk = sock.recv(1)
+        if not chunk:
+            raise SystemExit("bus closed the connection")
+        data += chunk
+    return data
+
+
+def recv_exact(sock, n):
+    data = b""
+    while len(data) < n:
+        chunk = sock.recv(n - len(data))
+        if not chunk:
+            raise SystemExit("bus closed the connection")
+        data += chunk
+    return data
+
+
+class Peer:
+    def __init__(self, sock):
+        self.sock = sock
+        self.serial = 0
+
+    def call(self, destination, method, sig, args):
+        self.serial += 1
+        msg = Gio.DBusMessage.new_method_call(*destination, method)
+        if sig:
+            msg.set_body(GLib.Variant("(" + sig + ")", tuple(args)))
+        msg.set_serial(self.serial)
+        self.sock.sendall(msg.to_blob(Gio.DBusCapabilityFlags.NONE))
+        while True:
+            head = recv_exact(self.sock, 16)
+            blob = head + recv_exact(self.sock, Gio.DBusMessage.bytes_needed(head) - 16)
+            reply = Gio.DBusMessage.new_from_blob(blob, Gio.DBusCapabilityFlags.NONE)
+            if reply.get_reply_serial() != self.serial:
+                continue  # NameAcquired and other signals
+            body = reply.get_body()
+            if reply.get_message_type() == Gio.DBusMessageType.ERROR:
+                text = body.unpack()[0] if body is not None and body.n_children() else ""
+                return {"error": reply.get_error_name(), "message": text}
+            return {"ok": list(body.unpack()) if body is not None else []}
+
+
+def main():
+    peer = Peer(connect(sys.argv[1]))
+    hello = peer.call(BUS, "Hello", "", [])
+    if "ok" not in hello:
+        raise SystemExit("Hello failed: %r" % hello)
+    child = os.fork()
+    if child != 0:
+        # The connector: announce and leave; the child keeps the connection.
+        print(json.dumps({"pid": os.getpid(), "unique_name": hello["ok"][0]}), flush=True)
+        os._exit(0)
+    for line in sys.stdin:
+        req = json.loads(line)
+        destination = tuple(req.get("destination") or PTAGS)
+        print(json.dumps(peer.call(destination, req["method"], req.get("sig", ""),
+                                   req.get("args", []))), flush=True)
+
+
+if __name__ == "__main__":
+    main()

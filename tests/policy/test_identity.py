@@ -1,0 +1,271 @@
+# test_identity.py: the caller and the target are who ptagsd thinks they are, tried as an attacker
+# would on the REAL bus (our policy) with the REAL polkitd and the shipped rule.
+#
+# Run one case per meson test, inside `unshare --mount --propagation private`:
+#   test_identity.py OrphanedConnection.test_reused_pid_of_the_connector_gains_nothing
+
+import json
+import os
+import pwd
+import select
+import subprocess
+import sys
+import threading
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from policy_world import HarnessError, PolicyTestCase, setpriv_argv, wait_until  # noqa: E402
+import ptags_client  # noqa: E402,I100  (policy_world put tests/lib on the path)
+import ptags_harness  # noqa: E402
+
+import gi  # noqa: E402
+
+gi.require_version("Gio", "2.0")
+from gi.repository import Gio, GLib  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+NAME, PATH, IFACE = "org.ptags.Manager", "/org/ptags/Manager", "org.ptags.Manager"
+ERR = "org.ptags.Error."
+
+
+class OrphanPeer:
+    """orphan_peer.py as @user: a connection whose connecting process has exited."""
+
+    def __init__(self, world, user="nobody"):
+        script = os.path.join(world.tmp, "orphan_peer.py")
+        with open(os.path.join(HERE, "orphan_peer.py")) as src, open(script, "w") as dst:
+            dst.write(src.read())
+        os.chmod(script, 0o644)
+        argv = setpriv_argv(pwd.getpwnam(user)) + [ptags_harness.PYTHON, "-I", script,
+                                                  world.address]
+        self.proc = world.spawn("orphan", argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        first = json.loads(self._read_line(10))
+        self.connector_pid, self.unique_name = first["pid"], first["unique_name"]
+        # setpriv execs python, so the Popen is the connector itself.
+        self.proc.wait(timeout=10)
+
+    def _read_line(self, timeout):
+        ready, _, _ = select.select([self.proc.stdout], [], [], timeout)
+        if not ready:
+            raise HarnessError("orphan_peer.py did not answer in %ds" % timeout)
+        line = self.proc.stdout.readline()
+        if not line:
+            raise HarnessError("orphan_peer.py closed its output")
+        return line
+
+    def call(self, method, sig="", args=()):
+        request = {"method": method, "sig": sig, "args": list(args)}
+        self.proc.stdin.write((json.dumps(request) + "\n").encode())
+        self.proc.stdin.flush()
+        return ptags_client.Reply.from_json(json.loads(self._read_line(30)))
+
+
+class OrphanedConnection(PolicyTestCase):
+    world_options = {}
+
+    def test_reused_pid_of_the_connector_gains_nothing(self):
+        w = self.world
+        peer = OrphanPeer(w)
+        # A root process (every capability, CAP_MAC_ADMIN included) now holds
+        # the pid the bus still reports for the attacker's connection.
+        root_pid = w.spawn_target_at(peer.connector_pid)
+        self.assertOk(w.root_call("AddTag", "usb", [root_pid, "app:root-only", False]))
+
+        # pid 0 would mean the root process: refused, named.
+        self.assertError(peer.call("AddTag", "usb", [0, "app:pwned", False]), ERR + "NoSuchProcess")
+        self.assertError(peer.call("Apply", "uas", [0, ["+app:pwned"]]), ERR + "NoSuchProcess")
+        # Naming the root process: not self, no rights from its tags or its
+        # capabilities, so the shipped rule does not say yes.
+        self.assertError(peer.call("AddTag", "usb", [root_pid, "app:pwned", False]),
+                         ERR + "NotAuthorized")
+        # A service asking about this client must not get the root process's tags.
+        self.assertError(w.root_call("PeerHasTag", "ss", [peer.unique_name, "app:root-only"]),
+                         ERR + "NoSuchProcess")
+        self.assertError(w.root_call("GetPeerTags", "s", [peer.unique_name]), ERR + "NoSuchProcess")
+        self.assertEqual(w.get_tags(root_pid), [("app:root-only", False, "")])
+
+        # Reads need no caller identity and still work for this connection.
+        self.assertOk(peer.call("GetTags", "u", [root_pid]))
+
+
+# nobody may add exe:slow only to python programs; the check takes 3 s.
+SLOW_EXE_RULE = """
+polkit.addRule(function (action, subject) {
+    if (action.id == "org.ptags.tag.add" && subject.user == "nobody" &&
+        action.lookup("tag") == "exe:slow") {
+        if ((action.lookup("target-exe") || "").indexOf("python") >= 0) {
+            polkit.spawn(["/bin/sleep", "3"]);
+            return polkit.Result.YES;
+        }
+        return polkit.Result.NO;
+    }
+});
+"""
+
+PYTHON_TARGET = "import os, sys, time; time.sleep(float(sys.argv[1])); " \
+                "os.execv('/bin/sleep', ['sleep', '600']) if sys.argv[2] == 'exec' else time.sleep(600)"
+
+
+class ExecDuringCheck(PolicyTestCase):
+    world_options = {"admin_rules": {"40-slow-exe.rules": SLOW_EXE_RULE}}
+
+    def python_target(self, delay, then):
+        argv = setpriv_argv(pwd.getpwnam("nobody")) + [
+            "/usr/bin/python3", "-c", PYTHON_TARGET, str(delay), then]
+        proc = self.world.spawn("target", argv)
+
+        def runs_python():
+            try:
+                return "python" in os.readlink("/proc/%d/exe" % proc.pid)
+            except OSError:
+                return False
+        wait_until(runs_python, 10, "target to run python")
+        return proc.pid
+
+    def test_exec_during_the_check_is_checked_again(self):
+        client = self.world.spawn_client_as("nobody")
+        # Control: the rule lets a python target have the tag.
+        stays = self.python_target(60, "stay")
+        self.assertOk(client.call("AddTag", "usb", [stays, "exe:slow", False]))
+        self.assertEqual(self.world.get_tags(stays), [("exe:slow", False, "")])
+
+        # This one becomes `sleep` while polkit is still deciding about python.
+        execs = self.python_target(1.0, "exec")
+        reply = client.call("AddTag", "usb", [execs, "exe:slow", False])
+        self.assertEqual(os.path.basename(os.readlink("/proc/%d/exe" % execs)), "sleep",
+                         "the target did not exec during the check: the test proves nothing")
+        self.assertError(reply, ERR + "NotAuthorized")
+        self.assertEqual(self.world.get_tags(execs), [])
+
+
+class ZombieTarget(PolicyTestCase):
+    world_options = {}
+
+    def test_a_zombie_is_no_such_process(self):
+        w = self.world
+        pid = os.fork()
+        if pid == 0:
+            os._exit(0)
+        try:
+            def zombie():
+                with open("/proc/%d/stat" % pid) as f:
+                    return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+            wait_until(zombie, 10, "child %d to become a zombie" % pid)
+            pidfd = os.pidfd_open(pid)
+            try:
+                recorder = w.record_signals()
+                for method, sig, args, fds in (
+                        ("ApplyFd", "has", [0, ["+app:x"]], [pidfd]),
+                        ("GetTagsFd", "h", [0], [pidfd]),
+                        ("AddTag", "usb", [pid, "app:x", False], []),
+                        ("GetTags", "u", [pid], []),
+                        ("HasTag", "us", [pid, "app:x"], [])):
+                    self.assertError(w.root_call(method, sig, args, fds=fds),
+                                     ERR + "NoSuchProcess", method)
+                self.assertEqual(recorder.drain(0.3), [], "a change to a zombie was signalled")
+            finally:
+                os.close(pidfd)
+        finally:
+            os.waitpid(pid, 0)
+
+
+FORGE = """
+import sys
+import gi
+gi.require_version("Gio", "2.0")
+from gi.repository import Gio, GLib
+conn = Gio.DBusConnection.new_for_address_sync(
+    sys.argv[1], Gio.DBusConnectionFlags.AUTHENTICATION_CLIENT |
+    Gio.DBusConnectionFlags.MESSAGE_BUS_CONNECTION, None, None)
+conn.emit_signal(None, "/org/ptags/Manager", "org.ptags.Manager", "TagsChanged",
+                 GLib.Variant("(uasa(sbs))", (1, ["+app:forged"], [("app:forged", False, "")])))
+conn.flush_sync(None)
+"""
+
+
+class ForgedSignal(PolicyTestCase):
+    world_options = {}
+
+    def test_only_ptagsd_emits_our_signals(self):
+        w = self.world
+        events = []
+        # Subscribed without a sender filter, as a careless listener would be.
+        sub = w.conn.signal_subscribe(None, IFACE, None, None, None, Gio.DBusSignalFlags.NONE,
+                                      lambda c, sender, path, i, member, p:
+                                      events.append((sender, member, p.unpack()[1])))
+        w.conn.call_sync("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
+                         "GetId", None, None, Gio.DBusCallFlags.NONE, 5000, None)
+        for prefix in (setpriv_argv(pwd.getpwnam("nobody")), []):  # nobody, then root
+            subprocess.run(prefix + [ptags_harness.PYTHON, "-I", "-c", FORGE, w.address],
+                           check=True, timeout=30, env=w.child_env())
+        target = w.spawn_target()
+        self.assertOk(w.root_call("AddTag", "usb", [target, "app:real", False]))
+        owner = w.conn.call_sync("org.freedesktop.DBus", "/org/freedesktop/DBus",
+                                 "org.freedesktop.DBus", "GetNameOwner", GLib.Variant("(s)", (NAME,)),
+                                 None, Gio.DBusCallFlags.NONE, 5000, None).unpack()[0]
+        ctx = GLib.MainContext.default()
+        deadline = time.monotonic() + 1.0
+        while time.monotonic() < deadline:
+            while ctx.iteration(False):
+                pass
+            time.sleep(0.01)
+        w.conn.signal_unsubscribe(sub)
+        self.assertEqual(events, [(owner, "TagsChanged", ["+app:real"])])
+
+
+GDB_SCRIPT = """set pagination off
+set confirm off
+handle all nostop noprint pass
+break ptags_bpf_write_tags
+commands
+  shell touch {hit}; while [ ! -e {go} ]; do sleep 0.05; done
+  delete
+  detach
+  quit
+end
+shell touch {armed}
+continue
+"""
+
+
+class PidReuseDuringApply(PolicyTestCase):
+    world_options = {}
+
+    def test_reused_pid_never_receives_the_tag(self):
+        w = self.world
+        if w.backend != "bpf":
+            raise HarnessError("this test holds ptagsd inside the bpf write: PTAGS_BACKEND=bpf")
+        target = w.spawn_target(unprivileged=True)
+        hit, go = os.path.join(w.tmp, "gdb-hit"), os.path.join(w.tmp, "gdb-go")
+        armed = os.path.join(w.tmp, "gdb-armed")
+        script = os.path.join(w.tmp, "hold.gdb")
+        with open(script, "w") as f:
+            f.write(GDB_SCRIPT.format(hit=hit, go=go, armed=armed))
+        gdb = w.spawn("gdb", ["gdb", "-q", "-nx", "-batch", "-p", str(w.daemon.pid), "-x", script],
+                      log_name="gdb.log")
+        wait_until(lambda: os.path.exists(armed) or gdb.poll() is not None, 60,
+                   "gdb to hold a breakpoint in ptagsd")
+        self.assertIsNone(gdb.poll(), w.read_log("gdb.log"))
+
+        result = {}
+        caller = threading.Thread(target=lambda: result.setdefault(
+            "reply", w.call_as(None, NAME, PATH, IFACE, "AddTag", "usb",
+                               [target, "app:stolen", False])))
+        caller.start()
+        try:
+            # ptagsd has checked the target and is about to write it: now the
+            # target exits, and a root process takes its pid.
+            wait_until(lambda: os.path.exists(hit), 20, "ptagsd to reach the bpf write")
+            w.kill(target)
+            w.spawn_target_at(target)
+        finally:
+            open(go, "w").close()
+            caller.join(30)
+        gdb.wait(timeout=30)
+        self.assertError(result.get("reply"), ERR + "NoSuchProcess")
+        self.assertEqual(w.get_tags(target), [], "the process that reused the pid got the tag")
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)

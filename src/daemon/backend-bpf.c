@@ -4,6 +4,7 @@
 
 #include "backend.h"
 #include "errors.h"
+#include "target.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -13,9 +14,6 @@
 
 #include "ptags-bpf.h"
 
-#ifndef SYS_pidfd_send_signal
-#define SYS_pidfd_send_signal 424
-#endif
 
 /* Sets no task refers to any more are dropped this often. */
 #define COLLECT_INTERVAL_S 60
@@ -26,11 +24,6 @@ typedef struct {
         guint collect_source;
 } BackendBpf;
 
-static gboolean pidfd_alive(int pidfd)
-{
-        return pidfd < 0 || syscall(SYS_pidfd_send_signal, pidfd, 0, NULL, 0) == 0 ||
-               errno == EPERM;
-}
 
 static int bpf_read(PtagsBackend *b, int pidfd, pid_t pid, ptags_set **out)
 {
@@ -45,6 +38,10 @@ static int bpf_read(PtagsBackend *b, int pidfd, pid_t pid, ptags_set **out)
                 g_debug("reading %d: %s", (int)pid, ptags_bpf_last_error(self->bpf));
                 return r;
         }
+        /* Task storage outlives the exit until the task is reaped: an
+         * exited process (a zombie) has no tags to report. */
+        if (pidfd >= 0 && !ptags_pidfd_running(pidfd))
+                return -ESRCH;
         r = ptags_bpf_tags_of_record(self->bpf, &rec, out);
         if (r < 0)
                 g_warning("reading %d: %s", (int)pid, ptags_bpf_last_error(self->bpf));
@@ -56,11 +53,11 @@ static int bpf_apply(PtagsBackend *b, int pidfd, pid_t pid, const ptags_plan *pl
         BackendBpf *self = (BackendBpf *)b;
 
         /* One record per thread is replaced whole, so the plan is applied
-         * all or nothing; the pidfd check keeps a reused pid from being
-         * tagged in place of the pinned process. */
-        if (!pidfd_alive(pidfd))
+         * all or nothing. The write goes through the pidfd, so only the
+         * pinned process can receive it, never one that reused its pid. */
+        if (!ptags_pidfd_running(pidfd))
                 return -ESRCH;
-        int r = ptags_bpf_write_tags(self->bpf, pid, ptags_plan_result(plan));
+        int r = ptags_bpf_write_tags(self->bpf, pidfd, ptags_plan_result(plan));
         if (r < 0)
                 g_debug("writing %d: %s", (int)pid, ptags_bpf_last_error(self->bpf));
         return r;

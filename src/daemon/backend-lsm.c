@@ -5,6 +5,7 @@
 #include "backend.h"
 #include "errors.h"
 #include "page-writer.h"
+#include "target.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -15,9 +16,6 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#ifndef SYS_pidfd_send_signal
-#define SYS_pidfd_send_signal 424
-#endif
 
 typedef struct {
         PtagsBackend parent;
@@ -35,11 +33,10 @@ static char *attr_path(BackendLsm *self, pid_t pid)
         return g_strdup_printf("%s/%d/attr/ptags", self->proc_root, (int)pid);
 }
 
-static gboolean pidfd_alive(int pidfd)
+/* -1 (no pidfd: lsm_find, ptagsd itself) is taken as running. */
+static gboolean pidfd_running(int pidfd)
 {
-        /* EPERM: another user's process, which we may not signal, but alive. */
-        return pidfd < 0 || syscall(SYS_pidfd_send_signal, pidfd, 0, NULL, 0) == 0 ||
-               errno == EPERM;
+        return pidfd < 0 || ptags_pidfd_running(pidfd);
 }
 
 static int read_all(int fd, GByteArray *out)
@@ -72,8 +69,8 @@ static int lsm_read(PtagsBackend *b, int pidfd, pid_t pid, ptags_set **out)
         if (r < 0)
                 return r == -ENOENT ? -ESRCH : r;
         /* The file was opened by pid: it is our target's only if the target
-         * is still alive after the read. */
-        if (!pidfd_alive(pidfd))
+         * is still running after the read. */
+        if (!pidfd_running(pidfd))
                 return -ESRCH;
         size_t bad = 0;
         ptags_result pr = ptags_set_parse((const char *)buf->data, buf->len, out, &bad);
@@ -94,11 +91,16 @@ static ssize_t write_page(const char *buf, size_t len, void *user_data)
 {
         WriteTarget *t = user_data;
 
-        if (!pidfd_alive(t->pidfd))
-                return -ESRCH;
         int fd = open(t->path, O_WRONLY | O_CLOEXEC);
         if (fd < 0)
                 return errno == ENOENT ? -ESRCH : -errno;
+        /* An open /proc file stays bound to the process it was opened for.
+         * Opened by pid, it is our target's if the target is still running
+         * after the open: a pid is reused only once its process is reaped. */
+        if (!pidfd_running(t->pidfd)) {
+                close(fd);
+                return -ESRCH;
+        }
         ssize_t r;
         do
                 r = write(fd, buf, len);

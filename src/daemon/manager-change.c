@@ -185,10 +185,20 @@ static void change_commit(Call *call)
                 return;
         }
         /* Someone may have changed the target while polkit was asked: what
-         * was authorized must still be what will be applied. */
+         * was authorized must still be what will be applied, to the program
+         * polkit was told about. An exec (or a new uid, exe or unit) is asked
+         * about again, with the new details, rather than refused outright:
+         * the new program may well be allowed the change. */
         ptags_set *before = g_steal_pointer(&call->current);
         gboolean same = call_read_current(call, &error) && ptags_set_equal(before, call->current);
         ptags_set_free(before);
+        if (error == NULL && same && call->checked_info_valid) {
+                PtagsProcessInfo now;
+                if (ptags_process_info_read(&call->target, &now, &error)) {
+                        same = ptags_process_info_equal(&call->checked_info, &now);
+                        ptags_process_info_clear(&now);
+                }
+        }
         if (error != NULL) {
                 call_fail(call, error);
                 return;
@@ -196,13 +206,13 @@ static void change_commit(Call *call)
         if (!same) {
                 if (call->rebuilt) {
                         call_fail(call, g_error_new(PTAGS_ERROR, PTAGS_ERROR_FAILED,
-                                                    "the tags of process %d kept changing "
-                                                    "during authorization; try again",
+                                                    "process %d kept changing (its tags or its "
+                                                    "program) during authorization; try again",
                                                     (int)pid));
                         return;
                 }
                 call->rebuilt = TRUE;
-                g_debug("%s: tags of process %d changed during authorization; re-planning",
+                g_debug("%s: process %d changed during authorization; re-planning",
                         call->method, (int)pid);
                 if (!change_plan(call, &error)) {
                         call_fail(call, error);
@@ -283,18 +293,26 @@ static void change_authorize(Call *call)
                 return;
         }
 
-        PtagsProcessInfo info;
-        if (!ptags_process_info_read(&call->target, &info, &error)) {
+        /* What polkit is told about the target is kept, so the commit can
+         * tell whether the target became another program meanwhile. */
+        PtagsProcessInfo *info = &call->checked_info;
+        ptags_process_info_clear(info);
+        if (!ptags_process_info_read(&call->target, info, &error)) {
                 call_fail(call, error);
                 return;
         }
+        call->checked_info_valid = TRUE;
+        /* Only a caller whose process is proven to be the connection's can
+         * be "self" or hold rights through its tags or capabilities. */
+        gboolean known = call->caller->process_known;
         ptags_set *caller_tags = NULL;
-        if (ptags_backend_read(call->svc->backend, call->caller->target.pidfd,
-                               call->caller->target.pid, &caller_tags) < 0)
+        if (known && ptags_backend_read(call->svc->backend, call->caller->target.pidfd,
+                                        call->caller->target.pid, &caller_tags) < 0)
                 caller_tags = NULL; /* unknown tags grant no rights */
-        gboolean self = call->caller->target.pid == call->target.pid;
+        gboolean self = known && call->caller->target.pid == call->target.pid;
         /* The kernel's rule 1: a writer with CAP_MAC_ADMIN is unrestricted. */
-        gboolean unrestricted = ptags_target_has_capability(&call->caller->target, CAP_MAC_ADMIN);
+        gboolean unrestricted =
+                known && ptags_target_has_capability(&call->caller->target, CAP_MAC_ADMIN);
         ptags_writer writer = {caller_tags, unrestricted, self};
 
         g_autoptr(GPtrArray) checks =
@@ -304,7 +322,7 @@ static void change_authorize(Call *call)
                 PtagsCheckFacts facts = {
                         .change = c,
                         .pid = call->target.pid,
-                        .target = &info,
+                        .target = info,
                         .self = self,
                         .caller_holds_right =
                                 (unrestricted || caller_tags != NULL) &&
@@ -314,7 +332,6 @@ static void change_authorize(Call *call)
                                                         ptags_authority_details(&facts), c->tag));
         }
         ptags_set_free(caller_tags);
-        ptags_process_info_clear(&info);
 
         if (call->owner_watch == 0)
                 call->owner_watch = g_dbus_connection_signal_subscribe(

@@ -25,6 +25,7 @@ typedef struct {
         char *pattern; /* without the leading '@' */
         gboolean kept_only;
         gboolean want_bool;
+        char *peer_name; /* GetPeerTags/PeerHasTag: the bus name asked about */
         /* changes */
         GStrv lines;          /* the input lines */
         const char *arg_name; /* single-argument methods: "tag"/"pattern"; NULL for Apply */
@@ -36,6 +37,8 @@ typedef struct {
         ptags_set *current;
         ptags_plan *plan;
         gboolean rebuilt;
+        PtagsProcessInfo checked_info; /* the target as polkit was told about it */
+        gboolean checked_info_valid;
         gboolean holds_target_lock;
         GCancellable *cancellable;
         guint owner_watch;

@@ -124,6 +124,7 @@ void call_free(Call *call)
         g_clear_object(&call->invocation);
         g_clear_object(&call->cancellable);
         g_free(call->pattern);
+        g_free(call->peer_name);
         g_free(call->arg);
         g_free(call->value);
         g_strfreev(call->lines);
@@ -131,6 +132,7 @@ void call_free(Call *call)
         ptags_target_clear(&call->target);
         ptags_set_free(call->current);
         ptags_plan_free(call->plan);
+        ptags_process_info_clear(&call->checked_info);
         g_free(call);
 }
 
@@ -191,6 +193,13 @@ static void peer_resolved(GObject *source, GAsyncResult *res, gpointer user_data
         call->caller = ptags_peer_lookup_finish(res, &error);
         if (call->caller == NULL) {
                 call_fail(call, error);
+                return;
+        }
+        if (call->target_is_caller && !call->caller->process_known) {
+                call_fail(call, ptags_peer_unknown_error(
+                                        call->caller,
+                                        g_dbus_method_invocation_get_sender(call->invocation),
+                                        "argument pid (0, the calling process)"));
                 return;
         }
         if (call->target_is_caller &&
@@ -269,6 +278,11 @@ static void read_step(Call *call)
 /* Peer reads: the looked-up peer becomes the target. */
 static void peer_read_step(Call *call)
 {
+        if (!call->caller->process_known) {
+                call_fail(call, ptags_peer_unknown_error(call->caller, call->peer_name,
+                                                         "argument bus_name"));
+                return;
+        }
         call->target = call->caller->target;
         call->caller->target.pidfd = -1;
         read_step(call);
@@ -349,8 +363,10 @@ static gboolean handle_get_peer_tags(PtagsManager *object, GDBusMethodInvocation
 {
         Call *call = call_new(svc, inv);
 
-        if (check_bus_name(call, bus_name))
+        if (check_bus_name(call, bus_name)) {
+                call->peer_name = g_strdup(bus_name);
                 call_lookup_peer(call, bus_name, peer_read_step);
+        }
         return TRUE;
 }
 
@@ -359,8 +375,10 @@ static gboolean handle_peer_has_tag(PtagsManager *object, GDBusMethodInvocation 
 {
         Call *call = yes_no_call_new(svc, inv, pattern);
 
-        if (call != NULL && check_bus_name(call, bus_name))
+        if (call != NULL && check_bus_name(call, bus_name)) {
+                call->peer_name = g_strdup(bus_name);
                 call_lookup_peer(call, bus_name, peer_read_step);
+        }
         return TRUE;
 }
 

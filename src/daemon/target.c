@@ -9,18 +9,17 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <gio/gunixfdlist.h>
+#include <poll.h>
 #include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #ifndef SYS_pidfd_open
 #define SYS_pidfd_open 434
-#endif
-#ifndef SYS_pidfd_send_signal
-#define SYS_pidfd_send_signal 424
 #endif
 
 /* " (a thread of process N)" when /proc knows the thread's process, else "".
@@ -130,12 +129,25 @@ gboolean ptags_target_copy(PtagsTarget *dst, const PtagsTarget *src, GError **er
         return TRUE;
 }
 
+gboolean ptags_pidfd_running(int pidfd)
+{
+        /* A pidfd turns readable once its process has exited, zombie or
+         * reaped, which is what "gone" means to every method. (Signal 0
+         * would still reach a zombie.) */
+        struct pollfd p = {.fd = pidfd, .events = POLLIN};
+        int r;
+
+        if (pidfd < 0)
+                return FALSE;
+        do
+                r = poll(&p, 1, 0);
+        while (r < 0 && errno == EINTR);
+        return r == 0;
+}
+
 gboolean ptags_target_alive(const PtagsTarget *t)
 {
-        /* Signal 0 only probes; EPERM (another user's process, and ptagsd runs
-         * without CAP_KILL) still means the process exists. */
-        return t->pidfd >= 0 &&
-               (syscall(SYS_pidfd_send_signal, t->pidfd, 0, NULL, 0) == 0 || errno == EPERM);
+        return ptags_pidfd_running(t->pidfd);
 }
 
 void ptags_target_clear(PtagsTarget *t)
@@ -237,6 +249,13 @@ gboolean ptags_target_has_capability(const PtagsTarget *t, guint cap)
         return status != NULL && ptags_status_has_capability(status, cap) && ptags_target_alive(t);
 }
 
+gboolean ptags_process_info_equal(const PtagsProcessInfo *a, const PtagsProcessInfo *b)
+{
+        return a->uid == b->uid && g_strcmp0(a->user, b->user) == 0 &&
+               g_strcmp0(a->exe, b->exe) == 0 && g_strcmp0(a->comm, b->comm) == 0 &&
+               g_strcmp0(a->unit, b->unit) == 0;
+}
+
 void ptags_process_info_clear(PtagsProcessInfo *info)
 {
         g_clear_pointer(&info->user, g_free);
@@ -253,34 +272,97 @@ void ptags_peer_free(PtagsPeer *peer)
         g_free(peer);
 }
 
-typedef struct {
-        GTask *task;
-        PtagsPeer *peer;
-} PeerRecheck;
-
-static void recheck_done(GObject *source, GAsyncResult *res, gpointer user_data)
+/* The numbers after "@field" in /proc/PID/status text; how many were read. */
+static int status_numbers(const char *status, const char *field, int base, guint64 *out, int max)
 {
-        PeerRecheck *check = user_data;
-        g_autoptr(GTask) task = check->task;
-        g_autoptr(PtagsPeer) peer = check->peer;
-        g_autoptr(GError) error = NULL;
-        g_autoptr(GVariant) reply =
-                g_dbus_connection_call_finish(G_DBUS_CONNECTION(source), res, &error);
-        const char *bus_name = g_task_get_task_data(task);
-        guint32 pid = 0;
+        const char *line = strstr(status, field);
+        int n = 0;
 
-        g_free(check);
-        if (reply != NULL) {
-                g_autoptr(GVariant) creds = g_variant_get_child_value(reply, 0);
-                if (!g_variant_lookup(creds, "ProcessID", "u", &pid))
-                        pid = 0;
+        if (line == NULL)
+                return 0;
+        const char *p = line + strlen(field);
+        while (n < max) {
+                char *end = NULL;
+                while (*p == ' ' || *p == '\t')
+                        p++;
+                if (*p == '\n' || *p == '\0')
+                        break;
+                guint64 v = g_ascii_strtoull(p, &end, base);
+                if (end == p)
+                        break;
+                out[n++] = v;
+                p = end;
         }
-        if (reply == NULL || (pid_t)pid != peer->target.pid) {
-                g_task_return_new_error(task, PTAGS_ERROR, PTAGS_ERROR_NO_SUCH_PROCESS,
-                                        "the process behind %s has exited", bus_name);
-                return;
+        return n;
+}
+
+gboolean ptags_status_is_plain_process_of(const char *status, uid_t uid, const guint32 *gids,
+                                          gsize n_gids)
+{
+        guint64 ids[4], cap = 0;
+
+        /* Real, effective, saved and filesystem uids: all the bus's. */
+        if (status_numbers(status, "\nUid:", 10, ids, 4) != 4)
+                return FALSE;
+        for (int i = 0; i < 4; i++)
+                if (ids[i] != uid)
+                        return FALSE;
+        /* No setgid gain: one gid throughout, and one the bus saw. */
+        if (status_numbers(status, "\nGid:", 10, ids, 4) != 4)
+                return FALSE;
+        for (int i = 1; i < 4; i++)
+                if (ids[i] != ids[0])
+                        return FALSE;
+        if (gids != NULL) {
+                gboolean found = FALSE;
+                for (gsize i = 0; i < n_gids && !found; i++)
+                        found = gids[i] == ids[0];
+                if (!found)
+                        return FALSE;
         }
-        g_task_return_pointer(task, g_steal_pointer(&peer), (GDestroyNotify)ptags_peer_free);
+        if (uid == 0)
+                return TRUE; /* root holds every privilege anyway */
+        /* No capability an ordinary uid does not have (file capabilities,
+         * a root process that changed uid but kept some). */
+        static const char *const sets[] = {"\nCapPrm:", "\nCapEff:", "\nCapAmb:"};
+        for (size_t i = 0; i < G_N_ELEMENTS(sets); i++)
+                if (status_numbers(status, sets[i], 16, &cap, 1) == 1 && cap != 0)
+                        return FALSE;
+        /* CapAmb is missing before Linux 4.3; the other two never are. */
+        return strstr(status, "\nCapPrm:") != NULL && strstr(status, "\nCapEff:") != NULL;
+}
+
+/* Without a ProcessFD from the bus, the pid it reports is that of whoever
+ * called connect(). That process may have exited while a child kept the
+ * connection, and the pid may now belong to anyone. The pinned process counts
+ * as the caller only if it could not have gained anything by the swap: it
+ * runs as the bus's uid through and through, with no capability or
+ * setuid/setgid gain (a setuid exec also makes it non-dumpable, which /proc
+ * shows as root owning its directory). Within one uid this is no boundary,
+ * and needs none: processes of one uid can already ptrace and signal one
+ * another, so being mistaken for a sibling gives nothing the attacker did
+ * not have. */
+static gboolean peer_process_is_plain(const PtagsPeer *peer, const guint32 *gids, gsize n_gids)
+{
+        g_autofree char *status_path = g_strdup_printf("/proc/%d/status", (int)peer->target.pid);
+        g_autofree char *dir_path = g_strdup_printf("/proc/%d", (int)peer->target.pid);
+        g_autofree char *status = NULL;
+        struct stat st;
+
+        if (!g_file_get_contents(status_path, &status, NULL, NULL) || stat(dir_path, &st) < 0)
+                return FALSE;
+        if (!ptags_status_is_plain_process_of(status, peer->uid, gids, n_gids) ||
+            st.st_uid != peer->uid)
+                return FALSE;
+        /* Read through a pid: it describes the pinned process only if that
+         * is still running now. */
+        return ptags_target_alive(&peer->target);
+}
+
+static void peer_forget_process(PtagsPeer *peer)
+{
+        ptags_target_clear(&peer->target);
+        peer->process_known = FALSE;
 }
 
 static void credentials_done(GObject *source, GAsyncResult *res, gpointer user_data)
@@ -306,47 +388,47 @@ static void credentials_done(GObject *source, GAsyncResult *res, gpointer user_d
         g_autoptr(GVariant) creds = g_variant_get_child_value(reply, 0);
         guint32 uid = 0, pid = 0;
         gint32 fd_index = -1;
-        if (!g_variant_lookup(creds, "UnixUserID", "u", &uid) ||
-            !g_variant_lookup(creds, "ProcessID", "u", &pid)) {
+        if (!g_variant_lookup(creds, "UnixUserID", "u", &uid)) {
                 g_task_return_new_error(task, PTAGS_ERROR, PTAGS_ERROR_NO_SUCH_PROCESS,
-                                        "the bus does not know the process behind %s", bus_name);
+                                        "the bus does not know the user behind %s", bus_name);
                 return;
         }
 
         g_autoptr(PtagsPeer) peer = g_new0(PtagsPeer, 1);
         peer->uid = uid;
         peer->target.pidfd = -1;
+        if (g_variant_lookup(creds, "ProcessID", "u", &pid))
+                peer->reported_pid = (pid_t)pid;
         if (g_variant_lookup(creds, "ProcessFD", "h", &fd_index) && fds != NULL) {
-                int fd = g_unix_fd_list_get(fds, fd_index, &error);
-                if (fd < 0) {
-                        g_task_return_error(task, g_steal_pointer(&error));
-                        return;
-                }
-                if (!ptags_target_adopt_pidfd(&peer->target, fd, &error)) {
-                        g_task_return_error(task, g_steal_pointer(&error));
-                        return;
-                }
-        } else if (!ptags_target_pin_pid(&peer->target, (pid_t)pid, &error)) {
-                g_task_return_new_error(task, PTAGS_ERROR, PTAGS_ERROR_NO_SUCH_PROCESS,
-                                        "the process behind %s has exited", bus_name);
-                return;
-        } else {
-                /* Without ProcessFD the pid may have been reused between the
-                 * bus's answer and pidfd_open: ask again now that it is
-                 * pinned. A live connection still reporting that pid means
-                 * the pidfd holds its process (a pid is not reused while its
-                 * process lives); a closed one means it is gone. */
-                PeerRecheck *check = g_new0(PeerRecheck, 1);
-                check->task = g_steal_pointer(&task);
-                check->peer = g_steal_pointer(&peer);
-                g_dbus_connection_call(G_DBUS_CONNECTION(source), "org.freedesktop.DBus",
-                                       "/org/freedesktop/DBus", "org.freedesktop.DBus",
-                                       "GetConnectionCredentials", g_variant_new("(s)", bus_name),
-                                       G_VARIANT_TYPE("(a{sv})"), G_DBUS_CALL_FLAGS_NONE, -1,
-                                       g_task_get_cancellable(check->task), recheck_done, check);
-                return;
+                /* The bus vouches for this one: it is the connection's. */
+                int fd = g_unix_fd_list_get(fds, fd_index, NULL);
+                peer->process_known =
+                        fd >= 0 && ptags_target_adopt_pidfd(&peer->target, fd, NULL);
+        } else if (peer->reported_pid > 0 &&
+                   ptags_target_pin_pid(&peer->target, peer->reported_pid, NULL)) {
+                g_autoptr(GVariant) groups =
+                        g_variant_lookup_value(creds, "UnixGroupIDs", G_VARIANT_TYPE("au"));
+                gsize n_gids = 0;
+                const guint32 *gids =
+                        groups != NULL ? g_variant_get_fixed_array(groups, &n_gids, 4) : NULL;
+                peer->process_known = peer_process_is_plain(peer, gids, n_gids);
+        }
+        if (!peer->process_known) {
+                g_debug("the process behind %s (pid %d) is not provably its own: "
+                        "treating it as unknown",
+                        bus_name, (int)peer->reported_pid);
+                peer_forget_process(peer);
         }
         g_task_return_pointer(task, g_steal_pointer(&peer), (GDestroyNotify)ptags_peer_free);
+}
+
+GError *ptags_peer_unknown_error(const PtagsPeer *peer, const char *bus_name, const char *what)
+{
+        return g_error_new(PTAGS_ERROR, PTAGS_ERROR_NO_SUCH_PROCESS,
+                           "%s: the process behind %s cannot be identified (the process that "
+                           "opened the connection, pid %d, has exited or is not provably the "
+                           "connection's own)",
+                           what, bus_name, (int)peer->reported_pid);
 }
 
 void ptags_peer_lookup_async(GDBusConnection *connection, const char *bus_name,

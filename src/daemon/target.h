@@ -20,6 +20,9 @@ gboolean ptags_target_pin_pid(PtagsTarget *t, pid_t pid, GError **error);
 gboolean ptags_target_adopt_pidfd(PtagsTarget *t, int pidfd, GError **error);
 /* Duplicate @src into @dst (both pinned afterwards). */
 gboolean ptags_target_copy(PtagsTarget *dst, const PtagsTarget *src, GError **error);
+/* True while the process of @pidfd has not exited (a zombie has exited);
+ * FALSE for -1. */
+gboolean ptags_pidfd_running(int pidfd);
 /* True while the pinned process has not exited. */
 gboolean ptags_target_alive(const PtagsTarget *t);
 void ptags_target_clear(PtagsTarget *t);
@@ -45,6 +48,8 @@ typedef struct {
  * exited while being read (so nothing read belongs to a reused pid). */
 gboolean ptags_process_info_read(const PtagsTarget *t, PtagsProcessInfo *info, GError **error);
 void ptags_process_info_clear(PtagsProcessInfo *info);
+/* True when @a and @b say the same to a polkit rule. */
+gboolean ptags_process_info_equal(const PtagsProcessInfo *a, const PtagsProcessInfo *b);
 
 /* True when the "CapEff:" mask in the text of /proc/PID/status has
  * capability number @cap. */
@@ -53,15 +58,32 @@ gboolean ptags_status_has_capability(const char *status, guint cap);
  * when it exited or the status cannot be read). */
 gboolean ptags_target_has_capability(const PtagsTarget *t, guint cap);
 
-/* The process behind a bus connection. */
+/* True when the text of /proc/PID/status shows a process running as @uid
+ * through and through (real, effective, saved, fs), with one gid (among
+ * @gids when not NULL) and, unless @uid is 0, no capability at all. */
+gboolean ptags_status_is_plain_process_of(const char *status, uid_t uid, const guint32 *gids,
+                                          gsize n_gids);
+
+/* The caller behind a bus connection. Its uid always comes from the bus; its
+ * process only when proven to be the connection's (the bus's ProcessFD, or
+ * a plain process of that uid at the reported pid): otherwise process_known
+ * is FALSE, target is unset, and the caller is not "self", holds no rights
+ * through its tags and cannot be named by pid 0. */
 typedef struct {
         PtagsTarget target;
         uid_t uid;
+        pid_t reported_pid; /* what the bus said, for messages and logs only */
+        gboolean process_known;
 } PtagsPeer;
 
+/* NoSuchProcess explaining that the process behind @bus_name is unknown;
+ * @what says what needed it. (transfer full) */
+GError *ptags_peer_unknown_error(const PtagsPeer *peer, const char *bus_name, const char *what);
+
 /* Resolve @bus_name on @connection through GetConnectionCredentials
- * (ProcessFD when the bus offers it, else pidfd_open on ProcessID).
- * NameHasNoOwner becomes NoSuchProcess. */
+ * (ProcessFD when the bus offers it, else pidfd_open on ProcessID and the
+ * checks above). NameHasNoOwner becomes NoSuchProcess; an unknown process is
+ * not an error here (see process_known). */
 void ptags_peer_lookup_async(GDBusConnection *connection, const char *bus_name,
                              GCancellable *cancellable, GAsyncReadyCallback callback,
                              gpointer user_data);

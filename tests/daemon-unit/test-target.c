@@ -227,6 +227,85 @@ static void test_alive_without_cap_kill(void)
         ptags_target_clear(&t);
 }
 
+/* A process that exited but was not reaped is gone to every method. */
+static void test_zombie_is_not_alive(void)
+{
+        pid_t child = fork();
+        g_assert_cmpint(child, >=, 0);
+        if (child == 0)
+                _exit(0);
+        PtagsTarget t;
+        g_autoptr(GError) error = NULL;
+        g_assert_true(ptags_target_pin_pid(&t, child, &error));
+        /* Until it exits it may be running; once it is a zombie it is not. */
+        for (int i = 0; i < 500 && ptags_target_alive(&t); i++)
+                g_usleep(2000);
+        g_assert_false(ptags_target_alive(&t));
+        g_assert_true(kill(child, 0) == 0); /* the premise: not reaped yet */
+        g_assert_cmpint(waitpid(child, NULL, 0), ==, child);
+        ptags_target_clear(&t);
+}
+
+#define STATUS(uid, gid, prm, eff, amb)                                                      \
+        "Name:\tx\nUid:\t" uid "\nGid:\t" gid "\nCapInh:\t0000000000000000\nCapPrm:\t" prm \
+        "\nCapEff:\t" eff "\nCapBnd:\t000001ffffffffff\nCapAmb:\t" amb "\n"
+#define NO_CAPS "0000000000000000"
+
+static void test_plain_process(void)
+{
+        static const guint32 groups[] = {100, 1000};
+
+        /* An ordinary process of uid 1000, group 1000. */
+        g_assert_true(ptags_status_is_plain_process_of(
+                STATUS("1000\t1000\t1000\t1000", "1000\t1000\t1000\t1000", NO_CAPS, NO_CAPS,
+                       NO_CAPS),
+                1000, groups, G_N_ELEMENTS(groups)));
+        g_assert_true(ptags_status_is_plain_process_of(
+                STATUS("1000\t1000\t1000\t1000", "1000\t1000\t1000\t1000", NO_CAPS, NO_CAPS,
+                       NO_CAPS),
+                1000, NULL, 0));
+        /* Another uid, or a setuid program run by 1000 (su, passwd). */
+        g_assert_false(ptags_status_is_plain_process_of(
+                STATUS("0\t0\t0\t0", "0\t0\t0\t0", "000001ffffffffff", "000001ffffffffff",
+                       NO_CAPS),
+                1000, NULL, 0));
+        g_assert_false(ptags_status_is_plain_process_of(
+                STATUS("1000\t0\t0\t0", "1000\t1000\t1000\t1000", "000001ffffffffff",
+                       "000001ffffffffff", NO_CAPS),
+                1000, NULL, 0));
+        g_assert_false(ptags_status_is_plain_process_of(
+                STATUS("1000\t1000\t0\t1000", "1000\t1000\t1000\t1000", NO_CAPS, NO_CAPS,
+                       NO_CAPS),
+                1000, NULL, 0));
+        /* A setgid program, or a group the bus did not see. */
+        g_assert_false(ptags_status_is_plain_process_of(
+                STATUS("1000\t1000\t1000\t1000", "1000\t42\t42\t42", NO_CAPS, NO_CAPS, NO_CAPS),
+                1000, NULL, 0));
+        g_assert_false(ptags_status_is_plain_process_of(
+                STATUS("1000\t1000\t1000\t1000", "42\t42\t42\t42", NO_CAPS, NO_CAPS, NO_CAPS),
+                1000, groups, G_N_ELEMENTS(groups)));
+        /* File capabilities or kept capabilities, in any of the three sets. */
+        g_assert_false(ptags_status_is_plain_process_of(
+                STATUS("1000\t1000\t1000\t1000", "1000\t1000\t1000\t1000", "0000000000000001",
+                       NO_CAPS, NO_CAPS),
+                1000, NULL, 0));
+        g_assert_false(ptags_status_is_plain_process_of(
+                STATUS("1000\t1000\t1000\t1000", "1000\t1000\t1000\t1000", NO_CAPS,
+                       "0000000200000000", NO_CAPS),
+                1000, NULL, 0));
+        g_assert_false(ptags_status_is_plain_process_of(
+                STATUS("1000\t1000\t1000\t1000", "1000\t1000\t1000\t1000", NO_CAPS, NO_CAPS,
+                       "0000000000000400"),
+                1000, NULL, 0));
+        /* Root is root: any root process may stand for a root connection. */
+        g_assert_true(ptags_status_is_plain_process_of(
+                STATUS("0\t0\t0\t0", "0\t0\t0\t0", "000001ffffffffff", "000001ffffffffff",
+                       NO_CAPS),
+                0, NULL, 0));
+        /* Unreadable text proves nothing. */
+        g_assert_false(ptags_status_is_plain_process_of("Name:\tx\n", 1000, NULL, 0));
+}
+
 int main(int argc, char **argv)
 {
         g_test_init(&argc, &argv, NULL);
@@ -238,5 +317,7 @@ int main(int argc, char **argv)
         g_test_add_func("/target/alive-without-cap-kill", test_alive_without_cap_kill);
         g_test_add_func("/target/not-a-pidfd", test_not_a_pidfd);
         g_test_add_func("/target/thread-id", test_thread_id);
+        g_test_add_func("/target/zombie-is-not-alive", test_zombie_is_not_alive);
+        g_test_add_func("/target/plain-process", test_plain_process);
         return g_test_run();
 }

@@ -25,6 +25,7 @@ struct ptags_bpf {
         int lock_fd; /* flock on pin_dir: one owner of the maps at a time */
         struct bpf_link *links[LINK_COUNT];
         struct bpf_link *retag_link;
+        uint64_t write_token; /* last mark a pidfd write left (random start) */
         ptags_bpf_sets sets;
         char error[512];
 };

@@ -22,12 +22,28 @@ struct ptags_task_record {
         __u32 flags;
         __u64 set_id;
         __u64 contid;
+        /* The loader's mark on the one task it wrote through a pidfd; never
+         * copied to a child, so it names that very task (see the retag
+         * iterator). */
+        __u64 write_token;
 };
 
-/* What the retag iterator writes into the threads of one process. */
+/* Retag passes: first find the process the loader wrote through its pidfd,
+ * then write every thread of exactly that process. */
+#define PTAGS_RETAG_FIND  1u
+#define PTAGS_RETAG_WRITE 2u
+
+/* The retag iterator's parameters and, after a FIND pass, its finding. */
 struct ptags_retag_params {
         __s32 tgid;
         __u32 write_mask;
         __u64 set_id;
         __u64 contid;
+        __u32 phase;
+        __u32 pad;
+        __u64 write_token;
+        /* FIND's result: the address of the process's struct pid (its thread
+         * group id), 0 when not found. The loader's pidfd holds a reference
+         * to it, so no other process can have it while the loader looks. */
+        __u64 group_pid;
 };

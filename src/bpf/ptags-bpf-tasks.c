@@ -100,11 +100,13 @@ size_t ptags_bpf_set_count(ptags_bpf *b)
         return n;
 }
 
-/* Runs the retag iterator once; returns the number of threads written. */
-static int retag_pass(ptags_bpf *b)
+/* Runs one retag pass; returns the number of tasks of the group it saw. */
+static int retag_pass(ptags_bpf *b, uint32_t phase)
 {
         char buf[4096];
         int count = 0;
+
+        b->skel->bss->retag.phase = phase;
         int fd = bpf_iter_create(bpf_link__fd(b->retag_link));
         if (fd < 0)
                 return ptags_bpf_fail(b, -errno, "cannot start the retag iterator: %s",
@@ -126,58 +128,125 @@ static int retag_pass(ptags_bpf *b)
         return count;
 }
 
-static int retag_locked(ptags_bpf *b, pid_t tgid, uint32_t mask, uint64_t set_id, uint64_t contid)
+/* The pid of the process @pidfd names, from its fdinfo; -ESRCH when gone. */
+static int pidfd_pid(int pidfd)
 {
-        b->skel->bss->retag = (struct ptags_retag_params){
-                .tgid = tgid, .write_mask = mask, .set_id = set_id, .contid = contid};
-        int n = retag_pass(b);
-        /* A thread created while the first pass ran may have copied the
-         * old record from a thread not yet visited: a second pass catches
-         * it. A single-threaded process cannot race itself that way. */
-        if (n > 1)
-                n = retag_pass(b);
+        char path[64], line[128];
+        int pid = -1;
+
+        snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", pidfd);
+        FILE *f = fopen(path, "re");
+        if (!f)
+                return -EBADF;
+        while (fgets(line, sizeof(line), f))
+                if (sscanf(line, "Pid: %d", &pid) == 1)
+                        break;
+        fclose(f);
+        return pid > 0 ? pid : -ESRCH;
+}
+
+/* Writes the leader of the process @pidfd names, through the pidfd itself:
+ * the kernel resolves it to that very task or fails, whatever its pid has
+ * become. Marks the record with a fresh write token. */
+static int write_leader(ptags_bpf *b, int pidfd, uint32_t mask, uint64_t set_id, uint64_t contid)
+{
+        struct bpf_map *map = b->skel->maps.task_records;
+        struct ptags_task_record rec = {0};
+
+        int r = bpf_map__lookup_elem(map, &pidfd, sizeof(pidfd), &rec, sizeof(rec), BPF_F_LOCK);
+        if (r < 0 && r != -ENOENT)
+                return ptags_bpf_fail(b, r, "cannot read a task record: %s", strerror(-r));
+        if (r == -ENOENT || !(rec.flags & PTAGS_RECORD_VALID))
+                rec = (struct ptags_task_record){
+                        .set_id = PTAGS_SET_EMPTY, .contid = PTAGS_CONTID_UNSET};
+        rec.flags = PTAGS_RECORD_VALID;
+        if (mask & PTAGS_WRITE_SET)
+                rec.set_id = set_id;
+        if (mask & PTAGS_WRITE_CONTID)
+                rec.contid = contid;
+        rec.write_token = ++b->write_token;
+        r = bpf_map__update_elem(map, &pidfd, sizeof(pidfd), &rec, sizeof(rec),
+                                 BPF_ANY | BPF_F_LOCK);
+        /* The kernel answers ENOENT for a pidfd whose process is gone. */
+        if (r == -ENOENT || r == -ESRCH)
+                return ptags_bpf_fail(b, -ESRCH, "the process has exited");
+        if (r < 0)
+                return ptags_bpf_fail(b, r, "cannot write a task record: %s", strerror(-r));
+        return 0;
+}
+
+static int retag_locked(ptags_bpf *b, int pidfd, uint32_t mask, uint64_t set_id, uint64_t contid)
+{
+        int tgid = pidfd_pid(pidfd);
+        if (tgid < 0)
+                return ptags_bpf_fail(b, tgid, "the process has exited");
+        int r = write_leader(b, pidfd, mask, set_id, contid);
+        if (r < 0)
+                return r;
+        b->skel->bss->retag = (struct ptags_retag_params){.tgid = tgid,
+                                                          .write_mask = mask,
+                                                          .set_id = set_id,
+                                                          .contid = contid,
+                                                          .write_token = b->write_token};
+        int n = retag_pass(b, PTAGS_RETAG_FIND);
+        if (n >= 0 && b->skel->bss->retag.group_pid == 0) {
+                /* No leader of that pid carries our mark: the process exited
+                 * (the pid may be someone else's by now), or a thread other
+                 * than the leader exec'd and took its place. */
+                r = pidfd_pid(pidfd) < 0 ? ptags_bpf_fail(b, -ESRCH, "the process has exited")
+                                         : ptags_bpf_fail(b, -EAGAIN,
+                                                          "the process exec'd from a thread "
+                                                          "during the write");
+                n = r;
+        } else if (n > 1) {
+                /* More threads than the leader. A thread created while the
+                 * write pass runs may copy the old record from a thread not
+                 * yet visited: a second pass catches it. */
+                n = retag_pass(b, PTAGS_RETAG_WRITE);
+                if (n > 1)
+                        n = retag_pass(b, PTAGS_RETAG_WRITE);
+        }
         b->skel->bss->retag.tgid = 0;
-        if (n == 0)
-                return ptags_bpf_fail(b, -ESRCH, "no process %d", (int)tgid);
+        b->skel->bss->retag.group_pid = 0;
         return n < 0 ? n : 0;
 }
 
-int ptags_bpf_write_tags(ptags_bpf *b, pid_t tgid, const ptags_set *tags)
+int ptags_bpf_write_tags(ptags_bpf *b, int pidfd, const ptags_set *tags)
 {
         uint64_t id;
         pthread_mutex_lock(&b->lock);
         int r = intern_locked(b, tags, &id);
         if (r == 0)
-                r = retag_locked(b, tgid, PTAGS_WRITE_SET, id, 0);
+                r = retag_locked(b, pidfd, PTAGS_WRITE_SET, id, 0);
         pthread_mutex_unlock(&b->lock);
         return r;
 }
 
-int ptags_bpf_write_set_id(ptags_bpf *b, pid_t tgid, uint64_t set_id)
+int ptags_bpf_write_set_id(ptags_bpf *b, int pidfd, uint64_t set_id)
 {
         pthread_mutex_lock(&b->lock);
         int r = set_id == PTAGS_SET_EMPTY || ptags_bpf_sets_by_id(&b->sets, set_id)
-                        ? retag_locked(b, tgid, PTAGS_WRITE_SET, set_id, 0)
+                        ? retag_locked(b, pidfd, PTAGS_WRITE_SET, set_id, 0)
                         : ptags_bpf_fail(b, -EINVAL, "unknown set id %" PRIu64, set_id);
         pthread_mutex_unlock(&b->lock);
         return r;
 }
 
-int ptags_bpf_write_record(ptags_bpf *b, pid_t tgid, uint64_t set_id, uint64_t contid)
+int ptags_bpf_write_record(ptags_bpf *b, int pidfd, uint64_t set_id, uint64_t contid)
 {
         pthread_mutex_lock(&b->lock);
         int r = set_id == PTAGS_SET_EMPTY || ptags_bpf_sets_by_id(&b->sets, set_id)
-                        ? retag_locked(b, tgid, PTAGS_WRITE_SET | PTAGS_WRITE_CONTID, set_id,
+                        ? retag_locked(b, pidfd, PTAGS_WRITE_SET | PTAGS_WRITE_CONTID, set_id,
                                        contid)
                         : ptags_bpf_fail(b, -EINVAL, "unknown set id %" PRIu64, set_id);
         pthread_mutex_unlock(&b->lock);
         return r;
 }
 
-int ptags_bpf_write_contid(ptags_bpf *b, pid_t tgid, uint64_t contid)
+int ptags_bpf_write_contid(ptags_bpf *b, int pidfd, uint64_t contid)
 {
         pthread_mutex_lock(&b->lock);
-        int r = retag_locked(b, tgid, PTAGS_WRITE_CONTID, 0, contid);
+        int r = retag_locked(b, pidfd, PTAGS_WRITE_CONTID, 0, contid);
         pthread_mutex_unlock(&b->lock);
         return r;
 }

@@ -13,9 +13,11 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/mount.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <bpf/bpf.h>
@@ -299,6 +301,10 @@ int ptags_bpf_open(const ptags_bpf_options *opts, ptags_bpf **out, char *err, si
         pthread_mutex_init(&b->lock, NULL);
         b->lock_fd = -1;
         b->transient = o->transient;
+        /* Write tokens start at random, so no mark an earlier daemon left in
+         * a record can be mistaken for one of ours. */
+        if (getrandom(&b->write_token, sizeof(b->write_token), 0) != sizeof(b->write_token))
+                b->write_token = ((uint64_t)getpid() << 32) ^ (uint64_t)time(NULL);
         b->pin_dir = strdup(o->pin_dir ? o->pin_dir : DEFAULT_PIN_DIR);
         if (!b->pin_dir) {
                 r = ptags_bpf_fail(b, -ENOMEM, "out of memory");

@@ -87,18 +87,24 @@ int ptags_bpf_tags_of_record(ptags_bpf *b, const ptags_bpf_record *rec, ptags_se
 /* The tags of process @pid. (transfer full: ptags_set_free) */
 int ptags_bpf_read_tags(ptags_bpf *b, pid_t pid, ptags_set **out);
 
-/* Give every thread of process @tgid the set @tags: interns it (and its
- * kept subset, exec map first) and writes the record of each thread. */
-int ptags_bpf_write_tags(ptags_bpf *b, pid_t tgid, const ptags_set *tags);
+/* Writes name the process by a pidfd, never by a pid number: only the process
+ * the pidfd holds is ever written, or -ESRCH once it has exited, even if its
+ * pid now belongs to another process. -EAGAIN when a thread other than the
+ * leader exec'd during the write (try again). */
 
-/* Give every thread of @tgid an already interned set id (tests, restore). */
-int ptags_bpf_write_set_id(ptags_bpf *b, pid_t tgid, uint64_t set_id);
+/* Give every thread of the process @pidfd names the set @tags: interns it
+ * (and its kept subset, exec map first) and writes the record of each
+ * thread. */
+int ptags_bpf_write_tags(ptags_bpf *b, int pidfd, const ptags_set *tags);
+
+/* Give every thread an already interned set id (tests, restore). */
+int ptags_bpf_write_set_id(ptags_bpf *b, int pidfd, uint64_t set_id);
 
 /* Set id and container ID together, in one locked write per thread. */
-int ptags_bpf_write_record(ptags_bpf *b, pid_t tgid, uint64_t set_id, uint64_t contid);
+int ptags_bpf_write_record(ptags_bpf *b, int pidfd, uint64_t set_id, uint64_t contid);
 
-/* Write the container ID of every thread of process @tgid. */
-int ptags_bpf_write_contid(ptags_bpf *b, pid_t tgid, uint64_t contid);
+/* Write the container ID of every thread. */
+int ptags_bpf_write_contid(ptags_bpf *b, int pidfd, uint64_t contid);
 
 /* ----------------------------------------------------------- set table */
 

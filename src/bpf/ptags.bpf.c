@@ -171,7 +171,13 @@ int ptags_iter_dump(struct bpf_iter__task *ctx)
 
 /* Writes the retag parameters into every thread of one process: task
  * storage is per thread (pitfall 3) and a pidfd reaches only the leader
- * before 6.9. Emits one byte per thread written, so the caller can count. */
+ * before 6.9. The loader has already written the leader through its pidfd,
+ * marked with a write token. A FIND pass looks for that mark on a leader
+ * with the right thread-group id and notes its struct pid; a WRITE pass then
+ * writes the tasks whose thread group is that struct pid. A process that
+ * reused the pid has another struct pid, so it is never written. Each pass
+ * emits one byte per task of the group it saw or wrote, so the caller can
+ * count. */
 SEC("iter/task")
 int ptags_iter_retag(struct bpf_iter__task *ctx)
 {
@@ -180,9 +186,23 @@ int ptags_iter_retag(struct bpf_iter__task *ctx)
         struct ptags_task_record *rec;
         __u32 mask = retag.write_mask;
         __u64 set_id = retag.set_id, contid = retag.contid;
+        struct pid *group;
         char mark = 't';
 
         if (!task || retag.tgid <= 0 || BPF_CORE_READ(task, tgid) != retag.tgid)
+                return 0;
+        group = BPF_CORE_READ(task, signal, pids[PIDTYPE_TGID]);
+        if (retag.phase == PTAGS_RETAG_FIND) {
+                if (BPF_CORE_READ(task, pid) == retag.tgid) {
+                        rec = bpf_task_storage_get(&task_records, task, 0, 0);
+                        if (rec && rec->write_token == retag.write_token)
+                                retag.group_pid = (__u64)group;
+                }
+                bpf_seq_write(seq, &mark, 1);
+                return 0;
+        }
+        if (retag.phase != PTAGS_RETAG_WRITE || retag.group_pid == 0 ||
+            (__u64)group != retag.group_pid)
                 return 0;
         rec = bpf_task_storage_get(&task_records, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
         if (!rec) {

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -104,10 +105,11 @@ int main(void)
                 return 1;
         }
         worker w[2] = {worker_start(), worker_start()};
+        int w1_fd = (int)syscall(SYS_pidfd_open, w[1].pid, 0);
         ptags_set *tags = NULL;
         const char *text = "app:camera\napp:mic\n@session=42\n";
         if (ptags_set_parse(text, strlen(text), &tags, NULL) != PTAGS_OK ||
-            ptags_bpf_write_tags(bpf, w[1].pid, tags) < 0) {
+            ptags_bpf_write_tags(bpf, w1_fd, tags) < 0) {
                 fprintf(stderr, "bench-fork: tagging: %s\n", ptags_bpf_last_error(bpf));
                 return 1;
         }
@@ -157,7 +159,7 @@ int main(void)
         ptags_set_parse("retag:b\n", 8, &alt[1], NULL);
         double start = now_ns();
         for (int i = 0; i < 200; i++)
-                if (ptags_bpf_write_tags(bpf, w[1].pid, alt[i & 1]) < 0) {
+                if (ptags_bpf_write_tags(bpf, w1_fd, alt[i & 1]) < 0) {
                         fprintf(stderr, "bench-fork: retag: %s\n", ptags_bpf_last_error(bpf));
                         return 1;
                 }

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 static int failures;
@@ -129,6 +130,25 @@ void child_spawn(child_proc *c)
                 die("bpf-child reported pid %ld, expected %d", reported, (int)pid);
 }
 
+bool child_spawn_at(child_proc *c, pid_t pid)
+{
+        /* The kernel hands out ns_last_pid + 1 next; other forks on the
+         * machine may win the race, so try again a few times. */
+        for (int i = 0; i < 100; i++) {
+                FILE *f = fopen("/proc/sys/kernel/ns_last_pid", "we");
+                if (!f)
+                        return false;
+                fprintf(f, "%d", (int)pid - 1);
+                if (fclose(f) != 0)
+                        return false;
+                child_spawn(c);
+                if (c->pid == pid)
+                        return true;
+                child_kill(c);
+        }
+        return false;
+}
+
 void child_send(child_proc *c, const char *cmd)
 {
         char line[128];
@@ -205,10 +225,20 @@ ptags_bpf_record record_of(test_instance *t, pid_t pid)
         return rec;
 }
 
+int pidfd_of(pid_t pid)
+{
+        int fd = (int)syscall(SYS_pidfd_open, pid, 0);
+        if (fd < 0)
+                die("pidfd_open(%d): %s", (int)pid, strerror(errno));
+        return fd;
+}
+
 void tag(test_instance *t, pid_t pid, const char *text)
 {
         ptags_set *s = set_from(text);
-        int r = ptags_bpf_write_tags(t->bpf, pid, s);
+        int fd = pidfd_of(pid);
+        int r = ptags_bpf_write_tags(t->bpf, fd, s);
+        close(fd);
         ptags_set_free(s);
         if (r < 0)
                 die("tagging %d: %s", (int)pid, ptags_bpf_last_error(t->bpf));

@@ -32,6 +32,10 @@ void instance_reopen(test_instance *t);
 /* Closes and removes every pin and the set table. */
 void instance_destroy(test_instance *t);
 
+/* A pidfd of process @pid (writes take one), dying when it cannot be had.
+ * The caller closes it. */
+int pidfd_of(pid_t pid);
+
 /* A running bpf-child, driven over two pipes. */
 typedef struct {
         pid_t pid;
@@ -42,6 +46,9 @@ typedef struct {
 extern const char *child_path;
 
 void child_spawn(child_proc *c);
+/* child_spawn, steering the kernel to give the child exactly @pid (a freed
+ * pid, for reuse tests); false when it could not. */
+bool child_spawn_at(child_proc *c, pid_t pid);
 /* Sends one command line (without '\n'). */
 void child_send(child_proc *c, const char *cmd);
 /* Reads one reply "WORD NUMBER ..." and returns NUMBER, dying on another word. */

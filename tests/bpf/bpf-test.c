@@ -22,7 +22,9 @@ static void test_fork_inherit(test_instance *t)
         child_spawn(&c);
         child_spawn(&plain);
         tag(t, c.pid, "app:a\napp:b=1 2\n@app:k=v\n");
-        CHECK(ptags_bpf_write_contid(t->bpf, c.pid, 42) == 0, "contid");
+        int c_fd = pidfd_of(c.pid);
+        CHECK(ptags_bpf_write_contid(t->bpf, c_fd, 42) == 0, "contid");
+        close(c_fd);
         child_send(&c, "fork");
         pid_t g = (pid_t)child_expect(&c, "pid");
         CHECK(tags_are(t, g, "app:a\napp:b=1 2\n@app:k=v\n"), "grandchild inherits tags");
@@ -49,7 +51,9 @@ static void test_exec_drop_keep(test_instance *t)
         child_proc c, d;
         child_spawn(&c);
         tag(t, c.pid, "a\nb=1\n@k=v\n@k2\n");
-        CHECK(ptags_bpf_write_contid(t->bpf, c.pid, 7) == 0, "contid");
+        int c_fd = pidfd_of(c.pid);
+        CHECK(ptags_bpf_write_contid(t->bpf, c_fd, 7) == 0, "contid");
+        close(c_fd);
         child_send(&c, "exec");
         CHECK(child_expect(&c, "ready") == c.pid, "exec kept the pid");
         CHECK(tags_are(t, c.pid, "@k=v\n@k2\n"), "exec keeps only kept tags");
@@ -147,7 +151,7 @@ static void test_fork_storm(test_instance *t)
                 die("intern: %s", ptags_bpf_last_error(t->bpf));
         ptags_set_free(a);
         ptags_set_free(b);
-        pid_t self = getpid();
+        int self = pidfd_of(getpid());
         if (ptags_bpf_write_record(t->bpf, self, ids[0], 1000 + ids[0]) < 0)
                 die("first write: %s", ptags_bpf_last_error(t->bpf));
 
@@ -245,7 +249,7 @@ static void test_restart(test_instance *t)
         if (daemon == 0) {
                 instance_reopen(t);
                 tag(t, c.pid, "app:a=1\n@app:k\n");
-                ptags_bpf_write_contid(t->bpf, c.pid, 99);
+                ptags_bpf_write_contid(t->bpf, pidfd_of(c.pid), 99);
                 if (write(done[1], "x", 1) != 1)
                         _exit(2);
                 for (;;)
@@ -358,12 +362,26 @@ static void test_errors(test_instance *t)
         child_spawn(&c);
         tag(t, c.pid, "ok\n");
         pid_t gone = c.pid;
+        int gone_fd = pidfd_of(c.pid);
         ptags_bpf_record before = record_of(t, c.pid);
-        CHECK(ptags_bpf_write_set_id(t->bpf, c.pid, 987654) == -EINVAL, "unknown set id refused");
+        CHECK(ptags_bpf_write_set_id(t->bpf, gone_fd, 987654) == -EINVAL,
+              "unknown set id refused");
         CHECK(record_of(t, c.pid).set_id == before.set_id, "and nothing changed");
         child_kill(&c);
         ptags_set *s = set_from("x\n");
-        CHECK(ptags_bpf_write_tags(t->bpf, gone, s) == -ESRCH, "a dead process: ESRCH");
+        CHECK(ptags_bpf_write_tags(t->bpf, gone_fd, s) == -ESRCH, "a dead process: ESRCH");
+        /* Its pid taken by another process: the pidfd still names the dead
+         * one, so the newcomer is never written. */
+        child_proc reuse;
+        if (child_spawn_at(&reuse, gone)) {
+                CHECK(ptags_bpf_write_tags(t->bpf, gone_fd, s) == -ESRCH,
+                      "the pid's new owner is not written through the old pidfd");
+                CHECK(!record_of(t, reuse.pid).valid, "and has no record");
+                child_kill(&reuse);
+        } else {
+                CHECK(false, "could not get pid %d back for the reuse check", (int)gone);
+        }
+        close(gone_fd);
         ptags_set_free(s);
         ptags_set *got = NULL;
         CHECK(ptags_bpf_read_tags(t->bpf, gone, &got) == -ESRCH, "reading a dead process: ESRCH");

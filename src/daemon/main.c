@@ -120,8 +120,10 @@ int main(int argc, char **argv)
                 g_printerr("ptagsd: --polkit-timeout must be a positive number of seconds\n");
                 return 2;
         }
+        /* GLib's default writer shows debug messages when this is set (the
+         * variable works on every GLib the build accepts). */
         if (verbose)
-                g_log_set_debug_enabled(TRUE);
+                g_setenv("G_MESSAGES_DEBUG", "all", TRUE);
 
         Daemon d = {0};
         g_autoptr(GDBusConnection) bus = connect_system_bus();

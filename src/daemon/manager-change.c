@@ -110,7 +110,7 @@ static gboolean change_plan(Call *call, GError **error)
  * authorization (root) never wait: their change is immediate, and it is what
  * a re-authorizing call must notice. */
 
-static void resume_waiting(gpointer data);
+static gboolean resume_waiting(gpointer data);
 
 void target_lock_take(Call *call)
 {
@@ -137,12 +137,12 @@ void target_lock_release(Call *call)
         if (g_queue_is_empty(waiting))
                 g_queue_free(waiting);
         else
-                g_idle_add_once(resume_waiting, waiting);
+                g_idle_add(resume_waiting, waiting);
 }
 
 static void change_commit(Call *call);
 
-static void resume_waiting(gpointer data)
+static gboolean resume_waiting(gpointer data)
 {
         GQueue *waiting = data;
         Call *call;
@@ -150,6 +150,7 @@ static void resume_waiting(gpointer data)
         while ((call = g_queue_pop_head(waiting)) != NULL)
                 change_commit(call);
         g_queue_free(waiting);
+        return G_SOURCE_REMOVE;
 }
 
 /* True (and @call queued) when another call re-authorizes on its target. */

@@ -72,7 +72,10 @@ class ReadMethodTests(PtagsTestCase):
                                  for a in m.findall("arg"))
                     out.add((m.tag, m.get("name"), args))
                 elif m.tag == "property":
-                    out.add((m.tag, m.get("name"), (m.get("type"), m.get("access"))))
+                    emits = [a.get("value") for a in m.findall("annotation") if a.get("name")
+                             == "org.freedesktop.DBus.Property.EmitsChangedSignal"]
+                    out.add((m.tag, m.get("name"),
+                             (m.get("type"), m.get("access"), (emits or ["true"])[0])))
             return out
 
         source_root = os.environ.get("PTAGS_SOURCE_ROOT") or os.path.join(
@@ -82,6 +85,10 @@ class ReadMethodTests(PtagsTestCase):
         live = ptags_client.call(self.world.conn, "Introspect", "", [],
                                  interface="org.freedesktop.DBus.Introspectable")
         self.assertEqual(members(self.assertOk(live)[0]), documented)
+        # Properties that never change say so, as hostnamed's do.
+        constant = {m[1] for m in documented if m[0] == "property" and m[2][2] == "const"}
+        self.assertTrue({"Version", "Backend", "Features", "MaxTags", "MaxTagLength",
+                         "MaxValueLength"} <= constant, constant)
 
     def test_root_changes_skip_polkit(self):
         self.world.polkit.clear_checks()

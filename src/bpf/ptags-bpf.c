@@ -399,13 +399,25 @@ void ptags_bpf_close(ptags_bpf *b)
 int ptags_bpf_uninstall(const char *pin_dir, const char *state_dir)
 {
         const char *dir = pin_dir ? pin_dir : DEFAULT_PIN_DIR;
+        /* Never pull the state from under a running owner: it holds the
+         * directory's lock (see lock_pins). */
+        int lock_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (lock_fd < 0 && errno != ENOENT)
+                return -errno;
+        if (lock_fd >= 0 && flock(lock_fd, LOCK_EX | LOCK_NB) < 0) {
+                int saved = errno == EWOULDBLOCK ? -EBUSY : -errno;
+                close(lock_fd);
+                return saved;
+        }
         const char *names[] = {"fork",     "exec",      "tasks",        "fork-new",
                                "exec-new", "tasks-new", "task_records", "exec_kept"};
         int r = 0;
         for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
                 char *p = path_join(dir, names[i], "");
-                if (!p)
-                        return -ENOMEM;
+                if (!p) {
+                        r = -ENOMEM;
+                        goto out;
+                }
                 if (unlink(p) < 0 && errno != ENOENT && r == 0)
                         r = -errno;
                 free(p);
@@ -413,11 +425,16 @@ int ptags_bpf_uninstall(const char *pin_dir, const char *state_dir)
         if (rmdir(dir) < 0 && errno != ENOENT && r == 0)
                 r = -errno;
         char *sets = path_join(state_dir ? state_dir : state_dir_default(), SETS_FILE, "");
-        if (!sets)
-                return -ENOMEM;
+        if (!sets) {
+                r = -ENOMEM;
+                goto out;
+        }
         if (unlink(sets) < 0 && errno != ENOENT && r == 0)
                 r = -errno;
         free(sets);
+out:
+        if (lock_fd >= 0)
+                close(lock_fd);
         return r;
 }
 

@@ -55,7 +55,8 @@ int ptags_bpf_open(const ptags_bpf_options *opts, ptags_bpf **out, char *err, si
 /* Closes the handle; pinned programs keep running. NULL is allowed. */
 void ptags_bpf_close(ptags_bpf *b);
 /* Removes every pin under @pin_dir and the set table in @state_dir (NULLs
- * mean the defaults): the programs stop when their last user goes. */
+ * mean the defaults): the programs are detached once no process holds them.
+ * -EBUSY while a loader (a running ptagsd) holds the pins. */
 int ptags_bpf_uninstall(const char *pin_dir, const char *state_dir);
 
 /* "bpf-lsm" or "bpf-tracepoint". (transfer none, static) */

@@ -189,3 +189,23 @@ PtagsBackend *ptags_backend_bpf_new(GError **error)
         g_message("bpf backend ready: %s hooks", ptags_bpf_backend_name(self->bpf));
         return (PtagsBackend *)self;
 }
+
+gboolean ptags_backend_bpf_remove_state(GError **error)
+{
+        /* The same directories the backend would use (see
+         * ptags_backend_bpf_new); the set table follows RUNTIME_DIRECTORY. */
+        const char *pin_dir = g_getenv("PTAGS_BPF_PIN_DIR");
+        int r = ptags_bpf_uninstall(pin_dir, NULL);
+
+        if (r == -EBUSY) {
+                g_set_error(error, PTAGS_ERROR, PTAGS_ERROR_FAILED,
+                            "the bpf state is in use by a running ptagsd: stop it first");
+                return FALSE;
+        }
+        if (r < 0) {
+                g_set_error(error, PTAGS_ERROR, PTAGS_ERROR_FAILED,
+                            "cannot remove the bpf state: %s", g_strerror(-r));
+                return FALSE;
+        }
+        return TRUE;
+}

@@ -51,6 +51,9 @@ PtagsBackend *ptags_backend_lsm_new(const char *proc_root, GError **error);
 #ifdef HAVE_BPF_BACKEND
 /* The stock-kernel backend, in backend-bpf.c. (transfer full: ops->free) */
 PtagsBackend *ptags_backend_bpf_new(GError **error);
+/* Detach the bpf backend's programs and remove its pins and runtime state
+ * (uninstalling); fails while a ptagsd runs on them. */
+gboolean ptags_backend_bpf_remove_state(GError **error);
 #endif
 
 /* Convenience wrappers, so callers never touch ops directly. */

@@ -11,6 +11,7 @@
 
 #include "authority.h"
 #include "backend-select.h"
+#include "backend.h"
 #include "manager.h"
 
 #define BUS_NAME               "org.ptags.Manager"
@@ -92,6 +93,7 @@ int main(int argc, char **argv)
         gint polkit_timeout = DEFAULT_POLKIT_TIMEOUT;
         gboolean verbose = FALSE;
         gboolean version = FALSE;
+        gboolean remove_state = FALSE;
         const GOptionEntry entries[] = {
                 {"backend", 0, 0, G_OPTION_ARG_STRING, &backend_name,
                  "Where tags live: auto (default), ptags-lsm or bpf", "NAME"},
@@ -102,6 +104,10 @@ int main(int argc, char **argv)
                 {"verbose", 'v', 0, G_OPTION_ARG_NONE, &verbose, "Log every call and decision",
                  NULL},
                 {"version", 0, 0, G_OPTION_ARG_NONE, &version, "Print the version and exit", NULL},
+                {"remove-state", 0, 0, G_OPTION_ARG_NONE, &remove_state,
+                 "Detach the bpf programs, remove their pins and runtime state, and exit "
+                 "(uninstalling; ptagsd must be stopped)",
+                 NULL},
                 {NULL},
         };
         g_autoptr(GOptionContext) context = g_option_context_new("- the ptags D-Bus service");
@@ -114,6 +120,16 @@ int main(int argc, char **argv)
         }
         if (version) {
                 printf("ptagsd %s\n", PACKAGE_VERSION);
+                return 0;
+        }
+        if (remove_state) {
+#ifdef HAVE_BPF_BACKEND
+                if (!ptags_backend_bpf_remove_state(&error)) {
+                        g_printerr("ptagsd: %s\n", error->message);
+                        return 1;
+                }
+#endif
+                /* The ptags-lsm backend keeps nothing outside the kernel. */
                 return 0;
         }
         if (polkit_timeout <= 0) {

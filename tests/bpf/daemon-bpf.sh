@@ -99,4 +99,21 @@ second=$(ask fork pid); pids+=("$second")
 start_daemon
 expect_tags "$grandchild" "$full" "after a SIGKILL restart"
 expect_tags "$second" "$kept" "fork while no daemon ran"
+
+# Teardown: refused while a daemon runs, then everything goes.
+if "$ptagsd" --remove-state >"$tmp/remove.log" 2>&1; then
+  fail "--remove-state succeeded while ptagsd runs"
+fi
+grep -q "in use" "$tmp/remove.log" || fail "--remove-state while running: $(cat "$tmp/remove.log")"
+[ -e "$pins/task_records" ] || fail "a refused --remove-state removed the pins"
+kill -TERM "$daemon_pid"
+wait "$daemon_pid" 2>/dev/null || true
+fork_link=$(bpftool link show pinned "$pins/fork" | sed -n 's/^\([0-9]*\):.*/\1/p')
+[ -n "$fork_link" ] || fail "no pinned fork link to watch"
+"$ptagsd" --remove-state >"$tmp/remove.log" 2>&1 || fail "--remove-state: $(cat "$tmp/remove.log")"
+[ ! -e "$pins" ] || fail "--remove-state left $pins: $(ls "$pins")"
+[ -z "$(ls -A "$tmp/run")" ] || fail "--remove-state left runtime state: $(ls "$tmp/run")"
+if bpftool link show id "$fork_link" >/dev/null 2>&1; then
+  fail "--remove-state left the fork hook attached (link $fork_link)"
+fi
 echo "daemon-bpf: PASS ($backend)"

@@ -1,9 +1,19 @@
 #!/usr/bin/env bash
-# Installs whichever Debian packages of tests/debian-packages.txt are missing
-# (apt-get update once, only when something is missing). Needs root.
+# Installs whichever Debian packages of the given lists in tests/deps/ are missing (apt-get update
+# once, only when something is missing). Needs root.
+# Usage: tests/install-deps.sh [LIST...]   LIST: build, run, test, dev (default: build run test)
+#   build  what building needs           run  what the Quick start sandbox runs
+#   test   what `meson test` needs too   dev  developer tools (valgrind)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-mapfile -t pkgs < <(grep -v '^\s*#' tests/debian-packages.txt | awk 'NF{print $1}')
+lists=("$@")
+((${#lists[@]})) || lists=(build run test)
+files=()
+for l in "${lists[@]}"; do
+  [ -f "tests/deps/$l.txt" ] || { echo "install-deps: no list tests/deps/$l.txt" >&2; exit 2; }
+  files+=("tests/deps/$l.txt")
+done
+mapfile -t pkgs < <(cat "${files[@]}" | grep -v '^\s*#' | awk 'NF{print $1}' | sort -u)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

@@ -73,7 +73,7 @@ fi
 if [ "$inner" = no ]; then
   if [ "$build" = yes ]; then
     say "Installing missing Debian packages (tests/install-deps.sh)"
-    "$top/tests/install-deps.sh"
+    "$top/tests/install-deps.sh" build run
     say "Building in $builddir"
     if [ ! -f "$builddir/build.ninja" ]; then
       meson setup "$builddir" "$top"

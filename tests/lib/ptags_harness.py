@@ -469,7 +469,10 @@ class World:
 
     def start_daemon(self, extra_args=()):
         wrapper = os.environ.get("PTAGS_DAEMON_WRAPPER", "").split()
-        argv = wrapper + [self.ptagsd, "--backend=" + self.backend, "--verbose"]
+        argv = wrapper + [self.ptagsd, "--backend=" + self.backend]
+        # Debug logging by default (tests read it); benchmarks turn it off.
+        if getattr(self, "daemon_verbose", True):
+            argv.append("--verbose")
         if self.backend == "ptags-lsm":
             argv.append("--proc-root=" + self.mount)
         if self.polkit_timeout is not None:

@@ -1,0 +1,342 @@
+/* bench-calls.c: what each org.ptags.Manager call costs a client, as ratios to the bus floor
+ * (Peer.Ping to ptagsd) measured interleaved in the same run. Started by bench_world.py. */
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <systemd/sd-bus.h>
+#include <time.h>
+#include <unistd.h>
+
+#define NAME  "org.ptags.Manager"
+#define PATH  "/org/ptags/Manager"
+#define IFACE "org.ptags.Manager"
+
+typedef struct {
+        const char *address;
+        uint32_t target;      /* 10 tags, changed by the root rows */
+        uint32_t own_target;  /* nobody's own process, for the polkit row */
+        int rounds;
+        double seconds;       /* throughput rows */
+} options;
+
+static options opt;
+
+static double now_us(void)
+{
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
+}
+
+static sd_bus *connect_bus(void)
+{
+        sd_bus *bus = NULL;
+        if (sd_bus_new(&bus) < 0 || sd_bus_set_address(bus, opt.address) < 0 ||
+            sd_bus_set_bus_client(bus, 1) < 0 || sd_bus_start(bus) < 0) {
+                fprintf(stderr, "bench-calls: cannot connect to %s\n", opt.address);
+                exit(1);
+        }
+        return bus;
+}
+
+static void must(int r, sd_bus_error *e, const char *what)
+{
+        if (r < 0) {
+                fprintf(stderr, "bench-calls: %s: %s\n", what,
+                        e && e->message ? e->message : strerror(-r));
+                exit(1);
+        }
+}
+
+/* One call; the reply is dropped. */
+typedef void (*call_fn)(sd_bus *bus, int i);
+
+static void call_ping(sd_bus *bus, int i)
+{
+        sd_bus_error e = SD_BUS_ERROR_NULL;
+        must(sd_bus_call_method(bus, NAME, PATH, "org.freedesktop.DBus.Peer", "Ping", &e, NULL,
+                                ""),
+             &e, "Ping");
+}
+
+static void call_version(sd_bus *bus, int i)
+{
+        sd_bus_error e = SD_BUS_ERROR_NULL;
+        char *v = NULL;
+        must(sd_bus_get_property_string(bus, NAME, PATH, IFACE, "Version", &e, &v), &e,
+             "Get Version");
+        free(v);
+}
+
+static void call_get_tags(sd_bus *bus, int i)
+{
+        sd_bus_error e = SD_BUS_ERROR_NULL;
+        sd_bus_message *m = NULL;
+        must(sd_bus_call_method(bus, NAME, PATH, IFACE, "GetTags", &e, &m, "u", opt.target), &e,
+             "GetTags");
+        sd_bus_message_unref(m);
+}
+
+static void call_has_tag(sd_bus *bus, int i)
+{
+        sd_bus_error e = SD_BUS_ERROR_NULL;
+        must(sd_bus_call_method(bus, NAME, PATH, IFACE, "HasTag", &e, NULL, "us", opt.target,
+                                "bench:t5"),
+             &e, "HasTag");
+}
+
+static void call_peer_has_tag(sd_bus *bus, int i)
+{
+        sd_bus_error e = SD_BUS_ERROR_NULL;
+        const char *me = NULL;
+        sd_bus_get_unique_name(bus, &me);
+        must(sd_bus_call_method(bus, NAME, PATH, IFACE, "PeerHasTag", &e, NULL, "ss", me,
+                                "app:camera"),
+             &e, "PeerHasTag");
+}
+
+static void find_tagged(sd_bus *bus, const char *pattern)
+{
+        sd_bus_error e = SD_BUS_ERROR_NULL;
+        sd_bus_message *m = NULL;
+        must(sd_bus_call_method(bus, NAME, PATH, IFACE, "FindTagged", &e, &m, "s", pattern), &e,
+             "FindTagged");
+        sd_bus_message_unref(m);
+}
+
+static void call_find_100(sd_bus *bus, int i)
+{
+        find_tagged(bus, "group:hundred");
+}
+
+static void call_find_1000(sd_bus *bus, int i)
+{
+        find_tagged(bus, "group:all");
+}
+
+/* Alternating add and remove, so every call is a real change. */
+static void change(sd_bus *bus, uint32_t pid, int i, const char *tag)
+{
+        sd_bus_error e = SD_BUS_ERROR_NULL;
+        int r = i % 2 == 0 ? sd_bus_call_method(bus, NAME, PATH, IFACE, "AddTag", &e, NULL, "usb",
+                                                pid, tag, 0)
+                           : sd_bus_call_method(bus, NAME, PATH, IFACE, "RemoveTag", &e, NULL,
+                                                "us", pid, tag);
+        must(r, &e, i % 2 == 0 ? "AddTag" : "RemoveTag");
+}
+
+static void call_root_change(sd_bus *bus, int i)
+{
+        change(bus, opt.target, i, "bench:flip");
+}
+
+static void call_apply(sd_bus *bus, int i)
+{
+        sd_bus_error e = SD_BUS_ERROR_NULL;
+        char lines[10][32];
+        const char *v[10];
+        for (int k = 0; k < 10; k++) {
+                snprintf(lines[k], sizeof(lines[k]), "%sbench:a%d", i % 2 == 0 ? "+" : "-", k);
+                v[k] = lines[k];
+        }
+        must(sd_bus_call_method(bus, NAME, PATH, IFACE, "Apply", &e, NULL, "uas", opt.target, 10,
+                                v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9]),
+             &e, "Apply");
+}
+
+static void call_polkit_change(sd_bus *bus, int i)
+{
+        change(bus, opt.own_target, i, "bench:mine");
+}
+
+/* polkitd itself answering a check about this caller: the polkit floor.
+ * Only trusted callers may pass details, so this one passes none (the rule
+ * then says no, at about the same cost). */
+static void call_polkit_floor(sd_bus *bus, int i)
+{
+        sd_bus_error e = SD_BUS_ERROR_NULL;
+        const char *me = NULL;
+        sd_bus_get_unique_name(bus, &me);
+        must(sd_bus_call_method(bus, "org.freedesktop.PolicyKit1",
+                                "/org/freedesktop/PolicyKit1/Authority",
+                                "org.freedesktop.PolicyKit1.Authority", "CheckAuthorization", &e,
+                                NULL, "(sa{sv})sa{ss}us", "system-bus-name", 1, "name", "s", me,
+                                "org.ptags.tag.add", 0, 0, ""),
+             &e, "CheckAuthorization");
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+        double x = *(const double *)a, y = *(const double *)b;
+        return x < y ? -1 : x > y;
+}
+
+static double pct(double *v, int n, double p)
+{
+        return v[(int)floor(p * (n - 1))];
+}
+
+/* Floor and measured call alternate, so both see the same load. */
+static void row(sd_bus *bus, const char *label, call_fn floor_fn, call_fn fn, int rounds,
+                double floor_extra_median)
+{
+        double *f = calloc(rounds, sizeof(double)), *m = calloc(rounds, sizeof(double));
+        for (int i = 0; i < rounds / 20 + 2; i++) { /* warm-up */
+                floor_fn(bus, i);
+                fn(bus, i);
+        }
+        for (int i = 0; i < rounds; i++) {
+                double t0 = now_us();
+                floor_fn(bus, i);
+                double t1 = now_us();
+                fn(bus, i);
+                double t2 = now_us();
+                f[i] = t1 - t0;
+                m[i] = t2 - t1;
+        }
+        qsort(f, rounds, sizeof(double), cmp_double);
+        qsort(m, rounds, sizeof(double), cmp_double);
+        double floor_med = pct(f, rounds, 0.5) + floor_extra_median;
+        printf("%-44s %9.1f %9.1f %9.1f %9.1f %7.2fx\n", label, pct(m, rounds, 0.5),
+               pct(m, rounds, 0.1), pct(m, rounds, 0.9), floor_med,
+               pct(m, rounds, 0.5) / floor_med);
+        fflush(stdout);
+        free(f);
+        free(m);
+}
+
+/* The median of @fn alone (the polkit floor is a sum of two floors). */
+static double median_of(sd_bus *bus, call_fn fn, int rounds)
+{
+        double *v = calloc(rounds, sizeof(double));
+        for (int i = 0; i < rounds; i++) {
+                double t0 = now_us();
+                fn(bus, i);
+                v[i] = now_us() - t0;
+        }
+        qsort(v, rounds, sizeof(double), cmp_double);
+        double med = pct(v, rounds, 0.5);
+        free(v);
+        return med;
+}
+
+/* Calls per second of @clients processes each looping @fn (each on its own
+ * connection; @distinct: each client its own target pid, from @pids). */
+static double throughput(call_fn fn, int clients, const uint32_t *pids)
+{
+        uint64_t *counts = mmap(NULL, sizeof(uint64_t) * clients, PROT_READ | PROT_WRITE,
+                                MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+        int go[2];
+        if (pipe(go) < 0)
+                exit(1);
+        pid_t kids[64];
+        for (int c = 0; c < clients; c++) {
+                kids[c] = fork();
+                if (kids[c] == 0) {
+                        close(go[1]);
+                        if (pids)
+                                opt.target = pids[c];
+                        sd_bus *bus = connect_bus();
+                        char x;
+                        if (read(go[0], &x, 1) < 0)
+                                _exit(1);
+                        double end = now_us() + opt.seconds * 1e6;
+                        uint64_t n = 0;
+                        while (now_us() < end)
+                                fn(bus, (int)n++);
+                        counts[c] = n;
+                        sd_bus_flush_close_unref(bus);
+                        _exit(0);
+                }
+        }
+        close(go[0]);
+        usleep(200000); /* every client connected */
+        close(go[1]);
+        uint64_t total = 0;
+        for (int c = 0; c < clients; c++) {
+                int st;
+                waitpid(kids[c], &st, 0);
+                if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+                        fprintf(stderr, "bench-calls: a throughput client failed\n");
+                        exit(1);
+                }
+                total += counts[c];
+        }
+        munmap(counts, sizeof(uint64_t) * clients);
+        return total / opt.seconds;
+}
+
+static void throughput_row(const char *label, call_fn fn, const uint32_t *pids)
+{
+        double floor = throughput(call_ping, 16, NULL);
+        double measured = throughput(fn, 16, pids);
+        printf("%-44s %9.0f/s %9.0f/s %25.2fx\n", label, measured, floor, measured / floor);
+        fflush(stdout);
+}
+
+int main(int argc, char **argv)
+{
+        if (argc < 6) {
+                fprintf(stderr, "usage: bench-calls ADDRESS TARGET OWN_TARGET ROUNDS SECONDS "
+                                "[16 distinct targets...]\n");
+                return 2;
+        }
+        opt.address = argv[1];
+        opt.target = (uint32_t)strtoul(argv[2], NULL, 10);
+        opt.own_target = (uint32_t)strtoul(argv[3], NULL, 10);
+        opt.rounds = atoi(argv[4]);
+        opt.seconds = atof(argv[5]);
+        uint32_t distinct[16];
+        int n_distinct = 0;
+        for (int i = 6; i < argc && n_distinct < 16; i++)
+                distinct[n_distinct++] = (uint32_t)strtoul(argv[i], NULL, 10);
+
+        sd_bus *bus = connect_bus();
+        printf("%-44s %9s %9s %9s %9s %8s\n", "call (microseconds)", "median", "p10", "p90",
+               "floor", "ratio");
+        row(bus, "floor: Peer.Ping", call_ping, call_ping, opt.rounds, 0);
+        row(bus, "Properties.Get Version", call_ping, call_version, opt.rounds, 0);
+        row(bus, "GetTags (10 tags)", call_ping, call_get_tags, opt.rounds, 0);
+        row(bus, "HasTag", call_ping, call_has_tag, opt.rounds, 0);
+        row(bus, "PeerHasTag (own name)", call_ping, call_peer_has_tag, opt.rounds, 0);
+        row(bus, "FindTagged, 100 tagged processes", call_ping, call_find_100, opt.rounds / 4, 0);
+        row(bus, "FindTagged, 1000 tagged processes", call_ping, call_find_1000, opt.rounds / 10,
+            0);
+        row(bus, "AddTag/RemoveTag from root", call_ping, call_root_change, opt.rounds, 0);
+        row(bus, "Apply, 10 lines, from root", call_ping, call_apply, opt.rounds / 2, 0);
+
+        /* The polkit row runs as nobody, whose rule allows bench: tags on
+         * its own target; the floor is polkitd's own answer plus a Ping. */
+        fflush(stdout);
+        pid_t kid = fork();
+        if (kid == 0) {
+                if (setresgid(65534, 65534, 65534) < 0 || setresuid(65534, 65534, 65534) < 0)
+                        _exit(1);
+                sd_bus *nb = connect_bus();
+                int n = opt.rounds / 4;
+                double polkit_floor = median_of(nb, call_polkit_floor, n);
+                row(nb, "AddTag/RemoveTag through a polkit rule", call_ping, call_polkit_change, n,
+                    polkit_floor);
+                printf("  (floor = polkit CheckAuthorization %.1f us + Ping)\n", polkit_floor);
+                fflush(stdout);
+                _exit(0);
+        }
+        int st;
+        waitpid(kid, &st, 0);
+        if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+                fprintf(stderr, "bench-calls: the polkit row failed\n");
+                return 1;
+        }
+        printf("%-44s %11s %11s %25s\n", "throughput, 16 clients", "measured", "Ping", "ratio");
+        throughput_row("GetTags", call_get_tags, NULL);
+        if (n_distinct == 16)
+                throughput_row("root changes, distinct targets", call_root_change, distinct);
+        sd_bus_flush_close_unref(bus);
+        return 0;
+}

@@ -1,0 +1,74 @@
+# bench_world.py: the world the call benchmark runs in: a private system bus with our real
+# policy, the real polkitd with an administrator's rule, ptagsd (bpf backend by default), a
+# target with 10 tags, a target nobody owns, and 1000 tagged processes; then bench-calls.
+#
+# Run as root inside `unshare --mount --propagation private` (meson does):
+#   bench_world.py BENCH_CALLS [ROUNDS] [SECONDS]
+
+import os
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "policy"))
+from policy_world import PolicyWorld  # noqa: E402
+
+# nobody may add and remove bench: tags on its own processes.
+RULE = """
+polkit.addRule(function (action, subject) {
+    if ((action.id == "org.ptags.tag.add" || action.id == "org.ptags.tag.remove") &&
+        subject.user == "nobody" && action.lookup("prefix") == "bench" &&
+        action.lookup("self") != "true" && action.lookup("target-uid") == "65534") {
+        return polkit.Result.YES;
+    }
+});
+"""
+
+
+def rss_kib(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+def main():
+    bench_calls = sys.argv[1]
+    rounds = sys.argv[2] if len(sys.argv) > 2 else "2000"
+    seconds = sys.argv[3] if len(sys.argv) > 3 else "2"
+    world = PolicyWorld(admin_rules={"40-bench.rules": RULE}, shipped_rule=True)
+    world.daemon_verbose = False  # as deployed: no debug logging
+    try:
+        world.start()
+        time.sleep(0.5)
+        idle = rss_kib(world.daemon.pid)
+        target = world.spawn_target()
+        reply = world.root_call("Apply", "uas", [target, ["+bench:t%d" % i for i in range(10)]])
+        assert reply.ok, reply
+        own = world.spawn_target(unprivileged=True)
+        many = []
+        for i in range(1000):
+            proc = world.spawn("tagged", ["sleep", "600"])
+            many.append(proc.pid)
+        time.sleep(0.5)  # every sleep has exec'd, so no exec drops the tags below
+        for i, pid in enumerate(many):
+            lines = ["+group:all"] + ["+bench:x%d" % k for k in range(9)]
+            if i < 100:
+                lines.append("+group:hundred")
+            reply = world.root_call("Apply", "uas", [pid, lines])
+            assert reply.ok, reply
+        loaded = rss_kib(world.daemon.pid)
+        print("ptags call benchmark: backend %s, %d cores, load average %s" % (
+            world.backend, os.cpu_count(), open("/proc/loadavg").read().split()[0]))
+        sys.stdout.flush()
+        subprocess.run([bench_calls, world.address, str(target), str(own), rounds, seconds]
+                       + [str(p) for p in many[200:216]], check=True, timeout=900)
+        print("%-44s %9.1f MiB" % ("RSS idle", idle / 1024))
+        print("%-44s %9.1f MiB" % ("RSS, 1000 processes x 10 tags", loaded / 1024))
+    finally:
+        world.stop()
+
+
+if __name__ == "__main__":
+    main()

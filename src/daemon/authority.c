@@ -111,6 +111,11 @@ void ptags_check_free(PtagsCheck *check)
 
 struct _PtagsAuthority {
         guint timeout_seconds;
+        /* Kept for the daemon's life: polkit drops its authority singleton
+         * with the last reference, and building it again costs every check
+         * a service start, name lookups, match rules and a proxy setup. It
+         * follows polkitd restarts by itself. */
+        PolkitAuthority *polkit;
         guint in_flight;
         GQueue batches;       /* Batch: those with waiting checks, in turn order */
         GHashTable *per_user; /* uid -> checks in flight (GUINT_TO_POINTER both) */
@@ -127,6 +132,7 @@ PtagsAuthority *ptags_authority_new(guint timeout_seconds)
 
 void ptags_authority_free(PtagsAuthority *a)
 {
+        g_clear_object(&a->polkit);
         g_hash_table_unref(a->per_user);
         g_free(a);
 }
@@ -300,6 +306,8 @@ static void check_done(GObject *source, GAsyncResult *res, gpointer user_data)
         start_checks(a);
 }
 
+static void batch_start(Batch *b, PolkitAuthority *authority);
+
 static void authority_ready(GObject *source, GAsyncResult *res, gpointer user_data)
 {
         Batch *b = user_data;
@@ -312,6 +320,13 @@ static void authority_ready(GObject *source, GAsyncResult *res, gpointer user_da
                 batch_unref_pending(b);
                 return;
         }
+        if (b->owner->polkit == NULL)
+                b->owner->polkit = g_object_ref(authority);
+        batch_start(b, authority);
+}
+
+static void batch_start(Batch *b, PolkitAuthority *authority)
+{
         if (b->task == NULL) {
                 batch_unref_pending(b);
                 return;
@@ -387,7 +402,10 @@ void ptags_authority_check_all_async(PtagsAuthority *a, const char *sender, uid_
                                                          b->cancellable, NULL);
         }
         b->timeout_id = g_timeout_add_seconds(a->timeout_seconds, batch_timed_out, b);
-        polkit_authority_get_async(b->cancellable, authority_ready, b);
+        if (a->polkit != NULL)
+                batch_start(b, a->polkit);
+        else
+                polkit_authority_get_async(b->cancellable, authority_ready, b);
 }
 
 gboolean ptags_authority_check_all_finish(GAsyncResult *result, GError **error)

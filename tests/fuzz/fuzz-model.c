@@ -369,10 +369,11 @@ static void check_kernel_by_hand(const ptags_set *current, const char *batch, si
                         break;
                 }
                 r = ptags_cmd_parse_kernel(line, (size_t)(nl - line), &cmd);
-                bool sweep = cmd.global &&
+                /* cmd is only written when the line parses. */
+                bool sweep = r == PTAGS_OK && cmd.global &&
                              (cmd.kind == PTAGS_CMD_SUB || cmd.kind == PTAGS_CMD_SUB_KEEP ||
                               cmd.kind == PTAGS_CMD_ADD_KEEP);
-                if (r == PTAGS_OK && sweep)
+                if (sweep)
                         sweep_by_hand(s, &cmd, w);
                 else if (r == PTAGS_OK)
                         r = ptags_cmd_apply(s, &cmd, w);

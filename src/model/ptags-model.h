@@ -285,9 +285,9 @@ typedef struct ptags_plan ptags_plan;
  * NUL-terminated lines) against @current. Rights are NOT checked (the
  * daemon authorizes each change); every other rule is (grammar, ENOENT,
  * query preconditions, 4000 tags), each line in the kernel's order for an
- * unrestricted writer (lines parse as ptags_cmd_parse_kernel). On failure returns the error, sets
- * *failed_line (may be NULL) to the index of the failing line and leaves
- * *out untouched. (transfer full: ptags_plan_free)
+ * unrestricted writer (lines parse as ptags_cmd_parse_kernel). On failure
+ * returns the error, sets *failed_line (may be NULL) to the index of the
+ * failing line and leaves *out untouched. (transfer full: ptags_plan_free)
  * A plan is bounded whatever the target holds: global lines expand to one
  * change per match, so a short batch of keep flips over a full set would
  * otherwise copy gigabytes before anyone is authorized. Past

@@ -315,6 +315,11 @@ static void change_authorize(Call *call)
         gboolean unrestricted =
                 known && ptags_target_has_capability(&call->caller->target, CAP_MAC_ADMIN);
         ptags_writer writer = {caller_tags, unrestricted, self};
+        /* Each change is judged as the kernel would judge the same lines in
+         * order: a caller changing itself gains or loses rights with the
+         * changes before it (unknown tags, NULL, grant nothing). */
+        g_autofree bool *holds_right = g_new0(bool, ptags_plan_change_count(call->plan) + 1);
+        ptags_plan_rights(call->plan, &writer, holds_right);
 
         g_autoptr(GPtrArray) checks =
                 g_ptr_array_new_with_free_func((GDestroyNotify)ptags_check_free);
@@ -325,9 +330,7 @@ static void change_authorize(Call *call)
                         .pid = call->target.pid,
                         .target = info,
                         .self = self,
-                        .caller_holds_right =
-                                (unrestricted || caller_tags != NULL) &&
-                                ptags_rights_allow(&writer, c->action, c->tag, c->tag_len),
+                        .caller_holds_right = holds_right[i],
                 };
                 g_ptr_array_add(checks, ptags_check_new(ptags_authority_action_for_change(c),
                                                         ptags_authority_details(&facts), c->tag));

@@ -16,7 +16,9 @@ static ptags_result check_tag_arg(const char *arg, size_t len)
         return ptags_tag_validate(arg, len);
 }
 
-ptags_result ptags_cmd_parse(const char *line, size_t len, ptags_cmd *out)
+/* @check_value: validate the value of '!' now (strict parse) or leave it
+ * to run_set, which checks it last as the kernel does. */
+static ptags_result cmd_parse(const char *line, size_t len, bool check_value, ptags_cmd *out)
 {
         ptags_cmd c = {.kind = PTAGS_CMD_NOP, .arg = "", .value = ""};
         bool at = len > 1 && line[1] == '@';
@@ -25,6 +27,10 @@ ptags_result ptags_cmd_parse(const char *line, size_t len, ptags_cmd *out)
         if (len > 0 && memchr(line, '\n', len) != NULL)
                 return PTAGS_E_INVALID_COMMAND;
         if (len == 0 || line[0] == '#') {
+                /* The kernel checks a comment's UTF-8 like any line's;
+                 * its other bytes are not looked at. */
+                if (!ptags_utf8_valid(line, len))
+                        return PTAGS_E_INVALID_COMMAND;
                 *out = c;
                 return PTAGS_OK;
         }
@@ -56,7 +62,7 @@ ptags_result ptags_cmd_parse(const char *line, size_t len, ptags_cmd *out)
                         c.arg_len = (size_t)(eq - c.arg);
                 }
                 r = check_tag_arg(c.arg, c.arg_len);
-                if (r == PTAGS_OK)
+                if (r == PTAGS_OK && check_value)
                         r = ptags_value_validate(c.value, c.value_len);
         } else if (c.kind == PTAGS_CMD_ADD) {
                 r = check_tag_arg(c.arg, c.arg_len);
@@ -68,6 +74,16 @@ ptags_result ptags_cmd_parse(const char *line, size_t len, ptags_cmd *out)
                 return r;
         *out = c;
         return PTAGS_OK;
+}
+
+ptags_result ptags_cmd_parse(const char *line, size_t len, ptags_cmd *out)
+{
+        return cmd_parse(line, len, true, out);
+}
+
+ptags_result ptags_cmd_parse_kernel(const char *line, size_t len, ptags_cmd *out)
+{
+        return cmd_parse(line, len, false, out);
 }
 
 static bool allowed(const ptags_writer *w, ptags_action a, const char *tag, size_t len)
@@ -184,20 +200,25 @@ static ptags_result run_sub(ptags_set *s, const ptags_cmd *cmd, const ptags_writ
         return ptags_set_remove_if(s, drop_matching, &c);
 }
 
+/* The kernel's order: the set right (even for a missing tag), existence,
+ * the value last. '!' is never free: the identical value needs the right
+ * too, it only records no change. */
 static ptags_result run_set(ptags_set *s, const ptags_cmd *cmd, const ptags_writer *w,
                             ptags_change_sink sink, void *ctx)
 {
         size_t i;
-        if (!ptags_set_lookup(s, cmd->arg, cmd->arg_len, &i))
-                return PTAGS_E_NO_SUCH_TAG;
-        const ptags_entry *e = ptags_set_at(s, i);
-        if (e->value_len == cmd->value_len && memcmp(e->value, cmd->value, cmd->value_len) == 0)
-                return PTAGS_OK; /* the identical value: a free no-op */
         if (!allowed(w, PTAGS_ACTION_SET, cmd->arg, cmd->arg_len))
                 return PTAGS_E_NOT_PERMITTED;
-        ptags_result r =
-                emit(sink, ctx, cmd->value_len ? PTAGS_CHANGE_SET_VALUE : PTAGS_CHANGE_CLEAR_VALUE,
-                     PTAGS_ACTION_SET, e->name, e->name_len, e, cmd->value, cmd->value_len);
+        if (!ptags_set_lookup(s, cmd->arg, cmd->arg_len, &i))
+                return PTAGS_E_NO_SUCH_TAG;
+        ptags_result r = ptags_value_validate(cmd->value, cmd->value_len);
+        if (r != PTAGS_OK)
+                return r;
+        const ptags_entry *e = ptags_set_at(s, i);
+        if (e->value_len == cmd->value_len && memcmp(e->value, cmd->value, cmd->value_len) == 0)
+                return PTAGS_OK;
+        r = emit(sink, ctx, cmd->value_len ? PTAGS_CHANGE_SET_VALUE : PTAGS_CHANGE_CLEAR_VALUE,
+                 PTAGS_ACTION_SET, e->name, e->name_len, e, cmd->value, cmd->value_len);
         if (r != PTAGS_OK)
                 return r;
         return ptags_set_set_value_at(s, i, cmd->value, cmd->value_len);
@@ -206,6 +227,14 @@ static ptags_result run_set(ptags_set *s, const ptags_cmd *cmd, const ptags_writ
 ptags_result ptags_cmd_run(ptags_set *target, const ptags_cmd *cmd, const ptags_writer *w,
                            ptags_change_sink sink, void *sink_ctx)
 {
+        /* A writer changing itself holds exactly the target's tags, and
+         * holds them live: each check below reads the set as it is then. */
+        ptags_writer live;
+        if (w != NULL && w->self && !w->unrestricted) {
+                live = *w;
+                live.tags = target;
+                w = &live;
+        }
         switch (cmd->kind) {
         case PTAGS_CMD_NOP:
                 return PTAGS_OK;
@@ -239,24 +268,9 @@ ptags_result ptags_cmd_apply(ptags_set *target, const ptags_cmd *cmd, const ptag
 ptags_result ptags_apply_kernel(ptags_set *target, const char *buf, size_t len,
                                 const ptags_writer *w, size_t *consumed)
 {
-        ptags_writer snapshot;
-        ptags_set *own_tags = NULL;
         ptags_result r = PTAGS_OK;
         size_t off = 0;
 
-        /* A writer changing its own set checks the rest of the batch against
-         * its rights as they were when the write started. */
-        if (w != NULL && !w->unrestricted && w->tags == target) {
-                own_tags = ptags_set_copy(target);
-                if (own_tags == NULL) {
-                        if (consumed)
-                                *consumed = 0;
-                        return PTAGS_E_NOMEM;
-                }
-                snapshot = *w;
-                snapshot.tags = own_tags;
-                w = &snapshot;
-        }
         if (len > PTAGS_WRITE_MAX)
                 len = PTAGS_WRITE_MAX;
         while (off < len) {
@@ -268,14 +282,13 @@ ptags_result ptags_apply_kernel(ptags_set *target, const char *buf, size_t len,
                         r = PTAGS_E_INVALID_COMMAND; /* missing final newline */
                         break;
                 }
-                r = ptags_cmd_parse(line, (size_t)(nl - line), &cmd);
+                r = ptags_cmd_parse_kernel(line, (size_t)(nl - line), &cmd);
                 if (r == PTAGS_OK)
                         r = ptags_cmd_apply(target, &cmd, w);
                 if (r != PTAGS_OK)
                         break;
                 off = (size_t)(nl - buf) + 1;
         }
-        ptags_set_free(own_tags);
         if (consumed)
                 *consumed = off;
         return r;

@@ -79,15 +79,16 @@ bool ptags_pattern_is_global(const char *pat, size_t len)
 /* Without a '*' a pattern is an exact tag and fails as a tag (INVALID_TAG);
  * with one it must be "PREFIX:*" and fails as a pattern. The prefix
  * "PREFIX:" follows the tag byte rules but not the rights-tag field rule,
- * so "ptags:*" (every rights tag) is valid. Its length is capped so that a
- * matching tag can exist: len("PREFIX:*") <= PTAGS_MAX_TAG_LEN. */
+ * so "ptags:*" (every rights tag) is valid. The kernel's tag length limit
+ * applies to PREFIX alone, without ":*", so a pattern may be up to
+ * PTAGS_MAX_TAG_LEN + 2 bytes even though the longest can match no tag. */
 ptags_result ptags_pattern_validate(const char *pat, size_t len, bool allow_empty)
 {
         if (len == 0)
                 return allow_empty ? PTAGS_OK : PTAGS_E_INVALID_PATTERN;
         if (memchr(pat, '*', len) == NULL)
                 return ptags_tag_validate(pat, len);
-        if (!ptags_pattern_is_global(pat, len) || len > PTAGS_MAX_TAG_LEN)
+        if (!ptags_pattern_is_global(pat, len) || len - 2 > PTAGS_MAX_TAG_LEN)
                 return PTAGS_E_INVALID_PATTERN;
         if (!tag_chars_valid(pat, len - 1))
                 return PTAGS_E_INVALID_PATTERN;

@@ -21,8 +21,13 @@ ptags_result ptags_set_insert_at(ptags_set *s, size_t index, const char *name, s
 /* Replace the value of entry @index (len 0 clears it). */
 ptags_result ptags_set_set_value_at(ptags_set *s, size_t index, const char *value, size_t len);
 void ptags_set_set_keep_at(ptags_set *s, size_t index, bool keep);
+/* Remove entry @index (the set must not be inside ptags_set_remove_if). */
+void ptags_set_remove_at(ptags_set *s, size_t index);
 /* Remove every entry for which @drop says so, in one pass (O(n)); stops
- * dropping (but keeps the set whole) once @drop returns an error. */
+ * dropping (but keeps the set whole) once @drop returns an error. While
+ * @drop runs, the set's read functions (count, at, lookup, find, the
+ * pieces searches) see it as it is at that moment: the entries dropped so
+ * far are gone, the rest are there. It must not be modified from @drop. */
 typedef ptags_result (*ptags_set_drop_fn)(const ptags_entry *e, void *ctx, bool *drop);
 ptags_result ptags_set_remove_if(ptags_set *s, ptags_set_drop_fn drop, void *ctx);
 /* Exchange the contents of two sets (commit of an atomic batch). */

@@ -95,7 +95,9 @@ ptags_result ptags_plan_build(const ptags_set *current, const char *const *lines
                 size_t len = lens ? lens[i] : strlen(lines[i]);
                 ptags_cmd cmd;
                 p->line = i;
-                r = ptags_cmd_parse(lines[i], len, &cmd);
+                /* The kernel's order within a line: a bad '!' value fails
+                 * after a missing tag, as for an unrestricted kernel writer. */
+                r = ptags_cmd_parse_kernel(lines[i], len, &cmd);
                 if (r == PTAGS_OK)
                         r = ptags_cmd_run(p->result, &cmd, NULL, record_change, p);
         }
@@ -124,17 +126,71 @@ const ptags_set *ptags_plan_result(const ptags_plan *p)
         return p->result;
 }
 
-ptags_result ptags_plan_check_rights(const ptags_plan *p, const ptags_writer *w, size_t *refused)
+/* Keep @own (a self-writer's live tags) in step with change @c: only
+ * adding or removing a "ptags:" tag changes what a writer may do. */
+static ptags_result track_change(ptags_set *own, const ptags_change *c)
 {
-        for (size_t i = 0; i < p->count; i++) {
+        size_t at;
+        bool present = ptags_set_lookup(own, c->tag, c->tag_len, &at);
+
+        if (c->kind == PTAGS_CHANGE_REMOVE && present)
+                ptags_set_remove_at(own, at);
+        else if ((c->kind == PTAGS_CHANGE_ADD || c->kind == PTAGS_CHANGE_ADD_KEPT) && !present)
+                return ptags_set_insert_at(own, at, c->tag, c->tag_len, false);
+        return PTAGS_OK;
+}
+
+/* Decide each change in order against the writer's rights as the kernel
+ * would hold them at that change: for a self writer, the changes before it
+ * have happened (the batch applies whole or not at all). Into @granted
+ * (one per change) when given, else stop at the first refused change. */
+static ptags_result walk_rights(const ptags_plan *p, const ptags_writer *w, bool *granted,
+                                size_t *refused)
+{
+        bool live = w != NULL && w->self && !w->unrestricted && w->tags != NULL;
+        ptags_writer own_writer;
+        ptags_set *own = NULL; /* copied at the first change of a rights tag */
+        ptags_result r = PTAGS_OK;
+
+        for (size_t i = 0; i < p->count && r == PTAGS_OK; i++) {
                 const ptags_change *c = &p->changes[i];
-                if (!ptags_rights_allow(w, c->action, c->tag, c->tag_len)) {
+                bool ok = ptags_rights_allow(own ? &own_writer : w, c->action, c->tag, c->tag_len);
+                if (granted != NULL) {
+                        granted[i] = ok;
+                } else if (!ok) {
                         if (refused)
                                 *refused = i;
-                        return PTAGS_E_NOT_PERMITTED;
+                        r = PTAGS_E_NOT_PERMITTED;
+                        break;
                 }
+                if (!live || !ptags_tag_is_rights(c->tag, c->tag_len))
+                        continue;
+                if (own == NULL) {
+                        own = ptags_set_copy(w->tags);
+                        if (own == NULL) {
+                                r = PTAGS_E_NOMEM;
+                                break;
+                        }
+                        own_writer = *w;
+                        own_writer.tags = own;
+                }
+                r = track_change(own, c);
         }
-        return PTAGS_OK;
+        ptags_set_free(own);
+        return r;
+}
+
+ptags_result ptags_plan_check_rights(const ptags_plan *p, const ptags_writer *w, size_t *refused)
+{
+        return walk_rights(p, w, NULL, refused);
+}
+
+ptags_result ptags_plan_rights(const ptags_plan *p, const ptags_writer *w, bool *granted)
+{
+        ptags_result r = walk_rights(p, w, granted, NULL);
+        if (r != PTAGS_OK)
+                memset(granted, 0, p->count * sizeof(*granted));
+        return r;
 }
 
 /* snprintf-like assembly of "<op><tag>[=<value>]". */
@@ -226,15 +282,22 @@ ptags_result ptags_apply_atomic(ptags_set *target, const char *const *lines, con
                                 size_t n, const ptags_writer *w, size_t *failed_line)
 {
         ptags_plan *p;
-        size_t refused;
+        size_t refused = 0;
+        ptags_writer self;
         ptags_result r = ptags_plan_build(target, lines, lens, n, &p, failed_line);
 
         if (r != PTAGS_OK)
                 return r;
+        /* A writer changing itself starts with the target's tags. */
+        if (w != NULL && w->self && !w->unrestricted) {
+                self = *w;
+                self.tags = target;
+                w = &self;
+        }
         r = ptags_plan_check_rights(p, w, &refused);
         if (r != PTAGS_OK) {
                 if (failed_line)
-                        *failed_line = p->changes[refused].line;
+                        *failed_line = r == PTAGS_E_NOT_PERMITTED ? p->changes[refused].line : 0;
                 ptags_plan_free(p);
                 return r;
         }

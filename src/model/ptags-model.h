@@ -78,8 +78,9 @@ ptags_result ptags_value_validate(const char *value, size_t len);
  * Without a '*' the pattern is an exact tag and fails as one (INVALID_TAG);
  * with one, any fault is INVALID_PATTERN, as is a disallowed empty pattern.
  * "PREFIX:" follows the tag byte rules but not the rights-tag field rule,
- * so "ptags:*" (every rights tag) is valid; at most PTAGS_MAX_TAG_LEN bytes
- * (longer could match no tag). */
+ * so "ptags:*" (every rights tag) is valid. As in the kernel, the length
+ * limit is on PREFIX: at most PTAGS_MAX_TAG_LEN bytes before ":*" (so a
+ * valid pattern may be 4002 bytes long and match no tag). */
 ptags_result ptags_pattern_validate(const char *pat, size_t len, bool allow_empty);
 /* True when the pattern is "PREFIX:*" or empty, i.e. may match many tags. */
 bool ptags_pattern_is_global(const char *pat, size_t len);
@@ -147,19 +148,26 @@ typedef enum {
 /* "add", "sub" or "set". (transfer none, static) */
 const char *ptags_action_name(ptags_action a);
 
-/* Who is writing. @tags are the writer's own tags as they were when the
- * write started (a batch that changes the writer's own rights does not
- * change what the rest of the same batch may do). */
+/* Who is writing. A writer changing its own tags (@self) is checked, as in
+ * the kernel, against its tags as they are at each moment: every line, and
+ * every match of a wildcard line, sees what the ones before it did
+ * ("+ptags:add" then "+x" succeeds for a writer holding ptags:ptags:add).
+ * So for @self, ptags_cmd_apply, ptags_apply_kernel and ptags_apply_atomic
+ * read the rights from the target itself and ignore @tags;
+ * ptags_rights_allow reads @tags as given; ptags_plan_check_rights and
+ * ptags_plan_rights take @tags as the writer's tags before the batch (the
+ * target's) and follow the batch's changes to its rights tags. */
 typedef struct {
-        const ptags_set *tags; /* may be NULL when unrestricted */
+        const ptags_set *tags; /* may be NULL when unrestricted; NULL grants nothing */
         bool unrestricted;     /* kernel thread or CAP_MAC_ADMIN */
         bool self;             /* the writer is the target process */
 } ptags_writer;
 
-/* May @w do @action on @tag (a valid tag) of the target? Rules 1-3 of
- * KERNEL.md's permission model: ptags:A / ptags:P:A (P = tag or a ':'-field
- * prefix of it), ptags:ptags:A for rights tags, and for another process also
- * ptags:others / ptags:P:others. No-ops are decided by the caller (free). */
+/* May @w do @action on @tag (a valid tag) of the target, given w->tags as
+ * they are now? Rules 1-3 of KERNEL.md's permission model: ptags:A /
+ * ptags:P:A (P = tag or a ':'-field prefix of it), ptags:ptags:A for rights
+ * tags, and for another process also ptags:others / ptags:P:others. Free
+ * no-ops are decided by the caller. */
 bool ptags_rights_allow(const ptags_writer *w, ptags_action action, const char *tag, size_t len);
 
 /* --------------------------------------------------------------- commands */
@@ -186,8 +194,9 @@ typedef struct {
 } ptags_cmd;
 
 /* Parse one line WITHOUT its trailing '\n' (a '\n' inside, even in a '#'
- * comment, is INVALID_COMMAND). Validates tag, pattern and value per
- * command. Decisions beyond KERNEL.md's table:
+ * comment, is INVALID_COMMAND; so is a comment that is not valid UTF-8).
+ * Validates tag, pattern and value per command: the strict form, for
+ * checking lines before anything runs. Decisions beyond KERNEL.md's table:
  * - the first byte must be '+', '-', '!', '?' or '#' (or the line empty),
  *   else INVALID_COMMAND; '@' right after '+', '-' or '?' selects the keep
  *   form ("!@x" is the tag "@x", hence INVALID_TAG);
@@ -201,34 +210,44 @@ typedef struct {
  *   "+@" only set keep on existing matches;
  * - a bad value is INVALID_VALUE; "!TAG=" and "!TAG" both clear. */
 ptags_result ptags_cmd_parse(const char *line, size_t len, ptags_cmd *out);
+/* ptags_cmd_parse as the kernel parses a line: the value of '!' is not
+ * checked here but when the line runs, after the tag's syntax, the set
+ * right and the tag's existence (KERNEL.md: "!TAG=VALUE" fails EINVAL on
+ * the tag, EPERM, ENOENT, then EINVAL on the value). Since: 0.1 */
+ptags_result ptags_cmd_parse_kernel(const char *line, size_t len, ptags_cmd *out);
 
 /* Apply one parsed command to @target as the kernel does, checking rights
- * against @w (NULL = unrestricted). No-ops succeed without rights; global
- * forms act where allowed and silently skip the rest; a new tag beyond
- * PTAGS_MAX_TAGS fails with TOO_MANY_TAGS before permissions. On failure
- * @target is unchanged. Free no-ops: re-adding a present tag, +@ on a kept
- * tag, removing an absent tag, -@ on a tag without keep (or absent), and
- * setting the value a tag already holds. An exact tag the writer may not
- * change is NOT_PERMITTED; '!' on a missing tag is NO_SUCH_TAG before any
- * rights check. */
+ * against @w (NULL = unrestricted; a self writer's rights are @target's
+ * tags, read live). No-ops succeed without rights; global forms act where
+ * allowed and silently skip the rest, each match checked against the
+ * rights as the earlier matches left them; a new tag beyond PTAGS_MAX_TAGS
+ * fails with TOO_MANY_TAGS before permissions. On failure @target is
+ * unchanged. Free no-ops: re-adding a present tag, +@ on a kept tag,
+ * removing an absent tag, -@ on a tag without keep (or absent). '!' is
+ * never free: it checks the set right (NOT_PERMITTED), then that the tag
+ * exists (NO_SUCH_TAG), then the value (INVALID_VALUE), and setting the
+ * value a tag already holds needs the right too. An exact tag the writer
+ * may not change is NOT_PERMITTED. */
 ptags_result ptags_cmd_apply(ptags_set *target, const ptags_cmd *cmd, const ptags_writer *w);
 
 /* The kernel's write(2) on /proc/PID/attr/ptags: @buf is cut to
  * PTAGS_WRITE_MAX bytes; lines run in order and stop at the first failure,
  * whose effects are not applied (earlier lines stay applied). Every line,
  * the last too, must end with '\n' (a line cut by the one-page limit fails
- * as INVALID_COMMAND). *consumed gets the byte count of the lines that
- * succeeded (the failing line's byte offset): write(2) returns it, or
- * -ptags_result_errno() when it is 0 and a line failed. Returns PTAGS_OK
- * when every line succeeded. When w->tags is @target itself (a process
- * writing its own tags), the rights are taken from a copy made before the
- * first line, as the kernel does. */
+ * as INVALID_COMMAND). Lines parse as ptags_cmd_parse_kernel. *consumed
+ * gets the byte count of the lines that succeeded (the failing line's byte
+ * offset): write(2) returns it, or -ptags_result_errno() when it is 0 and a
+ * line failed. Returns PTAGS_OK when every line succeeded. A process
+ * writing its own tags (w->self) is checked against them live, line by
+ * line and match by match, as the kernel does. */
 ptags_result ptags_apply_kernel(ptags_set *target, const char *buf, size_t len,
                                 const ptags_writer *w, size_t *consumed);
 
 /* ------------------------------------------------------- atomic batches */
 
-/* One effective change of a plan: exactly one tag, never a no-op. */
+/* One effective change of a plan: exactly one tag, never a no-op. Unlike
+ * the kernel, an atomic batch counts a '!' that sets the value a tag
+ * already has as a no-op too (no change, so nothing to authorize). */
 typedef enum {
         PTAGS_CHANGE_ADD,        /* "+TAG": new tag, no keep */
         PTAGS_CHANGE_ADD_KEPT,   /* "+@TAG": new tag with keep */
@@ -265,9 +284,10 @@ typedef struct ptags_plan ptags_plan;
  * Build a plan from @n lines (each WITHOUT '\n'; @lens may be NULL for
  * NUL-terminated lines) against @current. Rights are NOT checked (the
  * daemon authorizes each change); every other rule is (grammar, ENOENT,
- * query preconditions, 4000 tags). On failure returns the error, sets
- * *failed_line (may be NULL) to the index of the failing line and leaves
- * *out untouched. (transfer full: ptags_plan_free)
+ * query preconditions, 4000 tags), each line in the kernel's order for an
+ * unrestricted writer (lines parse as ptags_cmd_parse_kernel). On failure
+ * returns the error, sets *failed_line (may be NULL) to the index of the
+ * failing line and leaves *out untouched. (transfer full: ptags_plan_free)
  * A plan is bounded whatever the target holds: global lines expand to one
  * change per match, so a short batch of keep flips over a full set would
  * otherwise copy gigabytes before anyone is authorized. Past
@@ -285,9 +305,19 @@ size_t ptags_plan_change_count(const ptags_plan *p);
 const ptags_change *ptags_plan_change_at(const ptags_plan *p, size_t i);
 /* The set after every change. (transfer none) */
 const ptags_set *ptags_plan_result(const ptags_plan *p);
-/* Check every change against @w; on the first refused change returns
- * NOT_PERMITTED and sets *refused (may be NULL) to its index. */
+/* Check every change, in order, against @w (NULL = unrestricted) as the
+ * kernel would for the same lines: for a self writer, w->tags are its tags
+ * before the batch (those the plan was built from) and each change sees the
+ * rights tags added and removed by the changes before it. On the first
+ * refused change returns NOT_PERMITTED and sets *refused (may be NULL) to
+ * its index; NOMEM when out of memory. */
 ptags_result ptags_plan_check_rights(const ptags_plan *p, const ptags_writer *w, size_t *refused);
+/* The same decision for every change, without stopping: @granted (an array
+ * of ptags_plan_change_count(p) entries) gets for each change whether @w's
+ * own rights allow it at that point of the batch, assuming every change
+ * before it is made (the batch is all or nothing). The daemon's
+ * "caller-holds-right". On NOMEM every entry is false. Since: 0.1 */
+ptags_result ptags_plan_rights(const ptags_plan *p, const ptags_writer *w, bool *granted);
 
 /* The normalized kernel line of change @c, WITHOUT '\n' ("+@app:x",
  * "!app:x=v", ...), or of its inverse (undo) when @inverse. Writes at most
@@ -309,8 +339,9 @@ size_t ptags_change_undo_count(const ptags_change *c);
 size_t ptags_change_format_undo(const ptags_change *c, size_t index, char *buf, size_t size);
 
 /* Atomic mode in one call: all lines succeed (rights checked against @w,
- * NULL = unrestricted) and @target becomes the result, or nothing changes
- * and *failed_line names the failing line. */
+ * NULL = unrestricted, as ptags_plan_check_rights does; a self writer's
+ * rights start from @target) and @target becomes the result, or nothing
+ * changes and *failed_line names the failing line. */
 ptags_result ptags_apply_atomic(ptags_set *target, const char *const *lines, const size_t *lens,
                                 size_t n, const ptags_writer *w, size_t *failed_line);
 

@@ -7,9 +7,26 @@
 
 struct ptags_set {
         ptags_entry *items; /* sorted byte-wise by name, unique */
-        size_t count;
+        size_t count;       /* slots in use, the gap included */
         size_t cap;
+        /* While ptags_set_remove_if runs, items[gap_at .. gap_at+gap_len)
+         * are slots already dropped or moved down; every read skips them,
+         * so a self-writer's rights seen mid-sweep are the set as it is at
+         * that moment. Both are 0 otherwise. */
+        size_t gap_at;
+        size_t gap_len;
 };
+
+/* The @i-th live entry and the number of live entries, across the gap. */
+static ptags_entry *slot(const ptags_set *s, size_t i)
+{
+        return &s->items[i < s->gap_at ? i : i + s->gap_len];
+}
+
+static size_t live_count(const ptags_set *s)
+{
+        return s->count - s->gap_len;
+}
 
 /* Entries without a value point here, so "no value" never allocates. */
 static char empty_value[1] = "";
@@ -101,12 +118,12 @@ static bool append_copy(ptags_set *s, const char *name, size_t name_len, const c
 ptags_set *ptags_set_copy(const ptags_set *s)
 {
         ptags_set *c = ptags_set_new();
-        if (c == NULL || !reserve(c, s->count)) {
+        if (c == NULL || !reserve(c, live_count(s))) {
                 ptags_set_free(c);
                 return NULL;
         }
-        for (size_t i = 0; i < s->count; i++) {
-                const ptags_entry *e = &s->items[i];
+        for (size_t i = 0; i < live_count(s); i++) {
+                const ptags_entry *e = slot(s, i);
                 if (!append_copy(c, e->name, e->name_len, e->value, e->value_len, e->keep)) {
                         ptags_set_free(c);
                         return NULL;
@@ -117,20 +134,21 @@ ptags_set *ptags_set_copy(const ptags_set *s)
 
 size_t ptags_set_count(const ptags_set *s)
 {
-        return s->count;
+        return live_count(s);
 }
 
 const ptags_entry *ptags_set_at(const ptags_set *s, size_t i)
 {
-        return i < s->count ? &s->items[i] : NULL;
+        return i < live_count(s) ? slot(s, i) : NULL;
 }
 
 bool ptags_set_lookup(const ptags_set *s, const char *name, size_t len, size_t *index)
 {
-        size_t lo = 0, hi = s->count;
+        size_t lo = 0, hi = live_count(s);
         while (lo < hi) {
                 size_t mid = lo + (hi - lo) / 2;
-                int c = name_cmp(s->items[mid].name, s->items[mid].name_len, name, len);
+                const ptags_entry *e = slot(s, mid);
+                int c = name_cmp(e->name, e->name_len, name, len);
                 if (c == 0) {
                         *index = mid;
                         return true;
@@ -147,7 +165,7 @@ bool ptags_set_lookup(const ptags_set *s, const char *name, size_t len, size_t *
 const ptags_entry *ptags_set_find(const ptags_set *s, const char *name, size_t len)
 {
         size_t i;
-        return ptags_set_lookup(s, name, len, &i) ? &s->items[i] : NULL;
+        return ptags_set_lookup(s, name, len, &i) ? slot(s, i) : NULL;
 }
 
 /* name_cmp of @name against the concatenation a|b|c. */
@@ -173,10 +191,11 @@ bool ptags_set_has_pieces(const ptags_set *s, const char *a, size_t a_len, const
 {
         const char *piece[3] = {a, b, c};
         const size_t piece_len[3] = {a_len, b_len, c_len};
-        size_t lo = 0, hi = s->count;
+        size_t lo = 0, hi = live_count(s);
         while (lo < hi) {
                 size_t mid = lo + (hi - lo) / 2;
-                int r = pieces_cmp(s->items[mid].name, s->items[mid].name_len, piece, piece_len);
+                const ptags_entry *e = slot(s, mid);
+                int r = pieces_cmp(e->name, e->name_len, piece, piece_len);
                 if (r == 0)
                         return true;
                 if (r < 0)
@@ -192,28 +211,29 @@ bool ptags_set_has_prefix_pieces(const ptags_set *s, const char *a, size_t a_len
 {
         const char *piece[3] = {a, b, ""};
         const size_t piece_len[3] = {a_len, b_len, 0};
-        size_t lo = 0, hi = s->count;
+        size_t lo = 0, hi = live_count(s);
         /* The first name not below a|b starts with it if any name does. */
         while (lo < hi) {
                 size_t mid = lo + (hi - lo) / 2;
-                if (pieces_cmp(s->items[mid].name, s->items[mid].name_len, piece, piece_len) < 0)
+                const ptags_entry *m = slot(s, mid);
+                if (pieces_cmp(m->name, m->name_len, piece, piece_len) < 0)
                         lo = mid + 1;
                 else
                         hi = mid;
         }
-        if (lo == s->count)
+        if (lo == live_count(s))
                 return false;
-        const ptags_entry *e = &s->items[lo];
+        const ptags_entry *e = slot(s, lo);
         return e->name_len >= a_len + b_len && memcmp(e->name, a, a_len) == 0 &&
                (b_len == 0 || memcmp(e->name + a_len, b, b_len) == 0);
 }
 
 bool ptags_set_equal(const ptags_set *a, const ptags_set *b)
 {
-        if (a->count != b->count)
+        if (live_count(a) != live_count(b))
                 return false;
-        for (size_t i = 0; i < a->count; i++) {
-                const ptags_entry *x = &a->items[i], *y = &b->items[i];
+        for (size_t i = 0; i < live_count(a); i++) {
+                const ptags_entry *x = slot(a, i), *y = slot(b, i);
                 if (x->keep != y->keep || x->name_len != y->name_len ||
                     x->value_len != y->value_len || memcmp(x->name, y->name, x->name_len) != 0 ||
                     memcmp(x->value, y->value, x->value_len) != 0)
@@ -224,8 +244,8 @@ bool ptags_set_equal(const ptags_set *a, const ptags_set *b)
 
 bool ptags_set_matches(const ptags_set *s, const char *pat, size_t len, bool kept_only)
 {
-        for (size_t i = 0; i < s->count; i++) {
-                const ptags_entry *e = &s->items[i];
+        for (size_t i = 0; i < live_count(s); i++) {
+                const ptags_entry *e = slot(s, i);
                 if ((!kept_only || e->keep) && ptags_pattern_match(pat, len, e->name, e->name_len))
                         return true;
         }
@@ -268,12 +288,24 @@ void ptags_set_set_keep_at(ptags_set *s, size_t index, bool keep)
         s->items[index].keep = keep;
 }
 
+void ptags_set_remove_at(ptags_set *s, size_t index)
+{
+        entry_clear(&s->items[index]);
+        memmove(&s->items[index], &s->items[index + 1],
+                (s->count - index - 1) * sizeof(ptags_entry));
+        s->count--;
+}
+
 ptags_result ptags_set_remove_if(ptags_set *s, ptags_set_drop_fn drop, void *ctx)
 {
         ptags_result r = PTAGS_OK;
         size_t out = 0;
         for (size_t i = 0; i < s->count; i++) {
                 bool gone = false;
+                /* Live entries: [0, out) kept so far, [i, count) still to
+                 * decide; @drop may read the set (a self-writer's rights). */
+                s->gap_at = out;
+                s->gap_len = i - out;
                 if (r == PTAGS_OK)
                         r = drop(&s->items[i], ctx, &gone);
                 if (r == PTAGS_OK && gone)
@@ -282,6 +314,8 @@ ptags_result ptags_set_remove_if(ptags_set *s, ptags_set_drop_fn drop, void *ctx
                         s->items[out++] = s->items[i];
         }
         s->count = out;
+        s->gap_at = 0;
+        s->gap_len = 0;
         return r;
 }
 

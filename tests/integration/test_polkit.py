@@ -159,6 +159,26 @@ class PolkitDetailsTests(PtagsTestCase):
         self.assertDetails(self.only_check()["details"], self_="false",
                            caller_holds_right="true")
 
+    def test_caller_holds_right_follows_the_call(self):
+        # Judged as the kernel judges lines in order: a caller changing
+        # itself holds the rights tags the earlier changes of the same call
+        # add, and no longer those they remove.
+        self.assertOk(self.world.root_call("Apply", "uas", [self.client.pid, [
+            "+ptags:ptags:add", "+ptags:ptags:sub", "+ptags:app:sub", "+app:old"]]))
+        self.world.polkit.set_allowed([ADD, REMOVE, RIGHTS])
+        self.world.polkit.clear_checks()
+        self.assertOk(self.client.call("Apply", "uas", [0, [
+            "+ptags:app:add", "+app:new", "-ptags:app:sub", "-app:old"]]))
+        got = {c["details"]["tag"]: (c["action"], c["details"]["caller-holds-right"])
+               for c in self.world.polkit.checks()}
+        self.assertEqual(got, {"ptags:app:add": (RIGHTS, "true"),
+                               "app:new": (ADD, "true"),
+                               "ptags:app:sub": (RIGHTS, "true"),
+                               "app:old": (REMOVE, "false")})
+        tags = [t[0] for t in self.world.get_tags(self.client.pid)]
+        self.assertIn("app:new", tags)
+        self.assertNotIn("app:old", tags)
+
 
 class PolkitHangTests(PtagsTestCase):
     def setUp(self):

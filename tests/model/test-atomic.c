@@ -152,7 +152,9 @@ static void test_all_or_nothing(void)
                 {"a\n", {"?@a", "+b", NULL}, PTAGS_E_NO_SUCH_TAG, 0},
                 {"a\n", {"+b", "-b", "+", NULL}, PTAGS_E_INVALID_COMMAND, 2},
                 {"a\n", {"-a", "+x:*", NULL}, PTAGS_E_INVALID_PATTERN, 1},
-                {"a\n", {"-a", "!a=\x01", NULL}, PTAGS_E_INVALID_VALUE, 1},
+                {"a\n", {"+b", "!a=\x01", NULL}, PTAGS_E_INVALID_VALUE, 1},
+                /* the kernel's order: a missing tag before a bad value */
+                {"a\n", {"-a", "!a=\x01", NULL}, PTAGS_E_NO_SUCH_TAG, 1},
                 {"a\n", {"-a", "+b\n", NULL}, PTAGS_E_INVALID_COMMAND, 1},
                 {"a\n", {"-a", "bad", NULL}, PTAGS_E_INVALID_COMMAND, 1},
         };
@@ -259,7 +261,8 @@ static void test_plan_bounds(void)
 static void test_rights_checked_per_change(void)
 {
         ptags_set *rights;
-        ptags_writer w = test_writer("ptags:app:add\nptags:app:sub\n", true, &rights);
+        ptags_writer w =
+                test_writer("ptags:app:add\nptags:app:sub\nptags:others\n", false, &rights);
         ptags_set *s = test_set_from_text("app:a\napp:b\nother\n");
         /* Kernel mode would skip "other"; atomic mode refuses the batch and
          * names the line whose expansion reached it. */

@@ -76,6 +76,8 @@ static void test_parse_table(void)
                 {"!a=\xED\xA0\x80", PTAGS_E_INVALID_VALUE},
                 {"+a\n", PTAGS_E_INVALID_COMMAND},
                 {"#a\nb", PTAGS_E_INVALID_COMMAND},
+                {"#\xff", PTAGS_E_INVALID_COMMAND}, /* a comment is UTF-8 checked */
+                {"#\xED\xA0\x80", PTAGS_E_INVALID_COMMAND},
         };
         for (size_t i = 0; i < G_N_ELEMENTS(rows); i++) {
                 const parse_row *row = &rows[i];
@@ -212,16 +214,13 @@ static void test_apply_table(void)
 }
 
 /* A writer with no rights at all: every no-op still succeeds, every real
- * change is refused, and global forms skip silently. */
+ * change and every '!' is refused, and global forms skip silently. */
 static const apply_row no_rights_rows[] = {
         {"a=v\n", "+a", PTAGS_OK, NULL},
         {"@a\n", "+@a", PTAGS_OK, NULL},
         {"b\n", "-a", PTAGS_OK, NULL},
         {"a\n", "-@a", PTAGS_OK, NULL},
         {"", "-@a", PTAGS_OK, NULL},
-        {"a=v\n", "!a=v", PTAGS_OK, NULL},
-        {"a\n", "!a", PTAGS_OK, NULL},
-        {"a\n", "!a=", PTAGS_OK, NULL},
         {"a\n", "?a", PTAGS_OK, NULL},
         {"", "+a", PTAGS_E_NOT_PERMITTED, NULL},
         {"", "+@a", PTAGS_E_NOT_PERMITTED, NULL},
@@ -230,7 +229,12 @@ static const apply_row no_rights_rows[] = {
         {"@a\n", "-@a", PTAGS_E_NOT_PERMITTED, NULL},
         {"a\n", "!a=v", PTAGS_E_NOT_PERMITTED, NULL},
         {"a=v\n", "!a", PTAGS_E_NOT_PERMITTED, NULL},
-        {"b\n", "!a=v", PTAGS_E_NO_SUCH_TAG, NULL}, /* ENOENT before EPERM */
+        /* '!' is never free: the same value, or clearing no value, needs
+         * the right; and the right comes before existence, the value last */
+        {"a=v\n", "!a=v", PTAGS_E_NOT_PERMITTED, NULL},
+        {"a\n", "!a", PTAGS_E_NOT_PERMITTED, NULL},
+        {"a\n", "!a=", PTAGS_E_NOT_PERMITTED, NULL},
+        {"b\n", "!a=v", PTAGS_E_NOT_PERMITTED, NULL},
         {"a\nb\n", "-", PTAGS_OK, NULL},
         {"a\napp:x\n", "-app:*", PTAGS_OK, NULL},
         {"a\n", "+@", PTAGS_OK, NULL},
@@ -240,9 +244,10 @@ static const apply_row no_rights_rows[] = {
 static void test_no_ops_are_free(void)
 {
         ptags_set *none = ptags_set_new();
-        ptags_writer self = {.tags = none, .self = true};
+        /* A self writer's rights are the target's own tags (none here). */
+        ptags_writer self = {.tags = NULL, .self = true};
         ptags_writer other = {.tags = none, .self = false};
-        ptags_writer null_tags = {.tags = NULL, .self = true};
+        ptags_writer null_tags = {.tags = NULL, .self = false};
         run_rows(no_rights_rows, G_N_ELEMENTS(no_rights_rows), &self);
         run_rows(no_rights_rows, G_N_ELEMENTS(no_rights_rows), &other);
         run_rows(no_rights_rows, G_N_ELEMENTS(no_rights_rows), &null_tags);
@@ -254,7 +259,9 @@ static void test_no_ops_are_free(void)
 static void test_global_forms_skip(void)
 {
         ptags_set *rights;
-        ptags_writer w = test_writer("ptags:app:add\nptags:app:sub\n", true, &rights);
+        /* ptags:others lets it change another process's ordinary tags. */
+        ptags_writer w =
+                test_writer("ptags:app:add\nptags:app:sub\nptags:others\n", false, &rights);
         static const apply_row rows[] = {
                 {"@app:a\napp:b\n@other\nx\n", "-", PTAGS_OK, "@other\nx\n"},
                 {"@app:a\napp:b\n@other\nx\n", "-@", PTAGS_OK, "app:a\napp:b\n@other\nx\n"},

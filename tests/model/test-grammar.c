@@ -198,15 +198,16 @@ static void test_pattern_validate(void)
         g_assert_cmpint(ptags_pattern_validate(BYTES("a:"), true), ==, PTAGS_E_INVALID_TAG);
         g_assert_cmpint(ptags_pattern_validate(BYTES("@a"), true), ==, PTAGS_E_INVALID_TAG);
         g_assert_cmpint(ptags_pattern_validate(BYTES("ptags:x"), true), ==, PTAGS_E_INVALID_TAG);
-        /* A pattern as long as the longest tag that can match it. */
-        g_autofree char *p = test_repeat('p', PTAGS_MAX_TAG_LEN + 1);
-        p[3998] = ':';
-        p[3999] = '*';
-        g_assert_cmpint(ptags_pattern_validate(p, 4000, false), ==, PTAGS_OK);
-        p[3998] = 'p';
-        p[3999] = ':';
-        p[4000] = '*';
-        g_assert_cmpint(ptags_pattern_validate(p, 4001, false), ==, PTAGS_E_INVALID_PATTERN);
+        /* The 4000-byte limit is on PREFIX, not counting ":*" (the
+         * kernel's rule): a 4002-byte pattern is valid, a 4003-byte one not. */
+        g_autofree char *p = test_repeat('p', PTAGS_MAX_TAG_LEN + 3);
+        p[4000] = ':';
+        p[4001] = '*';
+        g_assert_cmpint(ptags_pattern_validate(p, 4002, false), ==, PTAGS_OK);
+        p[4000] = 'p';
+        p[4001] = ':';
+        p[4002] = '*';
+        g_assert_cmpint(ptags_pattern_validate(p, 4003, false), ==, PTAGS_E_INVALID_PATTERN);
 }
 
 static void test_pattern_match(void)

@@ -1,6 +1,6 @@
 /* test-kernel-batch.c: the kernel's write(2) of several lines: not atomic,
  * stops at the first failing line, short byte counts, the one-page cut,
- * the final newline, and rights frozen at the start of the write. */
+ * the final newline, and a self-writer's rights read live line by line. */
 #include <errno.h>
 #include <string.h>
 
@@ -101,29 +101,26 @@ static void test_one_page_cut(void)
         g_string_free(buf, TRUE);
 }
 
-static void test_rights_frozen_at_start(void)
+static void test_rights_live(void)
 {
-        /* The writer removes its own right to remove, then removes x: the
-         * rest of the batch keeps the rights the write started with. */
+        /* The writer removes its own right to remove, then tries to remove
+         * x: the second line already lacks the right. */
         ptags_set *s = test_set_from_text("ptags:ptags:sub\nptags:sub\nx\n");
         ptags_writer w = {.tags = s, .self = true};
         size_t consumed = 0;
         const char *batch = "-ptags:sub\n-x\n";
-        g_assert_cmpint(ptags_apply_kernel(s, batch, strlen(batch), &w, &consumed), ==, PTAGS_OK);
-        g_assert_cmpuint(consumed, ==, strlen(batch));
-        test_assert_set(s, "ptags:ptags:sub\n");
-        ptags_set_free(s);
-
-        /* Granting itself ptags:add mid-batch does not let it add y yet. */
-        s = test_set_from_text("ptags:ptags:add\n");
-        w.tags = s;
-        batch = "+ptags:add\n+y\n";
         g_assert_cmpint(ptags_apply_kernel(s, batch, strlen(batch), &w, &consumed), ==,
                         PTAGS_E_NOT_PERMITTED);
         g_assert_cmpuint(consumed, ==, 11);
-        test_assert_set(s, "ptags:add\nptags:ptags:add\n");
-        /* The next write sees the new right. */
-        g_assert_cmpint(ptags_apply_kernel(s, "+y\n", 3, &w, &consumed), ==, PTAGS_OK);
+        test_assert_set(s, "ptags:ptags:sub\nx\n");
+        ptags_set_free(s);
+
+        /* Granting itself ptags:add lets the next line add y. */
+        s = test_set_from_text("ptags:ptags:add\n");
+        w.tags = s;
+        batch = "+ptags:add\n+y\n";
+        g_assert_cmpint(ptags_apply_kernel(s, batch, strlen(batch), &w, &consumed), ==, PTAGS_OK);
+        g_assert_cmpuint(consumed, ==, 14);
         test_assert_set(s, "ptags:add\nptags:ptags:add\ny\n");
         ptags_set_free(s);
 }
@@ -139,13 +136,15 @@ static void test_rights_in_batches(void)
                 {"@app:a\nb\n", "-@\n-\n+b\n-c\n", PTAGS_OK, 11, "@app:a\nb\n"},
         };
         run_batch_rows(other_rows, G_N_ELEMENTS(other_rows), &w);
-        w.self = true;
+        /* A self writer's rights are the target's own tags. */
+        ptags_writer self = {.self = true};
         static const batch_row self_rows[] = {
-                {"", "+app:a\n+@app:b\n-app:a\n+other\n+app:c\n", PTAGS_E_NOT_PERMITTED, 22,
-                 "@app:b\n"},
-                {"@app:a\nb\n", "-@\n-\n", PTAGS_OK, 5, "b\n"},
+                {"ptags:app:add\nptags:app:sub\n", "+app:a\n+@app:b\n-app:a\n+other\n+app:c\n",
+                 PTAGS_E_NOT_PERMITTED, 22, "@app:b\nptags:app:add\nptags:app:sub\n"},
+                {"@app:a\nb\nptags:app:add\nptags:app:sub\n", "-@\n-\n", PTAGS_OK, 5,
+                 "b\nptags:app:add\nptags:app:sub\n"},
         };
-        run_batch_rows(self_rows, G_N_ELEMENTS(self_rows), &w);
+        run_batch_rows(self_rows, G_N_ELEMENTS(self_rows), &self);
         ptags_set_free(rights);
 }
 
@@ -169,7 +168,7 @@ int main(int argc, char **argv)
         g_test_add_func("/kernel-batch/stops-at-first-failure", test_stops_at_first_failure);
         g_test_add_func("/kernel-batch/errno-of-first-failure", test_errno_of_first_failure);
         g_test_add_func("/kernel-batch/one-page-cut", test_one_page_cut);
-        g_test_add_func("/kernel-batch/rights-frozen-at-start", test_rights_frozen_at_start);
+        g_test_add_func("/kernel-batch/rights-live", test_rights_live);
         g_test_add_func("/kernel-batch/rights-in-batches", test_rights_in_batches);
         g_test_add_func("/kernel-batch/tag-limit", test_tag_limit_in_batch);
         return g_test_run();

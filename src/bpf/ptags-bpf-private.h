@@ -26,9 +26,16 @@ struct ptags_bpf {
         struct bpf_link *links[LINK_COUNT];
         struct bpf_link *retag_link;
         ptags_bpf_sets sets;
+        /* The collector (ptags-bpf-tasks.c): walks so far, and when the
+         * first set a walk spared for its grace period falls due (ms,
+         * CLOCK_MONOTONIC; 0 = none waiting). */
+        uint64_t collect_walks;
+        int64_t collect_pending_at;
         char error[512];
 };
 
 /* Records @fmt as the last error and returns @r. */
 int ptags_bpf_fail(ptags_bpf *b, int r, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 int ptags_bpf_exec_map_put(ptags_bpf *b, uint64_t id, uint64_t kept_id);
+/* Milliseconds on CLOCK_MONOTONIC, never 0. */
+int64_t ptags_bpf_now_ms(void);

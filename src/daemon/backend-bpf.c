@@ -17,13 +17,20 @@
 #define SYS_pidfd_send_signal 424
 #endif
 
-/* Sets no task refers to any more are dropped this often. */
-#define COLLECT_INTERVAL_S 60
+/* How often the collector asks whether a walk is due: soon after Applies
+ * have added about as much as the table holds, or when sets a walk spared
+ * for their grace period fall due. Sets no task refers to are dropped once
+ * walks COLLECT_GRACE_MS apart saw no holder (a fork in flight may still be
+ * copying one), and every COLLECT_FULL_S regardless (exits add nothing). */
+#define COLLECT_CHECK_S  1
+#define COLLECT_GRACE_MS 1000
+#define COLLECT_FULL_S   60
 
 typedef struct {
         PtagsBackend parent;
         ptags_bpf *bpf;
         guint collect_source;
+        gint64 last_collect; /* g_get_monotonic_time() of the last walk */
 } BackendBpf;
 
 static gboolean pidfd_alive(int pidfd)
@@ -109,8 +116,13 @@ static gboolean collect_cb(gpointer data)
 {
         BackendBpf *self = data;
         size_t freed = 0;
+        gint64 now = g_get_monotonic_time();
 
-        if (ptags_bpf_collect(self->bpf, &freed) < 0)
+        if (now - self->last_collect < COLLECT_FULL_S * G_USEC_PER_SEC &&
+            !ptags_bpf_collect_wanted(self->bpf))
+                return G_SOURCE_CONTINUE;
+        self->last_collect = now;
+        if (ptags_bpf_collect_aged(self->bpf, COLLECT_GRACE_MS, &freed) < 0)
                 g_warning("collecting unused tag sets: %s", ptags_bpf_last_error(self->bpf));
         else if (freed > 0)
                 g_debug("collected %zu unused tag sets", freed);
@@ -188,7 +200,8 @@ PtagsBackend *ptags_backend_bpf_new(GError **error)
         self->parent.ops = g_strcmp0(ptags_bpf_backend_name(self->bpf), "bpf-lsm") == 0
                                    ? &bpf_lsm_ops
                                    : &bpf_tracepoint_ops;
-        self->collect_source = g_timeout_add_seconds(COLLECT_INTERVAL_S, collect_cb, self);
+        self->last_collect = g_get_monotonic_time();
+        self->collect_source = g_timeout_add_seconds(COLLECT_CHECK_S, collect_cb, self);
         g_message("bpf backend ready: %s hooks", ptags_bpf_backend_name(self->bpf));
         return (PtagsBackend *)self;
 }

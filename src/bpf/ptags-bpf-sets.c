@@ -33,11 +33,12 @@
 enum { REC_ADD = 'A', REC_DROP = 'D', REC_NEXT = 'N' };
 
 struct rec_head {
-        uint32_t crc;  /* CRC-32C of the rest of the head and the text */
-        uint32_t type; /* REC_* */
-        uint64_t id;   /* ADD, DROP: the set; NEXT: the next id to hand out */
-        uint64_t kept; /* ADD: the kept subset's id, 0 = none */
-        uint64_t len;  /* ADD: bytes of text after the head */
+        uint32_t head_crc; /* CRC-32C of the rest of the head */
+        uint32_t text_crc; /* CRC-32C of the text */
+        uint64_t id;       /* ADD, DROP: the set; NEXT: the next id to hand out */
+        uint64_t kept;     /* ADD: the kept subset's id, 0 = none */
+        uint32_t type;     /* REC_* */
+        uint32_t len;      /* ADD: bytes of text after the head */
 };
 #define HEAD_LEN    sizeof(struct rec_head)
 #define HEADER_SIZE (MAGIC_LEN + HEAD_LEN) /* magic and the NEXT record */
@@ -87,10 +88,11 @@ static uint32_t crc32c(uint32_t crc, const void *data, size_t len)
         return ~crc;
 }
 
-static uint32_t rec_crc(const struct rec_head *h, const char *text)
+/* The head has its own checksum, so a damaged length is told from a torn
+ * tail: only a whole head is trusted to say where the record ends. */
+static uint32_t head_crc(const struct rec_head *h)
 {
-        uint32_t c = crc32c(0, (const char *)h + sizeof(h->crc), HEAD_LEN - sizeof(h->crc));
-        return h->len ? crc32c(c, text, (size_t)h->len) : c;
+        return crc32c(0, (const char *)h + sizeof(h->head_crc), HEAD_LEN - sizeof(h->head_crc));
 }
 
 #define ROTL(x, b) (uint64_t)(((x) << (b)) | ((x) >> (64 - (b))))
@@ -341,8 +343,9 @@ static int pwrite_all(int fd, const void *buf, size_t len, uint64_t at)
 static struct rec_head make_head(uint32_t type, uint64_t id, uint64_t kept, const char *text,
                                  size_t len)
 {
-        struct rec_head h = {.type = type, .id = id, .kept = kept, .len = len};
-        h.crc = rec_crc(&h, text);
+        struct rec_head h = {.type = type, .id = id, .kept = kept, .len = (uint32_t)len};
+        h.text_crc = crc32c(0, text, len);
+        h.head_crc = head_crc(&h);
         return h;
 }
 
@@ -453,6 +456,8 @@ int ptags_bpf_sets_add(ptags_bpf_sets *t, const char *text, size_t len, uint64_t
                        ptags_bpf_set_entry **out)
 {
         uint64_t id = t->next_id;
+        if (len > UINT32_MAX) /* far above what a process may hold */
+                return -EFBIG;
         if (kept_id == UINT64_MAX)
                 kept_id = id;
         if (t->path) {
@@ -615,14 +620,16 @@ static int load_journal(ptags_bpf_sets *t, const char *buf, size_t len, size_t *
         while (len - pos >= HEAD_LEN) {
                 struct rec_head h;
                 memcpy(&h, buf + pos, HEAD_LEN);
-                /* A record running past the end is the torn tail a killed
-                 * writer leaves: only the last one can be. */
-                if (h.len > len - pos - HEAD_LEN)
-                        break;
                 const char *text = buf + pos + HEAD_LEN;
                 const char *bad = NULL;
                 ptags_bpf_set_entry *e;
-                if (h.crc != rec_crc(&h, text)) {
+                if (h.head_crc != head_crc(&h)) {
+                        bad = "checksum mismatch";
+                } else if (h.len > len - pos - HEAD_LEN) {
+                        /* A whole head whose record runs past the end: the
+                         * torn tail a killed writer leaves. */
+                        break;
+                } else if (h.text_crc != crc32c(0, text, h.len)) {
                         bad = "checksum mismatch";
                 } else if (h.type == REC_ADD) {
                         if (h.id == 0 || h.id == UINT64_MAX || ptags_bpf_sets_by_id(t, h.id))

@@ -28,9 +28,10 @@ struct ptags_bpf {
         ptags_bpf_sets sets;
         /* The collector (ptags-bpf-tasks.c): walks so far, and when the
          * first set a walk spared for its grace period falls due (ms,
-         * CLOCK_MONOTONIC; 0 = none waiting). */
+         * CLOCK_MONOTONIC; 0 = none waiting), and the table's size then. */
         uint64_t collect_walks;
         int64_t collect_pending_at;
+        uint64_t collect_base; /* table bytes after the last walk */
         char error[512];
 };
 

@@ -377,6 +377,7 @@ static int collect(ptags_bpf *b, int64_t grace_ms, size_t *freed)
         b->collect_pending_at = 0;
         b->sets.added_bytes = 0;
         r = ptags_bpf_sets_retain(&b->sets, keep_set, &c, drop_exec_entry, &dropped);
+        b->collect_base = b->sets.live_bytes;
         if (r < 0)
                 r = ptags_bpf_fail(b, r, "cannot record dropped sets: %s", strerror(-r));
 out:
@@ -403,8 +404,9 @@ int ptags_bpf_collect_aged(ptags_bpf *b, unsigned grace_ms, size_t *freed)
 bool ptags_bpf_collect_wanted(ptags_bpf *b)
 {
         pthread_mutex_lock(&b->lock);
-        uint64_t floor =
-                b->sets.live_bytes > COLLECT_MIN_ADDED ? b->sets.live_bytes : COLLECT_MIN_ADDED;
+        /* Amortized: a walk after as many new bytes as the table held
+         * after the last one keeps the table within twice its live size. */
+        uint64_t floor = b->collect_base > COLLECT_MIN_ADDED ? b->collect_base : COLLECT_MIN_ADDED;
         bool wanted = b->sets.added_bytes >= floor ||
                       (b->collect_pending_at != 0 && ptags_bpf_now_ms() >= b->collect_pending_at);
         pthread_mutex_unlock(&b->lock);

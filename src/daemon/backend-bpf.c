@@ -21,9 +21,12 @@
  * have added about as much as the table holds, or when sets a walk spared
  * for their grace period fall due. Sets no task refers to are dropped once
  * walks COLLECT_GRACE_MS apart saw no holder (a fork in flight may still be
- * copying one), and every COLLECT_FULL_S regardless (exits add nothing). */
-#define COLLECT_CHECK_S  1
-#define COLLECT_GRACE_MS 1000
+ * copying one: copy_process of even a very large process takes well under
+ * that), and every COLLECT_FULL_S regardless (exits add nothing). Orphans
+ * thus live about half a second, so a burst of Applies keeps in /run only
+ * what it wrote in that time beside the live sets. */
+#define COLLECT_CHECK_MS 250
+#define COLLECT_GRACE_MS 250
 #define COLLECT_FULL_S   60
 
 typedef struct {
@@ -201,7 +204,7 @@ PtagsBackend *ptags_backend_bpf_new(GError **error)
                                    ? &bpf_lsm_ops
                                    : &bpf_tracepoint_ops;
         self->last_collect = g_get_monotonic_time();
-        self->collect_source = g_timeout_add_seconds(COLLECT_CHECK_S, collect_cb, self);
+        self->collect_source = g_timeout_add(COLLECT_CHECK_MS, collect_cb, self);
         g_message("bpf backend ready: %s hooks", ptags_bpf_backend_name(self->bpf));
         return (PtagsBackend *)self;
 }

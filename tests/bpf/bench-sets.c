@@ -208,15 +208,95 @@ static void run(long n_sets)
         instance_destroy(&t);
 }
 
+/* As ptagsd's collector (src/daemon/backend-bpf.c): how often it asks
+ * whether a walk is due, and the grace period it gives orphaned sets. */
+#define CHECK_MS 250
+#define GRACE_MS 250
+
+/* The issue's pattern: one process grows by 1 MiB of values per Apply, 16
+ * times, while the collector runs as ptagsd's does. Every intermediate set
+ * is garbage once the next is written. */
+static void churn(void)
+{
+        enum { STEPS = 16, CHUNK = 32000, PER_STEP = 32 }; /* 32 x 32000 B ~ 1 MiB */
+        test_instance t;
+        pid_t target = fork();
+        if (target == 0) {
+                for (;;)
+                        pause();
+        }
+        instance_open(&t, "bench-sets-churn");
+        char journal[512];
+        snprintf(journal, sizeof(journal), "%s/sets", t.state_dir);
+        size_t cap = (size_t)STEPS * PER_STEP * (CHUNK + 32), len = 0;
+        char *text = malloc(cap);
+        if (!text)
+                die("out of memory");
+        struct stat st;
+        off_t peak = 0;
+        double start = now_ms(), last_check = start, apply_max = 0;
+        for (int step = 0; step < STEPS; step++) {
+                for (int i = 0; i < PER_STEP; i++) {
+                        len += (size_t)snprintf(text + len, cap - len,
+                                                "big:%05d=", step * PER_STEP + i);
+                        memset(text + len, 'v', CHUNK);
+                        len += CHUNK;
+                        text[len++] = '\n';
+                }
+                ptags_set *s = NULL;
+                if (ptags_set_parse(text, len, &s, NULL) != PTAGS_OK)
+                        die("bad churn set");
+                double a = now_ms();
+                if (ptags_bpf_write_tags(t.bpf, target, s) < 0)
+                        die("apply: %s", ptags_bpf_last_error(t.bpf));
+                a = now_ms() - a;
+                apply_max = a > apply_max ? a : apply_max;
+                ptags_set_free(s);
+                if (now_ms() - last_check >= CHECK_MS) {
+                        last_check = now_ms();
+                        if (ptags_bpf_collect_wanted(t.bpf))
+                                ptags_bpf_collect_aged(t.bpf, GRACE_MS, NULL);
+                }
+                if (stat(journal, &st) == 0 && st.st_size > peak)
+                        peak = st.st_size;
+        }
+        double burst_ms = now_ms() - start;
+        printf("bench-sets: churn, %d Applies growing one process to %.1f MiB (%.0f ms, "
+               "slowest Apply %.1f ms)\n",
+               STEPS, (double)len / 1048576, burst_ms, apply_max);
+        printf("  journal: peak %.1f MiB (old code: every set kept, %.1f MiB, for up to 60 s)\n",
+               (double)peak / 1048576, (double)len * (STEPS + 1) / 2 / 1048576);
+        /* After the burst: the timer keeps asking once a second. */
+        printf("  journal after the burst:");
+        for (int i = 1; i <= 4; i++) {
+                usleep(1000 * 1000); /* (checks at 1 s steps here) */
+                if (ptags_bpf_collect_wanted(t.bpf))
+                        ptags_bpf_collect_aged(t.bpf, GRACE_MS, NULL);
+                if (stat(journal, &st) == 0)
+                        printf(" %d s: %.1f MiB;", i, (double)st.st_size / 1048576);
+        }
+        printf(" %zu sets\n", ptags_bpf_set_count(t.bpf));
+        fflush(stdout);
+        free(text);
+        kill(target, SIGKILL);
+        waitpid(target, NULL, 0);
+        instance_destroy(&t);
+}
+
 int main(int argc, char **argv)
 {
         signal(SIGPIPE, SIG_IGN);
         if (argc > 1) {
-                for (int i = 1; i < argc; i++)
-                        run(atol(argv[i]));
+                for (int i = 1; i < argc; i++) {
+                        if (strcmp(argv[i], "churn") == 0)
+                                churn();
+                        else
+                                run(atol(argv[i]));
+                }
         } else {
                 run(10);
                 run(10000);
+                churn();
         }
         return check_failures() ? 1 : 0;
 }

@@ -100,20 +100,21 @@ start_daemon
 expect_tags "$grandchild" "$full" "after a SIGKILL restart"
 expect_tags "$second" "$kept" "fork while no daemon ran"
 # Sets left behind by Applies go within seconds, not at the next minute's
-# collection: 40 Applies of ~2 KiB values leave one live set, and the
-# journal shrinks back to about that.
-pad=$(printf 'v%.0s' $(seq 2000))
+# collection: 40 Applies of 8 KB values leave one live set, and the journal
+# shrinks back to it and at most the 64 KiB of garbage allowed before a
+# rewrite.
+pad=$(printf 'v%.0s' $(seq 8000))
 for i in $(seq 40); do
   call Apply uas "$target" 2 "+app:big" "!app:big=$pad$i" >/dev/null
 done
+# (320 KB of sets were written: keeping them all would fail below.)
 grown=$(stat -c %s "$tmp/run/sets")
-[ "$grown" -gt 80000 ] || fail "40 Applies left a journal of only $grown bytes"
 for _ in $(seq 100); do
   size=$(stat -c %s "$tmp/run/sets")
-  [ "$size" -lt 16384 ] && break
+  [ "$size" -lt 100000 ] && break
   sleep 0.1
 done
-[ "$size" -lt 16384 ] || fail "the journal still holds $size bytes 10 s after the Applies"
+[ "$size" -lt 100000 ] || fail "the journal still holds $size bytes 10 s after the Applies"
 expect_tags "$target" 'a(sbs) 2 "app:big" false "'"$pad"'40" "session" true "42"' "after the churn"
 echo "daemon-bpf: journal $grown -> $size bytes after 40 Applies"
 echo "daemon-bpf: PASS ($backend)"

@@ -56,38 +56,45 @@ static ptags_set *bench_set(const char *kind, long n)
         return set_from(text);
 }
 
-/* Start-up in a fresh process (a restarted daemon): open time and how much
- * the open added to the RSS. The parent has closed its handle. */
-static void measure_startup(test_instance *t, double *ms, long *rss_delta)
+/* Start-up in a fresh process (a restarted daemon), run as
+ * `bench-sets --startup PIN_DIR STATE_DIR`: open time, and the RSS before
+ * and after the open. A forked child would share the parent's heap. */
+static int startup_child(const char *pin_dir, const char *state_dir)
+{
+        long before = rss_kib();
+        double start = now_ms();
+        char err[512];
+        ptags_bpf *b = NULL;
+        ptags_bpf_options o = {.pin_dir = pin_dir, .state_dir = state_dir};
+        if (ptags_bpf_open(&o, &b, err, sizeof(err)) < 0) {
+                fprintf(stderr, "reopen: %s\n", err);
+                return 1;
+        }
+        double ms = now_ms() - start;
+        printf("%.3f %ld %ld\n", ms, before, rss_kib());
+        ptags_bpf_close(b);
+        return 0;
+}
+
+static void measure_startup(test_instance *t, double *ms, long *rss_before, long *rss_after)
 {
         int p[2];
-        double res[2];
         if (pipe(p) < 0)
                 die("pipe");
         pid_t pid = fork();
         if (pid == 0) {
-                long before = rss_kib();
-                double start = now_ms();
-                char err[512];
-                ptags_bpf *b = NULL;
-                ptags_bpf_options o = {.pin_dir = t->pin_dir, .state_dir = t->state_dir};
-                if (ptags_bpf_open(&o, &b, err, sizeof(err)) < 0) {
-                        fprintf(stderr, "reopen: %s\n", err);
-                        _exit(1);
-                }
-                res[0] = now_ms() - start;
-                res[1] = (double)(rss_kib() - before);
-                ptags_bpf_close(b);
-                _exit(write(p[1], res, sizeof(res)) == sizeof(res) ? 0 : 1);
+                dup2(p[1], STDOUT_FILENO);
+                execl("/proc/self/exe", "bench-sets", "--startup", t->pin_dir, t->state_dir,
+                      (char *)NULL);
+                _exit(127);
         }
         close(p[1]);
+        FILE *f = fdopen(p[0], "r");
         int status;
-        if (read(p[0], res, sizeof(res)) != sizeof(res))
+        if (!f || fscanf(f, "%lf %ld %ld", ms, rss_before, rss_after) != 3)
                 die("start-up measurement failed");
-        close(p[0]);
+        fclose(f);
         waitpid(pid, &status, 0);
-        *ms = res[0];
-        *rss_delta = (long)res[1];
 }
 
 static void copy_file(const char *from, const char *to)
@@ -187,8 +194,8 @@ static void run(long n_sets)
         ptags_bpf_close(t.bpf);
         t.bpf = NULL;
         double startup_ms;
-        long startup_rss;
-        measure_startup(&t, &startup_ms, &startup_rss);
+        long startup_rss0, startup_rss;
+        measure_startup(&t, &startup_ms, &startup_rss0, &startup_rss);
         double load_ms = measure_load(&t);
         instance_reopen(&t);
 
@@ -199,9 +206,9 @@ static void run(long n_sets)
                apply_ms[APPLIES / 2], apply_ms[APPLIES * 9 / 10], apply_ms[APPLIES - 1]);
         printf("  table file: %lld bytes\n", (long long)st.st_size);
         printf("  RSS: +%ld KiB while holding the table (this process)\n", rss_held);
-        printf("  start-up: open %.1f ms (BPF load included), table load alone %.2f ms, "
-               "RSS +%ld KiB\n",
-               startup_ms, load_ms, startup_rss);
+        printf("  start-up (fresh process): open %.1f ms (BPF load included), table load alone "
+               "%.2f ms; RSS %ld KiB after the open (+%ld KiB)\n",
+               startup_ms, load_ms, startup_rss, startup_rss - startup_rss0);
         fflush(stdout);
         kill(target, SIGKILL);
         waitpid(target, NULL, 0);
@@ -286,6 +293,8 @@ static void churn(void)
 int main(int argc, char **argv)
 {
         signal(SIGPIPE, SIG_IGN);
+        if (argc == 4 && strcmp(argv[1], "--startup") == 0)
+                return startup_child(argv[2], argv[3]);
         if (argc > 1) {
                 for (int i = 1; i < argc; i++) {
                         if (strcmp(argv[i], "churn") == 0)

@@ -22,19 +22,24 @@
 
 static char dir[64];
 
+static void remove_dir(void)
+{
+        char cmd[128];
+        if (!dir[0])
+                return;
+        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+        if (system(cmd) != 0)
+                fprintf(stderr, "cannot remove %s\n", dir);
+        dir[0] = '\0';
+}
+
 static void make_dir(void)
 {
         snprintf(dir, sizeof(dir), "/tmp/ptags-sets-test-XXXXXX");
         if (!mkdtemp(dir))
                 die("mkdtemp: %s", strerror(errno));
-}
-
-static void remove_dir(void)
-{
-        char cmd[128];
-        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-        if (system(cmd) != 0)
-                fprintf(stderr, "cannot remove %s\n", dir);
+        /* die() exits: the directory goes with the process either way. */
+        atexit(remove_dir);
 }
 
 static char *slurp(const char *path, size_t *len)

@@ -27,9 +27,17 @@ struct ptags_bpf {
         struct bpf_link *retag_link;
         uint64_t write_token; /* last mark a pidfd write left (random start) */
         ptags_bpf_sets sets;
+        /* The collector (ptags-bpf-tasks.c): walks so far, and when the
+         * first set a walk spared for its grace period falls due (ms,
+         * CLOCK_MONOTONIC; 0 = none waiting), and the table's size then. */
+        uint64_t collect_walks;
+        int64_t collect_pending_at;
+        uint64_t collect_base; /* table bytes after the last walk */
         char error[512];
 };
 
 /* Records @fmt as the last error and returns @r. */
 int ptags_bpf_fail(ptags_bpf *b, int r, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 int ptags_bpf_exec_map_put(ptags_bpf *b, uint64_t id, uint64_t kept_id);
+/* Milliseconds on CLOCK_MONOTONIC, never 0. */
+int64_t ptags_bpf_now_ms(void);

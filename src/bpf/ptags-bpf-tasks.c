@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <bpf/bpf.h>
@@ -15,24 +16,44 @@
 #include "ptags-bpf-record.h"
 #include "ptags.skel.h"
 
-/* Adds text as a set whose kept subset is @kept_id (UINT64_MAX = itself),
- * table persisted and exec map filled before the id is handed out. */
+int64_t ptags_bpf_now_ms(void)
+{
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 + 1;
+}
+
+/* Adds text as a set whose kept subset is @kept_id (UINT64_MAX = itself):
+ * journalled, then the exec map filled, and only then the id handed out. */
 static int add_set(ptags_bpf *b, const char *text, size_t len, uint64_t kept_id, uint64_t *id)
 {
-        ptags_bpf_set_entry *e = ptags_bpf_sets_add(&b->sets, text, len, kept_id);
-        if (!e)
-                return ptags_bpf_fail(b, -ENOMEM, "out of memory");
-        uint64_t new_id = e->id, new_kept = e->kept_id;
-        /* Saved first: a daemon killed after this point finds the id on
-         * restart and refills the exec map from the table. */
-        int r = ptags_bpf_sets_save(&b->sets);
+        ptags_bpf_set_entry *e = NULL;
+        /* Journalled first: a daemon killed after this point finds the id
+         * on restart and refills the exec map from the table; one killed
+         * during the append leaves a torn record that the load ignores. */
+        int r = ptags_bpf_sets_add(&b->sets, text, len, kept_id, &e);
         if (r < 0)
-                return ptags_bpf_fail(b, r, "cannot save the set table: %s", strerror(-r));
-        r = ptags_bpf_exec_map_put(b, new_id, new_kept);
-        if (r < 0)
+                return ptags_bpf_fail(b, r, "cannot record a new tag set: %s", strerror(-r));
+        r = ptags_bpf_exec_map_put(b, e->id, e->kept_id);
+        if (r < 0) {
+                /* Never handed out, and must not be found by its text later
+                 * without an exec map entry. */
+                ptags_bpf_sets_remove(&b->sets, e);
                 return r;
-        *id = new_id;
+        }
+        /* Spared by aged collections until it has had time to be written. */
+        e->unref_since = ptags_bpf_now_ms();
+        *id = e->id;
         return 0;
+}
+
+/* A set found by its text is about to be handed out again: a collection
+ * that saw no holder must give it a new grace period. */
+static uint64_t reuse(ptags_bpf_set_entry *e)
+{
+        if (e->unref_since != 0)
+                e->unref_since = ptags_bpf_now_ms();
+        return e->id;
 }
 
 static int intern_locked(ptags_bpf *b, const ptags_set *tags, uint64_t *id)
@@ -43,18 +64,23 @@ static int intern_locked(ptags_bpf *b, const ptags_set *tags, uint64_t *id)
         }
         size_t len = 0, kept_len = 0;
         char *text = ptags_set_format(tags, &len);
-        ptags_set *kept = ptags_set_copy(tags);
+        ptags_set *kept = NULL;
         char *kept_text = NULL;
         uint64_t kept_id = PTAGS_SET_EMPTY;
         int r = 0;
 
-        if (!text || !kept) {
+        if (!text) {
                 r = ptags_bpf_fail(b, -ENOMEM, "out of memory");
                 goto out;
         }
         ptags_bpf_set_entry *known = ptags_bpf_sets_by_text(&b->sets, text, len);
         if (known) {
-                *id = known->id;
+                *id = reuse(known);
+                goto out;
+        }
+        kept = ptags_set_copy(tags);
+        if (!kept) {
+                r = ptags_bpf_fail(b, -ENOMEM, "out of memory");
                 goto out;
         }
         ptags_set_exec_filter(kept);
@@ -71,7 +97,7 @@ static int intern_locked(ptags_bpf *b, const ptags_set *tags, uint64_t *id)
         if (kept_len > 0) {
                 known = ptags_bpf_sets_by_text(&b->sets, kept_text, kept_len);
                 if (known)
-                        kept_id = known->id;
+                        kept_id = reuse(known);
                 else
                         r = add_set(b, kept_text, kept_len, UINT64_MAX, &kept_id);
         }
@@ -346,65 +372,114 @@ int ptags_bpf_list_tasks(ptags_bpf *b, ptags_bpf_task **out, size_t *n)
 
 typedef struct {
         ptags_bpf *b;
-        uint64_t *live;
-        size_t n_live;
+        uint64_t walk;
+        int64_t now, grace;
 } collect_ctx;
 
-static int cmp_u64(const void *a, const void *b)
+static void mark(ptags_bpf *b, uint64_t id, uint64_t walk)
 {
-        uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-        return x < y ? -1 : x > y;
+        ptags_bpf_set_entry *e = ptags_bpf_sets_by_id(&b->sets, id);
+        if (!e)
+                return;
+        e->seen = walk;
+        /* An exec of a holder turns the set into its kept subset. */
+        ptags_bpf_set_entry *k = e->kept_id != e->id && e->kept_id != PTAGS_SET_EMPTY
+                                         ? ptags_bpf_sets_by_id(&b->sets, e->kept_id)
+                                         : NULL;
+        if (k)
+                k->seen = walk;
 }
 
-static bool is_live(uint64_t id, void *data)
+/* Not held at this walk, but too recently seen held (or interned) to go. */
+static bool spared(const ptags_bpf_set_entry *e, const collect_ctx *c)
+{
+        return e->seen != c->walk && c->now - e->unref_since < c->grace;
+}
+
+static bool keep_set(ptags_bpf_set_entry *e, void *data)
 {
         collect_ctx *c = data;
-        return bsearch(&id, c->live, c->n_live, sizeof(id), cmp_u64) != NULL;
+        if (e->seen == c->walk) {
+                e->unref_since = 0;
+                return true;
+        }
+        if (!spared(e, c))
+                return false;
+        int64_t due = e->unref_since + c->grace;
+        if (c->b->collect_pending_at == 0 || due < c->b->collect_pending_at)
+                c->b->collect_pending_at = due;
+        return true;
 }
 
 static void drop_exec_entry(uint64_t id, void *data)
 {
         collect_ctx *c = data;
+        /* Before the journal says so: a kill in between leaves a set that
+         * a restart refills and the next collection drops again. */
         bpf_map__delete_elem(c->b->skel->maps.exec_kept, &id, sizeof(id), 0);
 }
 
-int ptags_bpf_collect(ptags_bpf *b, size_t *freed)
+static int collect(ptags_bpf *b, int64_t grace_ms, size_t *freed)
 {
         ptags_bpf_task *tasks = NULL;
-        size_t n = 0;
+        size_t n = 0, dropped = 0;
         pthread_mutex_lock(&b->lock);
         /* Under the lock no new id is handed out, so a set not referenced
          * now can only become referenced through a task that holds it,
          * which the walk sees, or through an exec of such a task, whose
-         * kept subset is retained below. */
+         * kept subset is retained below. Linear in tasks and sets. */
         int r = ptags_bpf_list_tasks(b, &tasks, &n);
         if (r < 0)
                 goto out;
-        collect_ctx c = {.b = b, .live = malloc((2 * n + 1) * sizeof(uint64_t))};
-        if (!c.live) {
-                r = ptags_bpf_fail(b, -ENOMEM, "out of memory");
-                goto out;
-        }
-        for (size_t i = 0; i < n; i++) {
-                c.live[c.n_live++] = tasks[i].set_id;
-                ptags_bpf_set_entry *e = ptags_bpf_sets_by_id(&b->sets, tasks[i].set_id);
-                if (e && e->kept_id != PTAGS_SET_EMPTY)
-                        c.live[c.n_live++] = e->kept_id;
-        }
-        qsort(c.live, c.n_live, sizeof(uint64_t), cmp_u64);
-        size_t dropped = ptags_bpf_sets_retain(&b->sets, is_live, &c, drop_exec_entry);
-        free(c.live);
-        if (dropped > 0) {
-                r = ptags_bpf_sets_save(&b->sets);
-                if (r < 0)
-                        r = ptags_bpf_fail(b, r, "cannot save the set table: %s", strerror(-r));
-        }
+        collect_ctx c = {
+                .b = b, .walk = ++b->collect_walks, .now = ptags_bpf_now_ms(), .grace = grace_ms};
+        for (size_t i = 0; i < n; i++)
+                mark(b, tasks[i].set_id, c.walk);
+        /* A set spared for its grace period keeps its kept subset too; the
+         * first pass dates every set that has just lost its last holder. */
+        for (ptags_bpf_set_entry *e = b->sets.first; e; e = e->next)
+                if (e->seen != c.walk && e->unref_since == 0)
+                        e->unref_since = c.now;
+        for (ptags_bpf_set_entry *e = b->sets.first; e; e = e->next)
+                if (spared(e, &c) && e->kept_id != e->id && e->kept_id != PTAGS_SET_EMPTY)
+                        mark(b, e->kept_id, c.walk);
+        b->collect_pending_at = 0;
+        b->sets.added_bytes = 0;
+        r = ptags_bpf_sets_retain(&b->sets, keep_set, &c, drop_exec_entry, &dropped);
+        b->collect_base = b->sets.live_bytes;
+        if (r < 0)
+                r = ptags_bpf_fail(b, r, "cannot record dropped sets: %s", strerror(-r));
+out:
         if (freed)
                 *freed = dropped;
-out:
         free(tasks);
         pthread_mutex_unlock(&b->lock);
         return r;
+}
+
+int ptags_bpf_collect(ptags_bpf *b, size_t *freed)
+{
+        return collect(b, 0, freed);
+}
+
+int ptags_bpf_collect_aged(ptags_bpf *b, unsigned grace_ms, size_t *freed)
+{
+        return collect(b, grace_ms, freed);
+}
+
+/* Below this many bytes of new sets, waiting for more costs little. */
+#define COLLECT_MIN_ADDED (16u * 1024u)
+
+bool ptags_bpf_collect_wanted(ptags_bpf *b)
+{
+        pthread_mutex_lock(&b->lock);
+        /* Amortized: a walk after as many new bytes as the table held
+         * after the last one keeps the table within twice its live size. */
+        uint64_t floor = b->collect_base > COLLECT_MIN_ADDED ? b->collect_base : COLLECT_MIN_ADDED;
+        bool wanted = b->sets.added_bytes >= floor ||
+                      (b->collect_pending_at != 0 && ptags_bpf_now_ms() >= b->collect_pending_at);
+        pthread_mutex_unlock(&b->lock);
+        return wanted;
 }
 
 int ptags_bpf_counters(ptags_bpf *b, uint64_t *alloc_failures, uint64_t *exec_misses)

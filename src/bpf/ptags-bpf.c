@@ -276,10 +276,10 @@ static int open_state(ptags_bpf *b, const ptags_bpf_options *o, bool maps_existe
         r = ptags_bpf_sets_load(&b->sets, b->error, sizeof(b->error));
         if (r < 0)
                 return r;
-        /* A daemon killed between saving the table and filling the exec
+        /* A daemon killed between journalling a set and filling the exec
          * map left a hole; refilling is idempotent. */
-        for (size_t i = 0; i < b->sets.count; i++) {
-                r = ptags_bpf_exec_map_put(b, b->sets.entries[i].id, b->sets.entries[i].kept_id);
+        for (ptags_bpf_set_entry *e = b->sets.first; e; e = e->next) {
+                r = ptags_bpf_exec_map_put(b, e->id, e->kept_id);
                 if (r < 0)
                         return r;
         }
@@ -425,6 +425,15 @@ int ptags_bpf_uninstall(const char *pin_dir, const char *state_dir)
         if (rmdir(dir) < 0 && errno != ENOENT && r == 0)
                 r = -errno;
         char *sets = path_join(state_dir ? state_dir : state_dir_default(), SETS_FILE, "");
+        if (!sets) {
+                r = -ENOMEM;
+                goto out;
+        }
+        if (unlink(sets) < 0 && errno != ENOENT && r == 0)
+                r = -errno;
+        free(sets);
+        /* What a compaction killed before its rename leaves behind. */
+        sets = path_join(state_dir ? state_dir : state_dir_default(), SETS_FILE, ".tmp");
         if (!sets) {
                 r = -ENOMEM;
                 goto out;

@@ -117,8 +117,18 @@ ptags_set *ptags_bpf_set_contents(ptags_bpf *b, uint64_t id);
 /* Number of sets in the table (the empty set not counted). */
 size_t ptags_bpf_set_count(ptags_bpf *b);
 /* Drops every set no live task refers to (directly or as the kept subset
- * of a referenced set); *freed (may be NULL) gets how many. */
+ * of a referenced set); *freed (may be NULL) gets how many. A fork in
+ * flight (its child not yet listed) may still be copying such a set: the
+ * daemon uses ptags_bpf_collect_aged instead. */
 int ptags_bpf_collect(ptags_bpf *b, size_t *freed);
+/* The same, but a set goes only once walks at least @grace_ms apart found
+ * no holder; a set interned within @grace_ms is not dropped either (it may
+ * be about to be written). Costs one walk of the tasks and of the table. */
+int ptags_bpf_collect_aged(ptags_bpf *b, unsigned grace_ms, size_t *freed);
+/* True when a collection is worth its walk now: the sets added since the
+ * last one outweigh the table (or a floor), or sets a walk spared for
+ * their grace period are due. Cheap; for a timer to ask often. */
+bool ptags_bpf_collect_wanted(ptags_bpf *b);
 
 /* ------------------------------------------------------- enumeration */
 

@@ -15,13 +15,23 @@
 #include "ptags-bpf.h"
 
 
-/* Sets no task refers to any more are dropped this often. */
-#define COLLECT_INTERVAL_S 60
+/* How often the collector asks whether a walk is due: soon after Applies
+ * have added about as much as the table holds, or when sets a walk spared
+ * for their grace period fall due. Sets no task refers to are dropped once
+ * walks COLLECT_GRACE_MS apart saw no holder (a fork in flight may still be
+ * copying one: copy_process of even a very large process takes well under
+ * that), and every COLLECT_FULL_S regardless (exits add nothing). Orphans
+ * thus live about half a second, so a burst of Applies keeps in /run only
+ * what it wrote in that time beside the live sets. */
+#define COLLECT_CHECK_MS 250
+#define COLLECT_GRACE_MS 250
+#define COLLECT_FULL_S   60
 
 typedef struct {
         PtagsBackend parent;
         ptags_bpf *bpf;
         guint collect_source;
+        gint64 last_collect; /* g_get_monotonic_time() of the last walk */
 } BackendBpf;
 
 
@@ -106,8 +116,13 @@ static gboolean collect_cb(gpointer data)
 {
         BackendBpf *self = data;
         size_t freed = 0;
+        gint64 now = g_get_monotonic_time();
 
-        if (ptags_bpf_collect(self->bpf, &freed) < 0)
+        if (now - self->last_collect < COLLECT_FULL_S * G_USEC_PER_SEC &&
+            !ptags_bpf_collect_wanted(self->bpf))
+                return G_SOURCE_CONTINUE;
+        self->last_collect = now;
+        if (ptags_bpf_collect_aged(self->bpf, COLLECT_GRACE_MS, &freed) < 0)
                 g_warning("collecting unused tag sets: %s", ptags_bpf_last_error(self->bpf));
         else if (freed > 0)
                 g_debug("collected %zu unused tag sets", freed);
@@ -185,7 +200,8 @@ PtagsBackend *ptags_backend_bpf_new(GError **error)
         self->parent.ops = g_strcmp0(ptags_bpf_backend_name(self->bpf), "bpf-lsm") == 0
                                    ? &bpf_lsm_ops
                                    : &bpf_tracepoint_ops;
-        self->collect_source = g_timeout_add_seconds(COLLECT_INTERVAL_S, collect_cb, self);
+        self->last_collect = g_get_monotonic_time();
+        self->collect_source = g_timeout_add(COLLECT_CHECK_MS, collect_cb, self);
         g_message("bpf backend ready: %s hooks", ptags_bpf_backend_name(self->bpf));
         return (PtagsBackend *)self;
 }

@@ -99,6 +99,24 @@ second=$(ask fork pid); pids+=("$second")
 start_daemon
 expect_tags "$grandchild" "$full" "after a SIGKILL restart"
 expect_tags "$second" "$kept" "fork while no daemon ran"
+# Sets left behind by Applies go within seconds, not at the next minute's
+# collection: 40 Applies of 8 KB values leave one live set, and the journal
+# shrinks back to it and at most the 64 KiB of garbage allowed before a
+# rewrite.
+pad=$(printf 'v%.0s' $(seq 8000))
+for i in $(seq 40); do
+  call Apply uas "$target" 2 "+app:big" "!app:big=$pad$i" >/dev/null
+done
+# (320 KB of sets were written: keeping them all would fail below.)
+grown=$(stat -c %s "$tmp/run/sets")
+for _ in $(seq 100); do
+  size=$(stat -c %s "$tmp/run/sets")
+  [ "$size" -lt 100000 ] && break
+  sleep 0.1
+done
+[ "$size" -lt 100000 ] || fail "the journal still holds $size bytes 10 s after the Applies"
+expect_tags "$target" 'a(sbs) 2 "app:big" false "'"$pad"'40" "session" true "42"' "after the churn"
+echo "daemon-bpf: journal $grown -> $size bytes after 40 Applies"
 
 # Teardown: refused while a daemon runs, then everything goes.
 if "$ptagsd" --remove-state >"$tmp/remove.log" 2>&1; then

@@ -43,6 +43,10 @@ class InheritanceTests(PtagsTestCase):
             "setsid", "sh", "-c", "read go; (sleep 600; true) & echo $!; sleep 600 & echo $!; wait"],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE)
         self.addCleanup(self.kill_group, shell.pid)
+        # Tag the shell, not setsid before it execs the shell (that exec
+        # would drop the unkept tag and the test would prove nothing).
+        wait_until(lambda: os.path.basename(os.readlink("/proc/%d/exe" % shell.pid))
+                   in ("sh", "dash", "bash"), 10, "setsid to exec the shell")
         signals = self.world.record_signals()
         self.assertOk(self.world.root_call(
             "Apply", "uas", [shell.pid, ["+plain", "+@kept", "!kept=v", "!plain=p"]]))

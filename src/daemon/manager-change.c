@@ -310,7 +310,8 @@ static void change_authorize(Call *call)
         if (known && ptags_backend_read(call->svc->backend, call->caller->target.pidfd,
                                         call->caller->target.pid, &caller_tags) < 0)
                 caller_tags = NULL; /* unknown tags grant no rights */
-        gboolean self = known && call->caller->target.pid == call->target.pid;
+        gboolean self = known && ptags_target_alive(&call->caller->target) &&
+                        call->caller->target.pid == call->target.pid;
         /* The kernel's rule 1: a writer with CAP_MAC_ADMIN is unrestricted. */
         gboolean unrestricted =
                 known && ptags_target_has_capability(&call->caller->target, CAP_MAC_ADMIN);

@@ -4,6 +4,7 @@
 
 #include "manager.h"
 #include "ptags-manager-generated.h"
+#include "peer-cache.h"
 #include "target.h"
 
 #include <gio/gunixfdlist.h>
@@ -14,6 +15,7 @@ struct _PtagsService {
         PtagsBackend *backend;
         PtagsAuthority *authority;
         GHashTable *reauthorizing; /* pid -> GQueue of Call waiting to apply */
+        PtagsPeerCache *peers;
 };
 
 /* One method call in flight; owned by whichever async step runs next. */

@@ -190,7 +190,7 @@ static void peer_resolved(GObject *source, GAsyncResult *res, gpointer user_data
         GError *error = NULL;
 
         g_free(wait);
-        call->caller = ptags_peer_lookup_finish(res, &error);
+        call->caller = ptags_peer_cache_lookup_finish(res, &error);
         if (call->caller == NULL) {
                 call_fail(call, error);
                 return;
@@ -216,7 +216,7 @@ void call_lookup_peer(Call *call, const char *bus_name, CallStep next)
 
         wait->call = call;
         wait->next = next;
-        ptags_peer_lookup_async(call->svc->connection, bus_name, call->cancellable, peer_resolved,
+        ptags_peer_cache_lookup_async(call->svc->peers, bus_name, call->cancellable, peer_resolved,
                                 wait);
 }
 
@@ -283,8 +283,13 @@ static void peer_read_step(Call *call)
                                                          "argument bus_name"));
                 return;
         }
-        call->target = call->caller->target;
-        call->caller->target.pidfd = -1;
+        GError *error = NULL;
+
+        /* The peer may be shared with the cache and other calls: a copy. */
+        if (!ptags_target_copy(&call->target, &call->caller->target, &error)) {
+                call_fail(call, error);
+                return;
+        }
         read_step(call);
 }
 
@@ -461,6 +466,7 @@ PtagsService *ptags_service_new(GDBusConnection *connection, PtagsBackend *backe
         svc->backend = backend;
         svc->authority = authority;
         svc->reauthorizing = g_hash_table_new(g_direct_hash, g_direct_equal);
+        svc->peers = ptags_peer_cache_new(connection);
         svc->skeleton = ptags_manager_skeleton_new();
         ptags_manager_set_version(svc->skeleton, PACKAGE_VERSION);
         ptags_manager_set_backend(svc->skeleton, backend->ops->name);
@@ -495,6 +501,7 @@ void ptags_service_free(PtagsService *svc)
                 g_dbus_interface_skeleton_unexport(G_DBUS_INTERFACE_SKELETON(svc->skeleton));
         g_clear_object(&svc->skeleton);
         g_hash_table_unref(svc->reauthorizing);
+        ptags_peer_cache_free(svc->peers);
         g_clear_object(&svc->connection);
         g_free(svc);
 }

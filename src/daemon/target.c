@@ -264,9 +264,33 @@ void ptags_process_info_clear(PtagsProcessInfo *info)
         g_clear_pointer(&info->unit, g_free);
 }
 
+static PtagsPeer *peer_new(uid_t uid)
+{
+        PtagsPeer *peer = g_new0(PtagsPeer, 1);
+
+        peer->ref_count = 1;
+        peer->uid = uid;
+        peer->target.pidfd = -1;
+        return peer;
+}
+
+PtagsPeer *ptags_peer_new_unknown(const PtagsPeer *peer)
+{
+        PtagsPeer *copy = peer_new(peer->uid);
+
+        copy->reported_pid = peer->reported_pid;
+        return copy;
+}
+
+PtagsPeer *ptags_peer_ref(PtagsPeer *peer)
+{
+        g_atomic_int_inc(&peer->ref_count);
+        return peer;
+}
+
 void ptags_peer_free(PtagsPeer *peer)
 {
-        if (peer == NULL)
+        if (peer == NULL || !g_atomic_int_dec_and_test(&peer->ref_count))
                 return;
         ptags_target_clear(&peer->target);
         g_free(peer);
@@ -394,9 +418,7 @@ static void credentials_done(GObject *source, GAsyncResult *res, gpointer user_d
                 return;
         }
 
-        g_autoptr(PtagsPeer) peer = g_new0(PtagsPeer, 1);
-        peer->uid = uid;
-        peer->target.pidfd = -1;
+        g_autoptr(PtagsPeer) peer = peer_new(uid);
         if (g_variant_lookup(creds, "ProcessID", "u", &pid))
                 peer->reported_pid = (pid_t)pid;
         if (g_variant_lookup(creds, "ProcessFD", "h", &fd_index) && fds != NULL) {

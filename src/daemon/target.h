@@ -74,7 +74,12 @@ typedef struct {
         uid_t uid;
         pid_t reported_pid; /* what the bus said, for messages and logs only */
         gboolean process_known;
+        gint ref_count;
 } PtagsPeer;
+
+/* A new peer like @peer, but whose process is unknown. (transfer full) */
+PtagsPeer *ptags_peer_new_unknown(const PtagsPeer *peer);
+PtagsPeer *ptags_peer_ref(PtagsPeer *peer);
 
 /* NoSuchProcess explaining that the process behind @bus_name is unknown;
  * @what says what needed it. (transfer full) */
@@ -89,5 +94,6 @@ void ptags_peer_lookup_async(GDBusConnection *connection, const char *bus_name,
                              gpointer user_data);
 /* (transfer full: ptags_peer_free) */
 PtagsPeer *ptags_peer_lookup_finish(GAsyncResult *result, GError **error);
+/* Drops a reference. */
 void ptags_peer_free(PtagsPeer *peer);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(PtagsPeer, ptags_peer_free)

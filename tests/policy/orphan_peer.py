@@ -1,7 +1,9 @@
 # orphan_peer.py: a bus connection whose connecting process is gone. The process that connects
 # forks, prints its pid and unique name, and exits; the child keeps the socket and serves calls.
 #
-# Usage (run as the attacker's uid): orphan_peer.py BUS_ADDRESS
+# Usage (run as the attacker's uid): orphan_peer.py BUS_ADDRESS [call-first]
+#   call-first: the connector calls ptagsd (HasTag on itself) before it leaves, so ptagsd has
+#   already identified the connection's process once.
 # Protocol on stdin/stdout, one JSON object per line (as ptags_client.py):
 #   first line out (from the connector): {"pid": N, "unique_name": ":1.x"}
 #   request:  {"destination": [NAME, PATH, IFACE] | null, "method": M, "sig": S, "args": [...]}
@@ -86,6 +88,10 @@ def main():
     hello = peer.call(BUS, "Hello", "", [])
     if "ok" not in hello:
         raise SystemExit("Hello failed: %r" % hello)
+    if sys.argv[2:] == ["call-first"]:
+        first = peer.call(PTAGS, "HasTag", "us", [0, "app:x"])
+        if "ok" not in first:
+            raise SystemExit("the connector's own call failed: %r" % first)
     child = os.fork()
     if child != 0:
         # The connector: announce and leave; the child keeps the connection.

@@ -32,13 +32,13 @@ ERR = "org.ptags.Error."
 class OrphanPeer:
     """orphan_peer.py as @user: a connection whose connecting process has exited."""
 
-    def __init__(self, world, user="nobody"):
+    def __init__(self, world, user="nobody", call_first=False):
         script = os.path.join(world.tmp, "orphan_peer.py")
         with open(os.path.join(HERE, "orphan_peer.py")) as src, open(script, "w") as dst:
             dst.write(src.read())
         os.chmod(script, 0o644)
         argv = setpriv_argv(pwd.getpwnam(user)) + [ptags_harness.PYTHON, "-I", script,
-                                                  world.address]
+                                                  world.address] + (["call-first"] if call_first else [])
         self.proc = world.spawn("orphan", argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
         first = json.loads(self._read_line(10))
         self.connector_pid, self.unique_name = first["pid"], first["unique_name"]
@@ -61,12 +61,30 @@ class OrphanPeer:
         return ptags_client.Reply.from_json(json.loads(self._read_line(30)))
 
 
+# An administrator's rule: nobody may add tags to its own processes.
+SELF_RULE = """
+polkit.addRule(function (action, subject) {
+    if (action.id == "org.ptags.tag.add" && subject.user == "nobody" &&
+        action.lookup("self") == "true") {
+        return polkit.Result.YES;
+    }
+});
+"""
+
+
 class OrphanedConnection(PolicyTestCase):
-    world_options = {}
+    world_options = {"admin_rules": {"40-self.rules": SELF_RULE}}
 
     def test_reused_pid_of_the_connector_gains_nothing(self):
+        self.attack(OrphanPeer(self.world))
+
+    def test_reused_pid_after_the_connection_was_identified(self):
+        # ptagsd identified (and remembers) this connection's process while
+        # it lived; its exit must end that, not hand it to the pid's next owner.
+        self.attack(OrphanPeer(self.world, call_first=True))
+
+    def attack(self, peer):
         w = self.world
-        peer = OrphanPeer(w)
         # A root process (every capability, CAP_MAC_ADMIN included) now holds
         # the pid the bus still reports for the attacker's connection.
         root_pid = w.spawn_target_at(peer.connector_pid)

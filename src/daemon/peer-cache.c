@@ -1,0 +1,141 @@
+/* peer-cache.c: the caller behind each unique bus name, looked up once (one
+ * GetConnectionCredentials and the identity checks) and forgotten when the
+ * connection leaves the bus. */
+#define G_LOG_DOMAIN "ptagsd-peer"
+
+#include "peer-cache.h"
+
+/* Each entry pins a process with a pidfd: bounded well below the file limit
+ * systemd gives services (1024), oldest dropped first. */
+#define PEER_CACHE_MAX 512
+
+struct _PtagsPeerCache {
+        GDBusConnection *connection;
+        GHashTable *peers; /* unique name -> PtagsPeer (a reference) */
+        GQueue order;      /* names, oldest first (owned by the table) */
+        guint subscription;
+};
+
+static void forget(PtagsPeerCache *cache, const char *name)
+{
+        GList *link = g_queue_find_custom(&cache->order, name, (GCompareFunc)g_strcmp0);
+
+        if (link != NULL)
+                g_queue_delete_link(&cache->order, link);
+        g_hash_table_remove(cache->peers, name);
+}
+
+static void name_owner_changed(GDBusConnection *connection, const char *sender, const char *path,
+                               const char *interface, const char *signal, GVariant *params,
+                               gpointer user_data)
+{
+        PtagsPeerCache *cache = user_data;
+        const char *name, *old_owner, *new_owner;
+
+        g_variant_get(params, "(&s&s&s)", &name, &old_owner, &new_owner);
+        if (name[0] == ':' && new_owner[0] == '\0')
+                forget(cache, name);
+}
+
+PtagsPeerCache *ptags_peer_cache_new(GDBusConnection *connection)
+{
+        PtagsPeerCache *cache = g_new0(PtagsPeerCache, 1);
+
+        cache->connection = g_object_ref(connection);
+        cache->peers = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
+                                             (GDestroyNotify)ptags_peer_free);
+        g_queue_init(&cache->order);
+        cache->subscription = g_dbus_connection_signal_subscribe(
+                connection, "org.freedesktop.DBus", "org.freedesktop.DBus", "NameOwnerChanged",
+                "/org/freedesktop/DBus", NULL, G_DBUS_SIGNAL_FLAGS_NONE, name_owner_changed, cache,
+                NULL);
+        return cache;
+}
+
+void ptags_peer_cache_free(PtagsPeerCache *cache)
+{
+        if (cache == NULL)
+                return;
+        g_dbus_connection_signal_unsubscribe(cache->connection, cache->subscription);
+        g_queue_clear(&cache->order);
+        g_hash_table_unref(cache->peers);
+        g_object_unref(cache->connection);
+        g_free(cache);
+}
+
+guint ptags_peer_cache_size(PtagsPeerCache *cache)
+{
+        return g_hash_table_size(cache->peers);
+}
+
+static void remember(PtagsPeerCache *cache, const char *name, PtagsPeer *peer)
+{
+        if (g_hash_table_contains(cache->peers, name))
+                forget(cache, name);
+        while (g_queue_get_length(&cache->order) >= PEER_CACHE_MAX)
+                forget(cache, g_queue_peek_head(&cache->order));
+        char *key = g_strdup(name);
+        g_hash_table_insert(cache->peers, key, ptags_peer_ref(peer));
+        g_queue_push_tail(&cache->order, key);
+}
+
+typedef struct {
+        PtagsPeerCache *cache;
+        char *name;
+} Miss;
+
+static void looked_up(GObject *source, GAsyncResult *res, gpointer user_data)
+{
+        GTask *task = user_data;
+        Miss *miss = g_task_get_task_data(task);
+        GError *error = NULL;
+        PtagsPeer *peer = ptags_peer_lookup_finish(res, &error);
+
+        if (peer == NULL) {
+                g_task_return_error(task, error);
+        } else {
+                /* A connection that left meanwhile stays cached until
+                 * evicted: harmless, as its name is never reused. */
+                if (miss->name[0] == ':')
+                        remember(miss->cache, miss->name, peer);
+                g_task_return_pointer(task, peer, (GDestroyNotify)ptags_peer_free);
+        }
+        g_object_unref(task);
+}
+
+static void miss_free(Miss *miss)
+{
+        g_free(miss->name);
+        g_free(miss);
+}
+
+void ptags_peer_cache_lookup_async(PtagsPeerCache *cache, const char *bus_name,
+                                   GCancellable *cancellable, GAsyncReadyCallback callback,
+                                   gpointer user_data)
+{
+        GTask *task = g_task_new(NULL, cancellable, callback, user_data);
+        PtagsPeer *peer = g_hash_table_lookup(cache->peers, bus_name);
+
+        if (peer != NULL) {
+                /* The pidfd pins the proven process; once it has exited, the
+                 * connection's process can never be proven again. */
+                if (peer->process_known && !ptags_target_alive(&peer->target)) {
+                        g_autoptr(PtagsPeer) gone = ptags_peer_new_unknown(peer);
+                        remember(cache, bus_name, gone);
+                        peer = gone;
+                }
+                g_task_return_pointer(task, ptags_peer_ref(peer), (GDestroyNotify)ptags_peer_free);
+                g_object_unref(task);
+                return;
+        }
+        Miss *miss = g_new0(Miss, 1);
+        miss->cache = cache;
+        miss->name = g_strdup(bus_name);
+        g_task_set_task_data(task, miss, (GDestroyNotify)miss_free);
+        ptags_peer_lookup_async(cache->connection, bus_name, cancellable, looked_up, task);
+}
+
+PtagsPeer *ptags_peer_cache_lookup_finish(GAsyncResult *result, GError **error)
+{
+        return g_task_propagate_pointer(G_TASK(result), error);
+}

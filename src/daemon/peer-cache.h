@@ -1,0 +1,25 @@
+/* peer-cache.h: who is behind each bus connection, remembered per unique name
+ * until the bus says the connection left (unique names are never reused). */
+#pragma once
+
+#include <gio/gio.h>
+
+#include "target.h"
+
+typedef struct _PtagsPeerCache PtagsPeerCache;
+
+/* (transfer full: ptags_peer_cache_free) */
+PtagsPeerCache *ptags_peer_cache_new(GDBusConnection *connection);
+void ptags_peer_cache_free(PtagsPeerCache *cache);
+
+/* ptags_peer_lookup_async, answered without a bus round trip for a unique
+ * name seen before. A cached caller whose process has exited since is
+ * unknown from then on, as a fresh lookup would find. */
+void ptags_peer_cache_lookup_async(PtagsPeerCache *cache, const char *bus_name,
+                                   GCancellable *cancellable, GAsyncReadyCallback callback,
+                                   gpointer user_data);
+/* (transfer full: ptags_peer_free) */
+PtagsPeer *ptags_peer_cache_lookup_finish(GAsyncResult *result, GError **error);
+
+/* Entries held now (tests). */
+guint ptags_peer_cache_size(PtagsPeerCache *cache);

@@ -26,6 +26,7 @@ struct ptags_bpf {
         struct bpf_link *links[LINK_COUNT];
         struct bpf_link *retag_link;
         uint64_t write_token; /* last mark a pidfd write left (random start) */
+        bool per_process_iter; /* iterators limited to one process work here */
         ptags_bpf_sets sets;
         /* The collector (ptags-bpf-tasks.c): walks so far, and when the
          * first set a walk spared for its grace period falls due (ms,

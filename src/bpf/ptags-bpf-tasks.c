@@ -127,13 +127,13 @@ size_t ptags_bpf_set_count(ptags_bpf *b)
 }
 
 /* Runs one retag pass; returns the number of tasks of the group it saw. */
-static int retag_pass(ptags_bpf *b, uint32_t phase)
+static int retag_pass(ptags_bpf *b, struct bpf_link *link, uint32_t phase)
 {
         char buf[4096];
         int count = 0;
 
         b->skel->bss->retag.phase = phase;
-        int fd = bpf_iter_create(bpf_link__fd(b->retag_link));
+        int fd = bpf_iter_create(bpf_link__fd(link));
         if (fd < 0)
                 return ptags_bpf_fail(b, -errno, "cannot start the retag iterator: %s",
                                       strerror(errno));
@@ -214,7 +214,22 @@ static int retag_locked(ptags_bpf *b, int pidfd, uint32_t mask, uint64_t set_id,
                                                           .set_id = set_id,
                                                           .contid = contid,
                                                           .write_token = b->write_token};
-        int n = retag_pass(b, PTAGS_RETAG_FIND);
+        /* Since 6.1 an iterator can be limited to one process's threads,
+         * so a pass costs that process's threads, not every task on the
+         * machine. (The program still checks the struct pid: the kernel
+         * turns the pidfd into a pid number for the walk.) Older kernels
+         * walk every task through the shared link. */
+        union bpf_iter_link_info info = {.task = {.pid_fd = (uint32_t)pidfd}};
+        LIBBPF_OPTS(bpf_iter_attach_opts, opts, .link_info = &info,
+                    .link_info_len = sizeof(info));
+        struct bpf_link *own = b->per_process_iter
+                                       ? bpf_program__attach_iter(b->skel->progs.ptags_iter_retag,
+                                                                  &opts)
+                                       : NULL;
+        if (!own && b->per_process_iter && errno != ESRCH)
+                b->per_process_iter = false; /* this kernel cannot: stop trying */
+        struct bpf_link *link = own ? own : b->retag_link;
+        int n = retag_pass(b, link, PTAGS_RETAG_FIND);
         if (n >= 0 && b->skel->bss->retag.group_pid == 0) {
                 /* No leader of that pid carries our mark: the process exited
                  * (the pid may be someone else's by now), or a thread other
@@ -228,10 +243,11 @@ static int retag_locked(ptags_bpf *b, int pidfd, uint32_t mask, uint64_t set_id,
                 /* More threads than the leader. A thread created while the
                  * write pass runs may copy the old record from a thread not
                  * yet visited: a second pass catches it. */
-                n = retag_pass(b, PTAGS_RETAG_WRITE);
+                n = retag_pass(b, link, PTAGS_RETAG_WRITE);
                 if (n > 1)
-                        n = retag_pass(b, PTAGS_RETAG_WRITE);
+                        n = retag_pass(b, link, PTAGS_RETAG_WRITE);
         }
+        bpf_link__destroy(own);
         b->skel->bss->retag.tgid = 0;
         b->skel->bss->retag.group_pid = 0;
         return n < 0 ? n : 0;

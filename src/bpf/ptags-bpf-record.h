@@ -28,6 +28,14 @@ struct ptags_task_record {
         __u64 write_token;
 };
 
+/* One task as the find iterator emits it: binary, for the loader only. */
+struct ptags_list_entry {
+        __s32 tgid;
+        __s32 tid;
+        __u64 set_id;
+        __u64 contid;
+};
+
 /* Retag passes: first find the process the loader wrote through its pidfd,
  * then write every thread of exactly that process. */
 #define PTAGS_RETAG_FIND  1u

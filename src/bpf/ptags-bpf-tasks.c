@@ -384,6 +384,114 @@ int ptags_bpf_list_tasks(ptags_bpf *b, ptags_bpf_task **out, size_t *n)
         return 0;
 }
 
+/* True when a tag of the set @text (the kernel's read format, one
+ * "[@]TAG[=VALUE]" per line) matches the validated pattern. */
+static bool set_text_matches(const char *text, size_t len, const char *pat, size_t pat_len)
+{
+        for (size_t pos = 0; pos < len;) {
+                const char *line = text + pos;
+                const char *nl = memchr(line, '\n', len - pos);
+                size_t line_len = nl ? (size_t)(nl - line) : len - pos;
+                pos += line_len + 1;
+                if (line_len > 0 && line[0] == '@') {
+                        line++;
+                        line_len--;
+                }
+                const char *eq = memchr(line, '=', line_len);
+                size_t name_len = eq ? (size_t)(eq - line) : line_len;
+                if (name_len > 0 && ptags_pattern_match(pat, pat_len, line, name_len))
+                        return true;
+        }
+        return false;
+}
+
+/* Hands the kernel the ids of every set matching the pattern, under a new
+ * generation; 0 = too many to hand over (the walk then emits every task,
+ * and the caller filters). */
+static uint32_t mark_matching_sets(ptags_bpf *b, const char *pat, size_t pat_len)
+{
+        struct bpf_map *map = b->skel->maps.find_ids;
+        uint32_t gen = ++b->find_gen;
+
+        if (gen == 0)
+                gen = ++b->find_gen; /* 0 means "no filter" to the program */
+        for (ptags_bpf_set_entry *e = b->sets.first; e; e = e->next) {
+                if (!set_text_matches(e->text, e->len, pat, pat_len))
+                        continue;
+                int r = bpf_map__update_elem(map, &e->id, sizeof(e->id), &gen, sizeof(gen),
+                                             BPF_ANY);
+                if (r == -E2BIG || r == -ENOSPC || r == -ENOMEM) {
+                        /* Full of older searches' ids: start the map over
+                         * and this search once more. */
+                        uint64_t key;
+                        while (bpf_map__get_next_key(map, NULL, &key, sizeof(key)) == 0)
+                                bpf_map__delete_elem(map, &key, sizeof(key), 0);
+                        r = bpf_map__update_elem(map, &e->id, sizeof(e->id), &gen, sizeof(gen),
+                                                 BPF_ANY);
+                        if (r < 0)
+                                return 0;
+                        return mark_matching_sets(b, pat, pat_len);
+                }
+                if (r < 0)
+                        return 0;
+        }
+        return gen;
+}
+
+int ptags_bpf_find_tasks(ptags_bpf *b, const char *pattern, size_t len, ptags_bpf_task **out,
+                         size_t *n)
+{
+        pthread_mutex_lock(&b->lock);
+        b->skel->bss->find_gen = mark_matching_sets(b, pattern, len);
+        int fd = bpf_iter_create(bpf_link__fd(b->find_link));
+        int r = fd < 0 ? ptags_bpf_fail(b, -errno, "cannot start the find iterator: %s",
+                                        strerror(errno))
+                       : 0;
+        size_t used = 0, cap = 256 * sizeof(struct ptags_list_entry);
+        char *buf = NULL;
+        while (r == 0) {
+                if (!buf || used == cap) {
+                        cap = buf ? cap * 2 : cap;
+                        char *v = realloc(buf, cap);
+                        if (!v) {
+                                r = ptags_bpf_fail(b, -ENOMEM, "out of memory");
+                                break;
+                        }
+                        buf = v;
+                }
+                ssize_t got = read(fd, buf + used, cap - used);
+                if (got < 0 && errno == EINTR)
+                        continue;
+                if (got < 0)
+                        r = ptags_bpf_fail(b, -errno, "find iterator failed: %s", strerror(errno));
+                else if (got == 0)
+                        break;
+                else
+                        used += (size_t)got;
+        }
+        if (r == 0 && used % sizeof(struct ptags_list_entry) != 0)
+                r = ptags_bpf_fail(b, -EBADMSG, "find iterator: a torn record");
+        size_t count = used / sizeof(struct ptags_list_entry);
+        struct ptags_list_entry *entries = (struct ptags_list_entry *)buf;
+        if (fd >= 0)
+                close(fd);
+        pthread_mutex_unlock(&b->lock);
+        ptags_bpf_task *tasks = r == 0 ? calloc(count ? count : 1, sizeof(*tasks)) : NULL;
+        if (r == 0 && !tasks)
+                r = ptags_bpf_fail(b, -ENOMEM, "out of memory");
+        for (size_t i = 0; r == 0 && i < count; i++)
+                tasks[i] = (ptags_bpf_task){.tgid = entries[i].tgid,
+                                            .tid = entries[i].tid,
+                                            .set_id = entries[i].set_id,
+                                            .contid = entries[i].contid};
+        free(buf);
+        if (r < 0)
+                return r;
+        *out = tasks;
+        *n = count;
+        return 0;
+}
+
 /* ---------------------------------------------------------- collection */
 
 typedef struct {

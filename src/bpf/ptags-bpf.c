@@ -361,7 +361,8 @@ int ptags_bpf_open(const ptags_bpf_options *opts, ptags_bpf **out, char *err, si
                 goto error;
         b->links[LINK_TASKS] = bpf_program__attach_iter(b->skel->progs.ptags_iter_dump, NULL);
         b->retag_link = bpf_program__attach_iter(b->skel->progs.ptags_iter_retag, NULL);
-        if (!b->links[LINK_TASKS] || !b->retag_link) {
+        b->find_link = bpf_program__attach_iter(b->skel->progs.ptags_iter_find, NULL);
+        if (!b->links[LINK_TASKS] || !b->retag_link || !b->find_link) {
                 r = ptags_bpf_fail(b, -errno, "cannot create the task iterators: %s",
                                    strerror(errno));
                 goto error;
@@ -388,6 +389,7 @@ void ptags_bpf_close(ptags_bpf *b)
          * running while no daemon is there (restart, upgrade). */
         destroy_links(b, 0, LINK_COUNT - 1);
         bpf_link__destroy(b->retag_link);
+        bpf_link__destroy(b->find_link);
         ptags_skel__destroy(b->skel);
         ptags_bpf_sets_clear(&b->sets);
         free(b->pin_dir);

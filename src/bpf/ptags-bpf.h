@@ -143,6 +143,12 @@ typedef struct {
  * (transfer full: free(*out)) */
 int ptags_bpf_list_tasks(ptags_bpf *b, ptags_bpf_task **out, size_t *n);
 
+/* Every task holding a set with a tag that matches the validated @pattern
+ * (empty: any tag), through the kernel-side filter of the find iterator:
+ * the walk emits only those tasks. (transfer full: free(*out)) */
+int ptags_bpf_find_tasks(ptags_bpf *b, const char *pattern, size_t len, ptags_bpf_task **out,
+                         size_t *n);
+
 /* Kernel-side diagnostic counters. */
 int ptags_bpf_counters(ptags_bpf *b, uint64_t *alloc_failures, uint64_t *exec_misses);
 

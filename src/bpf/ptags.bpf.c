@@ -27,6 +27,19 @@ struct {
         __type(value, __u64);
 } exec_kept SEC(".maps");
 
+/* Set ids a FindTagged is after: set id -> the search's generation. Filled
+ * by the loader under its mutex just before a find pass, so the kernel
+ * emits only the tasks that hold a matching set. */
+struct {
+        __uint(type, BPF_MAP_TYPE_HASH);
+        __uint(max_entries, 65536);
+        __type(key, __u64);
+        __type(value, __u32);
+} find_ids SEC(".maps");
+
+/* The current search's generation; 0 = emit every tagged task. */
+__u32 find_gen = 0;
+
 /* Counters user space reads for diagnostics: storage allocation failures
  * and exec lookups that found no entry (each one dropped every tag). */
 __u64 alloc_failures = 0;
@@ -166,6 +179,40 @@ int ptags_iter_dump(struct bpf_iter__task *ctx)
         tgid = BPF_CORE_READ(task, tgid);
         tid = BPF_CORE_READ(task, pid);
         BPF_SEQ_PRINTF(seq, "%d %d %llu %llu\n", tgid, tid, set_id, contid);
+        return 0;
+}
+
+/* Every tagged task holding a set of the current search, as binary
+ * struct ptags_list_entry records (the text dump above is for people). */
+SEC("iter/task")
+int ptags_iter_find(struct bpf_iter__task *ctx)
+{
+        struct seq_file *seq = ctx->meta->seq;
+        struct task_struct *task = ctx->task;
+        struct ptags_task_record *rec;
+        struct ptags_list_entry e;
+        __u32 flags, gen = find_gen, *found;
+
+        if (!task)
+                return 0;
+        rec = bpf_task_storage_get(&task_records, task, 0, 0);
+        if (!rec)
+                return 0;
+        bpf_spin_lock(&rec->lock);
+        e.set_id = rec->set_id;
+        e.contid = rec->contid;
+        flags = rec->flags;
+        bpf_spin_unlock(&rec->lock);
+        if (!(flags & PTAGS_RECORD_VALID) || e.set_id == PTAGS_SET_EMPTY)
+                return 0;
+        if (gen != 0) {
+                found = bpf_map_lookup_elem(&find_ids, &e.set_id);
+                if (!found || *found != gen)
+                        return 0;
+        }
+        e.tgid = BPF_CORE_READ(task, tgid);
+        e.tid = BPF_CORE_READ(task, pid);
+        bpf_seq_write(seq, &e, sizeof(e));
         return 0;
 }
 

@@ -80,7 +80,9 @@ static int bpf_find(PtagsBackend *b, const char *pattern, size_t len, PtagsFound
         ptags_bpf_task *tasks = NULL;
         size_t n = 0;
 
-        int r = ptags_bpf_list_tasks(self->bpf, &tasks, &n);
+        /* The kernel emits only tasks holding a matching set (or, when too
+         * many sets match, every tagged task: the check below filters). */
+        int r = ptags_bpf_find_tasks(self->bpf, pattern, len, &tasks, &n);
         if (r < 0) {
                 g_warning("listing tasks: %s", ptags_bpf_last_error(self->bpf));
                 return r;

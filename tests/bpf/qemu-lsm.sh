@@ -29,8 +29,10 @@ pkg=$(basename "$vmlinuz")
 ninja -C "$build" src/bpf/ptags.skel.h >/dev/null
 cflags=(-static -O2 -std=gnu11 -D_GNU_SOURCE -pthread -I"$build/src/bpf" -I"$top/src/bpf"
         -I"$top/src/model")
-cc "${cflags[@]}" -o bpf-test "$top"/tests/bpf/bpf-test.c "$top"/tests/bpf/bpf-test-util.c \
-   "$top"/src/bpf/ptags-bpf*.c "$top"/src/model/*.c -lbpf -lelf -lz
+for t in bpf-test bpf-sets-test; do
+  cc "${cflags[@]}" -o $t "$top"/tests/bpf/$t.c "$top"/tests/bpf/bpf-test-util.c \
+     "$top"/src/bpf/ptags-bpf*.c "$top"/src/model/*.c -lbpf -lelf -lz
+done
 cc "${cflags[@]}" -o bpf-child "$top"/tests/bpf/bpf-child.c
 
 # 3. A busybox initramfs whose /init mounts what the tests need, runs them
@@ -38,7 +40,7 @@ cc "${cflags[@]}" -o bpf-child "$top"/tests/bpf/bpf-child.c
 #    prints one result line and powers off.
 rm -rf initramfs && mkdir -p initramfs/{bin,dev,proc,sys,tmp,run}
 cp /bin/busybox initramfs/bin/busybox
-cp bpf-test bpf-child initramfs/bin/
+cp bpf-test bpf-sets-test bpf-child initramfs/bin/
 cat > initramfs/init <<'INIT'
 #!/bin/busybox sh
 /bin/busybox --install -s /bin
@@ -52,10 +54,12 @@ mount -t tmpfs run /run
 echo "guest: kernel $(uname -r), lsm=$(cat /sys/kernel/security/lsm)"
 export PTAGS_BPF_TEST_MODE=lsm
 pass=0; fail=0; failed=""
-for t in $(bpf-test --list); do
-  s=$(date +%s)
-  if bpf-test "$t" /bin/bpf-child; then pass=$((pass+1)); else fail=$((fail+1)); failed="$failed $t"; fi
-  echo "guest: $t took $(( $(date +%s) - s ))s"
+for prog in bpf-test bpf-sets-test; do
+  for t in $($prog --list); do
+    s=$(date +%s)
+    if $prog "$t" /bin/bpf-child; then pass=$((pass+1)); else fail=$((fail+1)); failed="$failed $t"; fi
+    echo "guest: $t took $(( $(date +%s) - s ))s"
+  done
 done
 echo "PTAGS-QEMU-RESULT pass=$pass fail=$fail failed=${failed:-none}"
 poweroff -f
@@ -64,7 +68,7 @@ chmod +x initramfs/init
 (cd initramfs && find . | cpio -o -H newc --quiet | gzip -1) > initramfs.gz
 
 # 4. Boot it (TCG: KVM here cannot boot a stock kernel) and read the console.
-expected=$(./bpf-test --list | wc -l)
+expected=$(( $(./bpf-test --list | wc -l) + $(./bpf-sets-test --list | wc -l) ))
 timeout 1500 qemu-system-x86_64 -accel tcg,thread=multi -cpu max -smp 2 -m 2048 \
   -kernel "$vmlinuz" -initrd initramfs.gz -append "console=ttyS0 panic=-1 quiet" \
   -nographic -no-reboot -monitor none -serial stdio </dev/null | tee console.log | \

@@ -318,6 +318,28 @@ static bool listed(test_instance *t, pid_t pid, const char *pattern)
         return found;
 }
 
+/* The same through the kernel-side filter FindTagged uses: only the
+ * holders of a matching set come back, each of its threads once. */
+static size_t found_threads(test_instance *t, pid_t pid, const char *pattern, size_t *total)
+{
+        ptags_bpf_task *tasks = NULL;
+        size_t n = 0, mine = 0;
+        if (ptags_bpf_find_tasks(t->bpf, pattern, strlen(pattern), &tasks, &n) < 0)
+                die("find: %s", ptags_bpf_last_error(t->bpf));
+        for (size_t i = 0; i < n; i++) {
+                ptags_set *s = ptags_bpf_set_contents(t->bpf, tasks[i].set_id);
+                CHECK(s && ptags_set_matches(s, pattern, strlen(pattern), false),
+                      "find returned task %d, whose set does not match %s", (int)tasks[i].tid,
+                      pattern);
+                ptags_set_free(s);
+                mine += tasks[i].tgid == pid;
+        }
+        free(tasks);
+        if (total)
+                *total = n;
+        return mine;
+}
+
 static void test_find_tagged(test_instance *t)
 {
         child_proc a, b, plain;
@@ -333,6 +355,15 @@ static void test_find_tagged(test_instance *t)
         CHECK(!listed(t, a.pid, "other") && listed(t, b.pid, "other"), "only b has other");
         CHECK(listed(t, b.pid, ""), "the empty pattern matches any tag");
         CHECK(!listed(t, plain.pid, ""), "untagged processes are not listed");
+        CHECK(found_threads(t, a.pid, "app:*", NULL) == 1 &&
+                      found_threads(t, b.pid, "app:*", NULL) == 3,
+              "find app:* returns a once and each of b's three threads");
+        CHECK(found_threads(t, a.pid, "other", NULL) == 0 &&
+                      found_threads(t, b.pid, "other", NULL) == 3,
+              "find other returns only b");
+        size_t total = 0;
+        CHECK(found_threads(t, a.pid, "no:such", &total) == 0 && total == 0,
+              "a pattern no set matches returns no task at all (%zu)", total);
 
         /* The pinned iterator is readable as a file by administrators. */
         char path[512], buf[65536], want[64];

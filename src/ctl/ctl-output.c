@@ -92,10 +92,14 @@ static size_t text_width(const char *s)
 
 static void print_row(FILE *out, char *const *row, const size_t *widths, size_t n)
 {
-        for (size_t i = 0; i < n; i++) {
+        size_t last = n;
+
+        /* Pad up to the last non-empty cell only: no trailing blanks. */
+        while (last > 1 && row[last - 1][0] == '\0')
+                last--;
+        for (size_t i = 0; i < last; i++) {
                 fputs(row[i], out);
-                /* The last column is never padded: no trailing blanks. */
-                if (i + 1 < n) {
+                if (i + 1 < last) {
                         for (size_t w = text_width(row[i]); w < widths[i] + 2; w++)
                                 fputc(' ', out);
                 }

@@ -1,4 +1,4 @@
-/* grammar.c: what a tag, a value and a pattern may look like (KERNEL.md
+/* grammar.c: what a tag, a value and a pattern may look like (ptags(7)
  * "Grammar and limits"), and how a pattern matches a tag. */
 #include <string.h>
 

@@ -1,4 +1,4 @@
-/* ptags-model.h: the one home of every rule in KERNEL.md (tag grammar, tag
+/* ptags-model.h: the one home of every rule in ptags(7) (tag grammar, tag
  * lists, the command language, the exec filter, the rights model and the
  * audit container-ID decision). Plain C11 + libc: no I/O, no GLib.
  *
@@ -157,7 +157,7 @@ typedef struct {
 } ptags_writer;
 
 /* May @w do @action on @tag (a valid tag) of the target? Rules 1-3 of
- * KERNEL.md's permission model: ptags:A / ptags:P:A (P = tag or a ':'-field
+ * ptags(7)'s rights model: ptags:A / ptags:P:A (P = tag or a ':'-field
  * prefix of it), ptags:ptags:A for rights tags, and for another process also
  * ptags:others / ptags:P:others. No-ops are decided by the caller (free). */
 bool ptags_rights_allow(const ptags_writer *w, ptags_action action, const char *tag, size_t len);
@@ -187,7 +187,7 @@ typedef struct {
 
 /* Parse one line WITHOUT its trailing '\n' (a '\n' inside, even in a '#'
  * comment, is INVALID_COMMAND). Validates tag, pattern and value per
- * command. Decisions beyond KERNEL.md's table:
+ * command. Decisions beyond ptags(7)'s table of command lines:
  * - the first byte must be '+', '-', '!', '?' or '#' (or the line empty),
  *   else INVALID_COMMAND; '@' right after '+', '-' or '?' selects the keep
  *   form ("!@x" is the tag "@x", hence INVALID_TAG);

@@ -73,6 +73,8 @@ DOC_NAME = re.compile(r"\b([A-Za-z][\w-]*\.md)\b")
 NOTE_NAME = re.compile(r"\bBPF-NOTES\b")
 OUR_PAGE = re.compile(r"\b(ptags|ptagsd|ptagsctl|org\.ptags\.Manager)\((\d)\)")
 TREE_PATH = re.compile(r"(?<![\w./-])((?:src|data|tests|man|po)/[\w./-]*[\w])")
+REAL_CAPS = {"README", "NEWS", "COPYING", "LICENSE"}
+GENERATED = (".pot", ".skel.h", ".mo", ".o")
 SKIP_DIRS = {".git", "build", "subprojects", "corpus", "__pycache__"}
 TEXT_SUFFIXES = (".c", ".h", ".py", ".sh", ".md", ".txt", ".build", ".xml", ".in", ".conf",
                  ".rules", ".po", ".catalog", ".1", ".5", ".7", ".8", ".dict", ".yml")
@@ -118,8 +120,12 @@ def check_references(root):
             for path in TREE_PATH.findall(line):
                 path = path.rstrip(".")
                 full = os.path.join(root, path)
-                # Build outputs (build dir relative) and globs are not sources.
-                if "*" in path or os.path.exists(full) or os.path.exists(full + ".in"):
+                # Globs, placeholders (po/CODE.po) and files the build
+                # generates (po/ptags.pot, src/bpf/ptags.skel.h) are no sources.
+                placeholder = any(p.isupper() and p not in REAL_CAPS
+                                  for p in re.split(r"[/.]", path))
+                if ("*" in path or placeholder or path.endswith(GENERATED)
+                        or os.path.exists(full) or os.path.exists(full + ".in")):
                     continue
                 fail("%s names %s, which is not in the repository" % (where, path))
 

@@ -343,5 +343,62 @@ class UsageTests(CtlTestCase):
         self.world.daemon = None  # stopped on purpose
 
 
+class ReadmeTests(CtlTestCase):
+    def test_using_it_examples_run_as_typed(self):
+        root = os.environ.get("PTAGS_SOURCE_ROOT") or os.path.join(
+            os.path.dirname(os.path.abspath(__file__)), "..", "..")
+        with open(os.path.join(root, "README.md")) as f:
+            readme = f.read()
+        section = readme[readme.index("## Using it"):readme.index("### Who may change what")]
+        blocks = re.findall(r"```sh\n(.*?)```", section, re.S)
+        self.assertEqual(len(blocks), 2, "the ptagsctl and the busctl examples")
+        env = self.world.child_env()
+        env["PATH"] = os.path.dirname(ctl_run.ptagsctl_path()) + ":" + env["PATH"]
+        for block in blocks:
+            # Only the example pid and program are placeholders.
+            pid = self.target()
+            script = block.replace("1234", str(pid)).replace("/usr/bin/camera-app", "true")
+            out = subprocess.run(["bash", "-e", "-x", "-c", script], stdout=subprocess.PIPE,
+                                 stderr=subprocess.STDOUT, text=True, env=env, timeout=60)
+            self.assertEqual(out.returncode, 0, out.stdout)
+            self.assertEqual(self.world.get_tags(pid), [("app:camera", False, "front"),
+                                                        ("app:microphone", False, "")])
+        self.assertIn("may record", subprocess.run(
+            ["bash", "-c", blocks[0].replace("1234", str(pid)).replace("/usr/bin/camera-app",
+                                                                         "true")],
+            stdout=subprocess.PIPE, text=True, env=env, timeout=60).stdout)
+
+
+class CompletionTests(CtlTestCase):
+    def complete(self, line):
+        """The candidates bash completion offers at the end of @line."""
+        root = os.environ.get("PTAGS_SOURCE_ROOT") or os.path.join(
+            os.path.dirname(os.path.abspath(__file__)), "..", "..")
+        script = ("source %s/data/completion/ptagsctl\n"
+                  "COMP_LINE=$1; COMP_POINT=${#1}; read -ra COMP_WORDS <<< \"$1\"\n"
+                  "[[ $1 == *' ' ]] && COMP_WORDS+=('')\n"
+                  "COMP_CWORD=$((${#COMP_WORDS[@]} - 1))\n"
+                  "_ptagsctl; printf '%%s\\n' \"${COMPREPLY[@]}\"\n" % root)
+        env = self.world.child_env()
+        env["PATH"] = os.path.dirname(ctl_run.ptagsctl_path()) + ":" + env["PATH"]
+        out = subprocess.run(["bash", "--norc", "-c", script, "bash", line],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                             timeout=30)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        return [c for c in out.stdout.splitlines() if c]
+
+    def test_commands_options_pids_and_tags(self):
+        self.assertEqual(self.complete("ptagsctl un"), ["unkeep"])
+        self.assertIn("monitor", self.complete("ptagsctl "))
+        self.assertIn("--no-ask-password", self.complete("ptagsctl --no"))
+        self.assertIn("--keep", self.complete("ptagsctl add 1 x --"))
+        pid = self.target(["+app:camera", "+app:micro phone", "+other"])
+        self.assertIn(str(pid), self.complete("ptagsctl list %s" % str(pid)[:-1]))
+        self.assertIn("self", self.complete("ptagsctl list "))
+        self.assertEqual(self.complete("ptagsctl remove %d app:" % pid),
+                         ["app:camera", "app:micro phone"])
+        self.assertEqual(self.complete("ptagsctl exec --tag a -- ptagsc"), ["ptagsctl"])
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)

@@ -350,7 +350,7 @@ int ctl_monitor(sd_bus *bus, void (*ready)(void *userdata), CtlTagsChangedFunc f
         for (;;) {
                 r = sd_bus_process(bus, NULL);
                 if (r < 0)
-                        return r == -ECONNRESET ? 0 : r;
+                        return r;
                 if (r > 0)
                         continue;
                 r = sd_bus_wait(bus, UINT64_MAX);

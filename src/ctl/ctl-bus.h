@@ -65,8 +65,8 @@ typedef struct {
 typedef void (*CtlTagsChangedFunc)(const CtlTagsChanged *event, void *userdata);
 
 /* Subscribes to TagsChanged from the owner of org.ptags.Manager, calls
- * @ready once the subscription is in place, then @func for every signal
- * until the connection closes. Returns -errno. */
+ * @ready once the subscription is in place, then @func for every signal.
+ * Returns only on failure, e.g. -ECONNRESET when the bus goes away. */
 int ctl_monitor(sd_bus *bus, void (*ready)(void *userdata), CtlTagsChangedFunc func,
                 void *userdata);
 

@@ -529,9 +529,10 @@ static void monitor_event(const CtlTagsChanged *event, void *userdata)
 
 static int cmd_monitor(sd_bus *bus, char **args)
 {
+        /* Runs until interrupted; returning means the bus went away. */
         int r = ctl_monitor(bus, monitor_ready, monitor_event, NULL);
 
-        return r < 0 ? call_failed(_("Cannot monitor tag changes"), r, NULL) : EXIT_OK;
+        return call_failed(_("Cannot monitor tag changes"), r < 0 ? r : -ECONNRESET, NULL);
 }
 
 /* exec: tag this very process through ptagsd (pid 0, so polkit sees the

@@ -67,6 +67,39 @@ class ExecUnderSelfRuleTests(PolicyTestCase):
         self.assertEqual(w.get_tags(target), [])
 
 
+class PkcheckRecipeTests(PolicyTestCase):
+    world_options = {"admin_rules": {"40-test-self-app.rules": SELF_RULE}, "with_daemon": False}
+
+    def recipe(self):
+        """The pkcheck command of org.ptags.Manager(5), as a shell line."""
+        root = os.environ.get("PTAGS_SOURCE_ROOT") or os.path.join(HERE, "..", "..")
+        with open(os.path.join(root, "man", "org.ptags.Manager.5")) as f:
+            text = f.read()
+        start = text.index("pkcheck \\-\\-action")
+        block = text[start:text.index("echo $?", start)]
+        return block.replace("\\-", "-").replace("\\e\n", " ").strip()
+
+    def test_the_documented_pkcheck_recipe_asks_what_ptagsd_asks(self):
+        w = self.world
+        user_process = w.spawn_target(unprivileged=True)  # nobody, like the rule's user
+        line = self.recipe().replace("4321", str(user_process))
+        self.assertIn("--detail self true", line)
+
+        def pkcheck(cmd):
+            return subprocess.run(["bash", "-c", cmd], stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True, env=w.child_env(),
+                                  timeout=30)
+
+        out = pkcheck(line)
+        self.assertEqual(out.returncode, 0, "pkcheck: %s %s" % (out.stdout, out.stderr))
+        # The rule answers only for "self" and prefix app: the same recipe
+        # with other details is not authorized (1).
+        self.assertEqual(pkcheck(line.replace("--detail self true", "--detail self false"))
+                         .returncode, 1)
+        self.assertEqual(pkcheck(line.replace("--detail prefix app", "--detail prefix sys"))
+                         .returncode, 1)
+
+
 class FrenchPolicyTests(PolicyTestCase):
     world_options = {"with_daemon": False}
 

@@ -335,8 +335,11 @@ class UsageTests(CtlTestCase):
         self.assertExit(run(self.world, "status", address=False), OK)
 
     def test_unreachable_bus_and_daemon(self):
-        out = run(self.world, "--address=unix:path=/nonexistent/socket", "status", address=False)
-        self.assertExit(out, UNREACHABLE)
+        for command in (["status"], ["monitor"], ["list", "1"], ["exec", "--tag", "a", "--",
+                                                                  "echo", "RAN"]):
+            out = run(self.world, "--address=unix:path=/nonexistent/socket", *command,
+                      address=False)
+            self.assertExit(out, UNREACHABLE)
         self.world.daemon.terminate()
         self.world.daemon.wait(timeout=30)
         self.assertExit(run(self.world, "status"), UNREACHABLE)

@@ -615,16 +615,33 @@ enum {
 
 typedef int (*CommandFunc)(sd_bus *bus, char **args);
 
+/* What the first argument is, checked before connecting, so a bad command
+ * line fails with EXIT_USAGE whether or not a bus is there. */
+typedef enum {
+        FIRST_ANY,
+        FIRST_PID,
+        FIRST_PID_OR_SELF,
+} FirstArg;
+
 static const struct {
         const char *name;
         int min_args, max_args;
+        FirstArg first;
         CommandFunc func;
 } commands[] = {
-        {"status", 0, 0, cmd_status}, {"list", 1, 1, cmd_list},   {"add", 2, 2, cmd_add},
-        {"remove", 2, 2, cmd_remove}, {"set", 3, 3, cmd_set},     {"keep", 2, 2, cmd_keep},
-        {"unkeep", 2, 2, cmd_unkeep}, {"apply", 1, 2, cmd_apply}, {"check", 2, 2, cmd_check},
-        {"peer", 1, 1, cmd_peer},     {"find", 0, 1, cmd_find},   {"monitor", 0, 0, cmd_monitor},
-        {"exec", 1, -1, cmd_exec},
+        {"status", 0, 0, FIRST_ANY, cmd_status},
+        {"list", 1, 1, FIRST_PID_OR_SELF, cmd_list},
+        {"add", 2, 2, FIRST_PID, cmd_add},
+        {"remove", 2, 2, FIRST_PID, cmd_remove},
+        {"set", 3, 3, FIRST_PID, cmd_set},
+        {"keep", 2, 2, FIRST_PID, cmd_keep},
+        {"unkeep", 2, 2, FIRST_PID, cmd_unkeep},
+        {"apply", 1, 2, FIRST_PID, cmd_apply},
+        {"check", 2, 2, FIRST_PID_OR_SELF, cmd_check},
+        {"peer", 1, 1, FIRST_ANY, cmd_peer},
+        {"find", 0, 1, FIRST_ANY, cmd_find},
+        {"monitor", 0, 0, FIRST_ANY, cmd_monitor},
+        {"exec", 1, -1, FIRST_ANY, cmd_exec},
 };
 
 static int parse_options(int argc, char **argv)
@@ -733,6 +750,10 @@ int main(int argc, char **argv)
                         return usage_error(_("--tag belongs to 'exec'."));
                 if (commands[i].func == cmd_exec && (tail != 1 || dash >= argc - 1))
                         return usage_error(_("exec runs the command given after '--'."));
+                uint32_t pid;
+                if (commands[i].first != FIRST_ANY &&
+                    (r = parse_pid(args[1], commands[i].first == FIRST_PID_OR_SELF, &pid)))
+                        return r;
                 sd_bus *bus = NULL;
                 r = open_bus(&bus);
                 if (r == EXIT_OK)

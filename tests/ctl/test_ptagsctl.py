@@ -340,6 +340,10 @@ class UsageTests(CtlTestCase):
             out = run(self.world, "--address=unix:path=/nonexistent/socket", *command,
                       address=False)
             self.assertExit(out, UNREACHABLE)
+        # A bad command line is a usage error whether or not there is a bus.
+        out = run(self.world, "--address=unix:path=/nonexistent/socket", "list", "abc",
+                  address=False)
+        self.assertExit(out, USAGE)
         self.world.daemon.terminate()
         self.world.daemon.wait(timeout=30)
         self.assertExit(run(self.world, "status"), UNREACHABLE)

@@ -9,7 +9,6 @@ import os
 import pty
 import re
 import subprocess
-import time
 import unittest
 
 import ctl_run

@@ -1,7 +1,7 @@
 # check_ctl_install.py: installs the build into a temp DESTDIR and checks that ptagsctl, the
 # manual pages, the journal catalog and the bash completion land where the system looks.
 #
-# Usage: check_ctl_install.py MESON BUILD_DIR PREFIX BINDIR MANDIR
+# Usage: check_ctl_install.py MESON BUILD_DIR PREFIX BINDIR MANDIR with-catalog|without-catalog
 # The catalog and completion directories are asked of pkg-config here, not
 # taken from the build files, so a hard-coded path there fails.
 import os
@@ -19,7 +19,7 @@ def pkg_variable(package, variable, defines):
 
 
 def main():
-    meson, build_dir, prefix, bindir, mandir = sys.argv[1:]
+    meson, build_dir, prefix, bindir, mandir, catalog = sys.argv[1:]
     catalog_dir = pkg_variable("systemd", "catalogdir", ["prefix=" + prefix])
     if not catalog_dir:
         sys.exit("check_ctl_install: pkg-config systemd has no catalogdir")
@@ -28,9 +28,10 @@ def main():
                       or os.path.join(prefix, "share", "bash-completion", "completions"))
     expected = {
         os.path.join(prefix, bindir, "ptagsctl"): 0o755,
-        os.path.join(catalog_dir, "ptags.catalog"): 0o644,
         os.path.join(completion_dir, "ptagsctl"): 0o644,
     }
+    if catalog == "with-catalog":
+        expected[os.path.join(catalog_dir, "ptags.catalog")] = 0o644
     for page in ("ptags.7", "org.ptags.Manager.5", "ptagsd.8", "ptagsctl.1"):
         section = "man" + page.rsplit(".", 1)[1]
         expected[os.path.join(prefix, mandir, section, page)] = 0o644

@@ -31,7 +31,8 @@ def main():
         os.path.join(completion_dir, "ptagsctl"): 0o644,
     }
     if catalog == "with-catalog":
-        expected[os.path.join(catalog_dir, "ptags.catalog")] = 0o644
+        for name in ("ptags.catalog", "ptags.fr.catalog"):
+            expected[os.path.join(catalog_dir, name)] = 0o644
     for page in ("ptags.7", "org.ptags.Manager.5", "ptagsd.8", "ptagsctl.1"):
         section = "man" + page.rsplit(".", 1)[1]
         expected[os.path.join(prefix, mandir, section, page)] = 0o644

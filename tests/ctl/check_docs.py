@@ -3,7 +3,7 @@
 #
 # Usage:
 #   check_docs.py man PAGE...                 groff formats each page, no warning
-#   check_docs.py catalog CATALOG LOG_H       every MESSAGE_ID of LOG_H explained in CATALOG
+#   check_docs.py catalog LOG_H CATALOG...    every MESSAGE_ID of LOG_H explained in each CATALOG
 #   check_docs.py references SOURCE_ROOT      every cited document is in the repository
 import os
 import re
@@ -38,30 +38,41 @@ def check_man(pages):
                 fail("%s:%d: a text line starts with an apostrophe" % (page, n))
 
 
-def check_catalog(catalog, log_h):
+def check_catalog(log_h, *catalogs):
     with open(log_h) as f:
         ids = re.findall(r'#define\s+PTAGS_MESSAGE_\w+\s+"([0-9a-f]{32})"', f.read())
     if not ids:
         fail("%s defines no MESSAGE_ID" % log_h)
-    with open(catalog, encoding="utf-8") as f:
-        entries = re.findall(r"^-- ([0-9a-f]{32})\b", f.read(), re.M)
-    for message_id in ids:
-        if message_id not in entries:
-            fail("MESSAGE_ID %s has no catalog entry" % message_id)
-    for message_id in entries:
-        if message_id not in ids:
-            fail("catalog entry %s is no MESSAGE_ID of %s" % (message_id, log_h))
+    for catalog in catalogs:
+        with open(catalog, encoding="utf-8") as f:
+            entries = re.findall(r"^-- ([0-9a-f]{32})\b", f.read(), re.M)
+        for message_id in ids:
+            if message_id not in entries:
+                fail("%s: MESSAGE_ID %s has no entry" % (catalog, message_id))
+        for message_id in entries:
+            if message_id not in ids:
+                fail("%s: entry %s is no MESSAGE_ID of %s" % (catalog, message_id, log_h))
     # What journalctl --update-catalog would do, in a private root.
     with tempfile.TemporaryDirectory() as root:
         target = os.path.join(root, "usr/lib/systemd/catalog")
         os.makedirs(target)
-        with open(catalog, "rb") as src, open(os.path.join(target, "ptags.catalog"), "wb") as dst:
-            dst.write(src.read())
+        for catalog in catalogs:
+            with open(catalog, "rb") as src, \
+                    open(os.path.join(target, os.path.basename(catalog)), "wb") as dst:
+                dst.write(src.read())
         for args in (["--update-catalog"], ["--list-catalog"]):
             out = subprocess.run(["journalctl", "--root=" + root] + args, stdout=subprocess.PIPE,
-                                 stderr=subprocess.PIPE, text=True)
-            if out.returncode != 0 or "rror" in out.stderr:
+                                 stderr=subprocess.PIPE, text=True, env={"LANG": "C.UTF-8"})
+            if out.returncode != 0 or out.stderr:
                 fail("journalctl %s: %s" % (" ".join(args), out.stderr.strip()))
+        # Every language's text made it into the database journalctl reads.
+        with open(os.path.join(root, "var/lib/systemd/catalog/database"), "rb") as f:
+            database = f.read()
+        for catalog in catalogs:
+            with open(catalog, encoding="utf-8") as f:
+                for subject in re.findall(r"^Subject: (.*)$", f.read(), re.M):
+                    if subject.encode() not in database:
+                        fail("%s: %r is not in the catalog database" % (catalog, subject))
         listed = re.findall(r"^([0-9a-f]{32}) ptags: ", out.stdout, re.M)
         if sorted(listed) != sorted(ids):
             fail("journalctl lists %s, expected %s" % (listed, ids))

@@ -44,7 +44,7 @@ static struct {
 } arg = {.legend = true};
 
 static const struct {
-        const char *suffix;
+        const char *name;
         int code;
 } error_codes[] = {
         {"org.ptags.Error.InvalidTag", EXIT_INVALID},
@@ -61,7 +61,6 @@ static const struct {
         {"org.freedesktop.DBus.Error.NameHasNoOwner", EXIT_UNREACHABLE},
         {"org.freedesktop.DBus.Error.NoReply", EXIT_UNREACHABLE},
         {"org.freedesktop.DBus.Error.Disconnected", EXIT_UNREACHABLE},
-        {"org.freedesktop.DBus.Error.UnknownMethod", EXIT_UNREACHABLE},
 };
 
 static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -84,7 +83,7 @@ static int call_failed(const char *what, int r, const sd_bus_error *error)
 
         if (sd_bus_error_is_set(error)) {
                 for (size_t i = 0; i < sizeof(error_codes) / sizeof(error_codes[0]); i++) {
-                        if (strcmp(error->name, error_codes[i].suffix) == 0)
+                        if (strcmp(error->name, error_codes[i].name) == 0)
                                 code = error_codes[i].code;
                 }
                 fprintf(stderr, "ptagsctl: %s: %s (%s)\n", what,

@@ -16,7 +16,7 @@
 
 /* One per task that has ever been tagged (or descends from one). The lock
  * makes a fork copy and a daemon write atomic against each other: a child
- * gets the old or the new record, never half of each (BPF-NOTES pitfall 5). */
+ * gets the old or the new record, never half of each (a plain copy may tear). */
 struct ptags_task_record {
         struct bpf_spin_lock lock;
         __u32 flags;

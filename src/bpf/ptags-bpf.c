@@ -82,7 +82,7 @@ int ptags_bpf_probe(char *why, size_t why_size)
         return 0;
 }
 
-/* bpffs is not mounted everywhere (BPF-NOTES); mount it, private to root. */
+/* bpffs is not mounted everywhere (containers, minimal systems); mount it, private to root. */
 static int ensure_bpffs(ptags_bpf *b, const char *pin_dir)
 {
         struct statfs st;

@@ -44,7 +44,7 @@ typedef struct {
 int ptags_bpf_probe(char *why, size_t why_size);
 
 /* True when "bpf" is in /sys/kernel/security/lsm (LSM programs run only
- * then: BPF-NOTES pitfall 1). */
+ * then, even when the kernel was built with them). */
 bool ptags_bpf_lsm_active(void);
 
 /* Load, reuse pinned maps (restart keeps every record), attach the new

@@ -8,7 +8,7 @@
 
 #define PTAGS_ERROR (ptags_error_quark())
 
-/* Order matches the table in errors.c; names are API (API.md). */
+/* Order matches the table in errors.c; names are API (org.ptags.Manager(5)). */
 typedef enum {
         PTAGS_ERROR_INVALID_TAG,
         PTAGS_ERROR_INVALID_VALUE,

@@ -1,5 +1,5 @@
-/* grammar.c: what a tag, a value and a pattern may look like (KERNEL.md
- * "Grammar and limits"), and how a pattern matches a tag. */
+/* grammar.c: what a tag, a value and a pattern may look like (ptags(7)
+ * "TAGS, VALUES AND PATTERNS", "LIMITS"), and how a pattern matches a tag. */
 #include <string.h>
 
 #include "ptags-model.h"

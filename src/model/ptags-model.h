@@ -1,4 +1,4 @@
-/* ptags-model.h: the one home of every rule in KERNEL.md (tag grammar, tag
+/* ptags-model.h: the one home of every rule in ptags(7) (tag grammar, tag
  * lists, the command language, the exec filter, the rights model and the
  * audit container-ID decision). Plain C11 + libc: no I/O, no GLib.
  *
@@ -164,10 +164,10 @@ typedef struct {
 } ptags_writer;
 
 /* May @w do @action on @tag (a valid tag) of the target, given w->tags as
- * they are now? Rules 1-3 of KERNEL.md's permission model: ptags:A /
- * ptags:P:A (P = tag or a ':'-field prefix of it), ptags:ptags:A for rights
- * tags, and for another process also ptags:others / ptags:P:others. Free
- * no-ops are decided by the caller. */
+ * they are now? Rules 1-3 of ptags(7)'s rights model: ptags:A / ptags:P:A
+ * (P = tag or a ':'-field prefix of it), ptags:ptags:A for rights tags, and
+ * for another process also ptags:others / ptags:P:others. Free no-ops are
+ * decided by the caller. */
 bool ptags_rights_allow(const ptags_writer *w, ptags_action action, const char *tag, size_t len);
 
 /* --------------------------------------------------------------- commands */
@@ -196,7 +196,8 @@ typedef struct {
 /* Parse one line WITHOUT its trailing '\n' (a '\n' inside, even in a '#'
  * comment, is INVALID_COMMAND; so is a comment that is not valid UTF-8).
  * Validates tag, pattern and value per command: the strict form, for
- * checking lines before anything runs. Decisions beyond KERNEL.md's table:
+ * checking lines before anything runs. Decisions beyond ptags(7)'s table of
+ * command lines:
  * - the first byte must be '+', '-', '!', '?' or '#' (or the line empty),
  *   else INVALID_COMMAND; '@' right after '+', '-' or '?' selects the keep
  *   form ("!@x" is the tag "@x", hence INVALID_TAG);
@@ -212,7 +213,7 @@ typedef struct {
 ptags_result ptags_cmd_parse(const char *line, size_t len, ptags_cmd *out);
 /* ptags_cmd_parse as the kernel parses a line: the value of '!' is not
  * checked here but when the line runs, after the tag's syntax, the set
- * right and the tag's existence (KERNEL.md: "!TAG=VALUE" fails EINVAL on
+ * right and the tag's existence (ptags(7): "!TAG=VALUE" fails EINVAL on
  * the tag, EPERM, ENOENT, then EINVAL on the value). Since: 0.1 */
 ptags_result ptags_cmd_parse_kernel(const char *line, size_t len, ptags_cmd *out);
 

@@ -1,4 +1,4 @@
-/* rights.c: the kernel permission model (KERNEL.md rules 1-3): which
+/* rights.c: the kernel permission model (ptags(7), RIGHTS, rules 1-3): which
  * rights tags a writer needs to add, remove or set a tag of a target. */
 #include <string.h>
 

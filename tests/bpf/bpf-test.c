@@ -1,4 +1,4 @@
-/* bpf-test.c: the BPF backend's kernel-semantics tests (KERNEL.md §1 on
+/* bpf-test.c: the BPF backend's kernel-semantics tests (ptags(7) on
  * real kernel hooks). Usage: bpf-test CASE PATH-TO-bpf-child; exit 0 = pass. */
 #include <errno.h>
 #include <signal.h>

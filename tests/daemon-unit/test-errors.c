@@ -20,7 +20,7 @@ static void test_names_round_trip(void)
 
 static void test_api_names(void)
 {
-        /* API.md's list, in its order: names are API and must never drift. */
+        /* The interface's list, in its order: names are API and must never drift. */
         static const char *const api[] = {
                 "InvalidTag",        "InvalidValue",     "InvalidPattern",
                 "InvalidCommand",    "NoSuchProcess",    "NoSuchTag",

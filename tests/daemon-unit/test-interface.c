@@ -1,5 +1,5 @@
 /* test-interface.c: the interface XML (through the generated glue) carries
- * exactly API.md's tag methods, signal and properties with their signatures,
+ * exactly the documented tag methods, signal and properties with their signatures,
  * so the public contract cannot drift unnoticed. */
 #include <string.h>
 

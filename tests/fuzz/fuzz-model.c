@@ -63,7 +63,7 @@ static bool reference_utf8_valid(const unsigned char *s, size_t len)
         return true;
 }
 
-/* The permission model read straight off KERNEL.md, one held tag at a
+/* The permission model read straight off ptags(7), one held tag at a
  * time, to cross-check ptags_rights_allow's prefix search. */
 static bool reference_holds(const ptags_set *held, const char *t, size_t t_len, const char *a)
 {

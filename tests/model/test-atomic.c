@@ -112,7 +112,7 @@ static void test_change_fields(void)
         g_assert_true(c->old_keep);
         ptags_plan_free(p);
 
-        /* Each kind needs the right KERNEL.md rule 4 names. */
+        /* Each kind needs the right ptags(7) assigns to it (add, sub or set). */
         const char *more[] = {"+b", "+@c", "+@b", "-@b", "!b=1", "!b"};
         g_assert_cmpint(ptags_plan_build(s, more, NULL, 6, &p, NULL), ==, PTAGS_OK);
         static const struct {

@@ -1,5 +1,5 @@
 /* test-command.c: one command line at a time: parsing (every command form
- * and every error), then its effect on a set for every row of KERNEL.md's
+ * and every error), then its effect on a set for every row of ptags(7)'s
  * write table, the 4000-tag limit and its order before permissions. */
 #include <string.h>
 
@@ -129,7 +129,7 @@ typedef struct {
         const char *after; /* NULL: same as before */
 } apply_row;
 
-/* Every row of KERNEL.md's write table, run by an unrestricted writer. */
+/* Every row of ptags(7)'s command-line table, run by an unrestricted writer. */
 static const apply_row table_rows[] = {
         /* +TAG */
         {"", "+a", PTAGS_OK, "a\n"},

@@ -1,5 +1,5 @@
 /* test-grammar.c: UTF-8, tag, value and pattern grammar at every boundary
- * of KERNEL.md "Grammar and limits", and the result mapping table. */
+ * of ptags(7) "TAGS, VALUES AND PATTERNS", and the result mapping table. */
 #include <errno.h>
 #include <string.h>
 

@@ -1,4 +1,4 @@
-/* test-rights.c: KERNEL.md's permission model: ptags:A, ptags:P:A for the
+/* test-rights.c: ptags(7)'s rights model: ptags:A, ptags:P:A for the
  * tag or a ':'-prefix of it, ptags:ptags:A for rights tags, and
  * ptags:others / ptags:P:others when the target is another process. */
 #include <string.h>

@@ -2,7 +2,7 @@
 # the polkit actions and their translations, and the names the three D-Bus/systemd files must share.
 #
 # Usage: check_data_files.py CASE FILE...
-#   polkit-actions  BUILT_POLICY            six actions, API.md defaults, details documented
+#   polkit-actions  BUILT_POLICY            six actions, documented defaults and details
 #   polkit-german   BUILT_POLICY            every string translated, same $(detail)s
 #   activation      BUS_POLICY DBUS_SERVICE UNIT LIBEXECDIR
 
@@ -14,7 +14,7 @@ import xml.etree.ElementTree as ET
 XML_LANG = "{http://www.w3.org/XML/1998/namespace}lang"
 BUS_NAME = "org.ptags.Manager"
 
-# API.md: action -> (allow_any, allow_inactive, allow_active)
+# org.ptags.Manager(5): action -> (allow_any, allow_inactive, allow_active)
 ACTION_DEFAULTS = {
     "org.ptags.tag.add": ("no", "no", "auth_admin"),
     "org.ptags.tag.remove": ("no", "no", "auth_admin"),
@@ -50,7 +50,7 @@ def check_polkit_actions(path):
         defaults = actions[action_id].find("defaults")
         got = tuple(defaults.findtext(k) for k in ("allow_any", "allow_inactive", "allow_active"))
         if got != expected:
-            fail("%s defaults %s, API.md says %s" % (action_id, got, expected))
+            fail("%s defaults %s, org.ptags.Manager(5) says %s" % (action_id, got, expected))
         for element in ("description", "message"):
             if not texts(actions[action_id], element).get(""):
                 fail("%s has no untranslated %s" % (action_id, element))

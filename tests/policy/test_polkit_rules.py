@@ -42,7 +42,7 @@ polkit.addRule(function (action, subject) {
 
 # polkit's PolkitImplicitAuthorization values, as EnumerateActions reports them.
 NOT_AUTHORIZED, ADMIN_AUTHENTICATION_REQUIRED, AUTHORIZED = 0, 2, 5
-EXPECTED_ACTIONS = {  # id: (allow_any, allow_inactive, allow_active), from API.md
+EXPECTED_ACTIONS = {  # id: (allow_any, allow_inactive, allow_active), org.ptags.Manager(5)
     "org.ptags.tag.add": (NOT_AUTHORIZED, NOT_AUTHORIZED, ADMIN_AUTHENTICATION_REQUIRED),
     "org.ptags.tag.remove": (NOT_AUTHORIZED, NOT_AUTHORIZED, ADMIN_AUTHENTICATION_REQUIRED),
     "org.ptags.tag.set-value": (NOT_AUTHORIZED, NOT_AUTHORIZED, ADMIN_AUTHENTICATION_REQUIRED),

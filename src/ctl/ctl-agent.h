@@ -1,0 +1,13 @@
+/* ctl-agent.h: the text polkit agent ptagsctl starts, as systemctl does,
+ * when a person at a terminal may be asked for a password. */
+#pragma once
+
+#include <stdbool.h>
+
+/* Starts pkttyagent for this process when stdin is a terminal, the caller
+ * is not root (polkit never asks root) and @ask_password; waits until it
+ * has registered. Failing to start it is not an error: the call then fails
+ * with the daemon's NotAuthorized or InteractiveAuthorizationRequired. */
+void ctl_agent_open(bool ask_password);
+/* Stops the agent, if one runs. */
+void ctl_agent_close(void);

@@ -1,0 +1,360 @@
+/* ctl-bus.c: ptagsctl's sd-bus calls to org.ptags.Manager and the decoding
+ * of their replies (tag lists, FindTagged results, properties, signals). */
+#include "ctl-bus.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define BUS_NAME    "org.ptags.Manager"
+#define OBJECT_PATH "/org/ptags/Manager"
+#define INTERFACE   "org.ptags.Manager"
+
+/* Far above any polkit dialog a person answers (the daemon's own polkit
+ * timeout ends a check sooner); sd-bus's 25 s default is too short for
+ * typing a password. */
+#define CALL_TIMEOUT_USEC (120ULL * 1000 * 1000)
+
+int ctl_bus_open(const char *address, bool interactive, sd_bus **ret)
+{
+        sd_bus *bus = NULL;
+        int r;
+
+        if (address == NULL) {
+                r = sd_bus_open_system(&bus);
+        } else {
+                r = sd_bus_new(&bus);
+                if (r >= 0)
+                        r = sd_bus_set_address(bus, address);
+                if (r >= 0)
+                        r = sd_bus_set_bus_client(bus, 1);
+                if (r >= 0)
+                        r = sd_bus_start(bus);
+        }
+        if (r >= 0)
+                r = sd_bus_set_allow_interactive_authorization(bus, interactive);
+        if (r < 0) {
+                sd_bus_unref(bus);
+                return r;
+        }
+        *ret = bus;
+        return 0;
+}
+
+static int call(sd_bus *bus, const char *method, sd_bus_error *error, sd_bus_message **reply,
+                const char *types, ...)
+{
+        sd_bus_message *m = NULL;
+        va_list ap;
+        int r;
+
+        r = sd_bus_message_new_method_call(bus, &m, BUS_NAME, OBJECT_PATH, INTERFACE, method);
+        if (r < 0)
+                return r;
+        va_start(ap, types);
+        r = sd_bus_message_appendv(m, types, ap);
+        va_end(ap);
+        if (r >= 0)
+                r = sd_bus_call(bus, m, CALL_TIMEOUT_USEC, error, reply);
+        sd_bus_message_unref(m);
+        return r;
+}
+
+void ctl_tag_list_clear(CtlTagList *list)
+{
+        for (size_t i = 0; i < list->n; i++) {
+                free(list->tags[i].name);
+                free(list->tags[i].value);
+        }
+        free(list->tags);
+        list->tags = NULL;
+        list->n = 0;
+}
+
+void ctl_processes_free(CtlProcess *processes, size_t n)
+{
+        for (size_t i = 0; i < n; i++)
+                ctl_tag_list_clear(&processes[i].tags);
+        free(processes);
+}
+
+void ctl_strv_free(char **strv)
+{
+        for (char **s = strv; s != NULL && *s != NULL; s++)
+                free(*s);
+        free(strv);
+}
+
+void ctl_status_clear(CtlStatus *status)
+{
+        free(status->version);
+        free(status->backend);
+        ctl_strv_free(status->features);
+        memset(status, 0, sizeof(*status));
+}
+
+/* Reads an a(sbs) at the message's current position. */
+static int read_tag_list(sd_bus_message *m, CtlTagList *ret)
+{
+        CtlTagList list = {0};
+        size_t allocated = 0;
+        int r;
+
+        r = sd_bus_message_enter_container(m, 'a', "(sbs)");
+        if (r < 0)
+                return r;
+        for (;;) {
+                const char *name, *value;
+                int keep;
+
+                r = sd_bus_message_read(m, "(sbs)", &name, &keep, &value);
+                if (r < 0)
+                        goto fail;
+                if (r == 0)
+                        break;
+                if (list.n == allocated) {
+                        size_t grown = allocated ? allocated * 2 : 8;
+                        CtlTag *tags = reallocarray(list.tags, grown, sizeof(*tags));
+                        if (tags == NULL) {
+                                r = -ENOMEM;
+                                goto fail;
+                        }
+                        list.tags = tags;
+                        allocated = grown;
+                }
+                list.tags[list.n].name = strdup(name);
+                list.tags[list.n].value = strdup(value);
+                list.tags[list.n].keep = keep;
+                list.n++;
+                if (list.tags[list.n - 1].name == NULL || list.tags[list.n - 1].value == NULL) {
+                        r = -ENOMEM;
+                        goto fail;
+                }
+        }
+        r = sd_bus_message_exit_container(m);
+        if (r < 0)
+                goto fail;
+        *ret = list;
+        return 0;
+fail:
+        ctl_tag_list_clear(&list);
+        return r;
+}
+
+static int read_strv(sd_bus_message *m, char ***ret)
+{
+        char **strv = NULL;
+        int r = sd_bus_message_read_strv(m, &strv);
+
+        if (r < 0)
+                return r;
+        *ret = strv;
+        return 0;
+}
+
+static int get_string_property(sd_bus *bus, const char *name, char **ret, sd_bus_error *error)
+{
+        return sd_bus_get_property_string(bus, BUS_NAME, OBJECT_PATH, INTERFACE, name, error, ret);
+}
+
+static int get_u32_property(sd_bus *bus, const char *name, uint32_t *ret, sd_bus_error *error)
+{
+        return sd_bus_get_property_trivial(bus, BUS_NAME, OBJECT_PATH, INTERFACE, name, error, 'u',
+                                           ret);
+}
+
+int ctl_get_status(sd_bus *bus, CtlStatus *ret, sd_bus_error *error)
+{
+        CtlStatus s = {0};
+        int r;
+
+        r = get_string_property(bus, "Version", &s.version, error);
+        if (r >= 0)
+                r = get_string_property(bus, "Backend", &s.backend, error);
+        if (r >= 0)
+                r = sd_bus_get_property_strv(bus, BUS_NAME, OBJECT_PATH, INTERFACE, "Features",
+                                             error, &s.features);
+        if (r >= 0)
+                r = get_u32_property(bus, "MaxTags", &s.max_tags, error);
+        if (r >= 0)
+                r = get_u32_property(bus, "MaxTagLength", &s.max_tag_length, error);
+        if (r >= 0)
+                r = get_u32_property(bus, "MaxValueLength", &s.max_value_length, error);
+        if (r < 0) {
+                ctl_status_clear(&s);
+                return r;
+        }
+        *ret = s;
+        return 0;
+}
+
+int ctl_get_tags(sd_bus *bus, uint32_t pid, CtlTagList *ret, sd_bus_error *error)
+{
+        sd_bus_message *reply = NULL;
+        int r = call(bus, "GetTags", error, &reply, "u", pid);
+
+        if (r >= 0)
+                r = read_tag_list(reply, ret);
+        sd_bus_message_unref(reply);
+        return r;
+}
+
+int ctl_get_peer_tags(sd_bus *bus, const char *bus_name, CtlTagList *ret, sd_bus_error *error)
+{
+        sd_bus_message *reply = NULL;
+        int r = call(bus, "GetPeerTags", error, &reply, "s", bus_name);
+
+        if (r >= 0)
+                r = read_tag_list(reply, ret);
+        sd_bus_message_unref(reply);
+        return r;
+}
+
+int ctl_has_tag(sd_bus *bus, uint32_t pid, const char *pattern, bool *ret, sd_bus_error *error)
+{
+        sd_bus_message *reply = NULL;
+        int result = 0;
+        int r = call(bus, "HasTag", error, &reply, "us", pid, pattern);
+
+        if (r >= 0)
+                r = sd_bus_message_read(reply, "b", &result);
+        sd_bus_message_unref(reply);
+        if (r >= 0)
+                *ret = result;
+        return r < 0 ? r : 0;
+}
+
+int ctl_find_tagged(sd_bus *bus, const char *pattern, CtlProcess **ret, size_t *n_ret,
+                    sd_bus_error *error)
+{
+        sd_bus_message *reply = NULL;
+        CtlProcess *procs = NULL;
+        size_t n = 0, allocated = 0;
+        int r = call(bus, "FindTagged", error, &reply, "s", pattern);
+
+        if (r >= 0)
+                r = sd_bus_message_enter_container(reply, 'a', "(ua(sbs))");
+        while (r >= 0) {
+                uint32_t pid;
+
+                r = sd_bus_message_enter_container(reply, 'r', "ua(sbs)");
+                if (r <= 0)
+                        break;
+                if (n == allocated) {
+                        size_t grown = allocated ? allocated * 2 : 16;
+                        CtlProcess *p = reallocarray(procs, grown, sizeof(*p));
+                        if (p == NULL) {
+                                r = -ENOMEM;
+                                break;
+                        }
+                        procs = p;
+                        allocated = grown;
+                }
+                r = sd_bus_message_read(reply, "u", &pid);
+                if (r < 0)
+                        break;
+                procs[n].pid = pid;
+                procs[n].tags = (CtlTagList){0};
+                r = read_tag_list(reply, &procs[n].tags);
+                if (r < 0)
+                        break;
+                n++;
+                r = sd_bus_message_exit_container(reply);
+        }
+        if (r >= 0)
+                r = sd_bus_message_exit_container(reply);
+        sd_bus_message_unref(reply);
+        if (r < 0) {
+                ctl_processes_free(procs, n);
+                return r;
+        }
+        *ret = procs;
+        *n_ret = n;
+        return 0;
+}
+
+int ctl_add_tag(sd_bus *bus, uint32_t pid, const char *tag, bool keep, sd_bus_error *error)
+{
+        return call(bus, "AddTag", error, NULL, "usb", pid, tag, (int)keep);
+}
+
+int ctl_remove_tag(sd_bus *bus, uint32_t pid, const char *pattern, sd_bus_error *error)
+{
+        return call(bus, "RemoveTag", error, NULL, "us", pid, pattern);
+}
+
+int ctl_set_value(sd_bus *bus, uint32_t pid, const char *tag, const char *value,
+                  sd_bus_error *error)
+{
+        return call(bus, "SetValue", error, NULL, "uss", pid, tag, value);
+}
+
+int ctl_set_keep(sd_bus *bus, uint32_t pid, const char *pattern, bool keep, sd_bus_error *error)
+{
+        return call(bus, "SetKeep", error, NULL, "usb", pid, pattern, (int)keep);
+}
+
+int ctl_apply(sd_bus *bus, uint32_t pid, char *const *lines, sd_bus_error *error)
+{
+        sd_bus_message *m = NULL;
+        int r;
+
+        r = sd_bus_message_new_method_call(bus, &m, BUS_NAME, OBJECT_PATH, INTERFACE, "Apply");
+        if (r >= 0)
+                r = sd_bus_message_append(m, "u", pid);
+        if (r >= 0)
+                r = sd_bus_message_append_strv(m, (char **)lines);
+        if (r >= 0)
+                r = sd_bus_call(bus, m, CALL_TIMEOUT_USEC, error, NULL);
+        sd_bus_message_unref(m);
+        return r;
+}
+
+typedef struct {
+        CtlTagsChangedFunc func;
+        void *userdata;
+} MonitorData;
+
+static int on_tags_changed(sd_bus_message *m, void *userdata, sd_bus_error *ret_error)
+{
+        MonitorData *data = userdata;
+        CtlTagsChanged event = {0};
+        int r;
+
+        r = sd_bus_message_read(m, "u", &event.pid);
+        if (r >= 0)
+                r = read_strv(m, &event.lines);
+        if (r >= 0)
+                r = read_tag_list(m, &event.tags);
+        /* A signal of another shape is not ours to print; skip it. */
+        if (r >= 0)
+                data->func(&event, data->userdata);
+        ctl_strv_free(event.lines);
+        ctl_tag_list_clear(&event.tags);
+        return 0;
+}
+
+int ctl_monitor(sd_bus *bus, void (*ready)(void *userdata), CtlTagsChangedFunc func, void *userdata)
+{
+        MonitorData data = {func, userdata};
+        int r;
+
+        /* Synchronous: once it returns, the bus routes every later signal
+         * to us, so a change made after @ready is never missed. */
+        r = sd_bus_match_signal(bus, NULL, BUS_NAME, OBJECT_PATH, INTERFACE, "TagsChanged",
+                                on_tags_changed, &data);
+        if (r < 0)
+                return r;
+        ready(userdata);
+        for (;;) {
+                r = sd_bus_process(bus, NULL);
+                if (r < 0)
+                        return r;
+                if (r > 0)
+                        continue;
+                r = sd_bus_wait(bus, UINT64_MAX);
+                if (r < 0)
+                        return r;
+        }
+}

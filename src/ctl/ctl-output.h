@@ -1,0 +1,30 @@
+/* ctl-output.h: how ptagsctl prints: aligned tables for people, JSON (one
+ * documented shape per command, see man/ptagsctl.1) for programs. */
+#pragma once
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "ctl-bus.h"
+
+/* A table of text cells, printed with every column padded to its widest
+ * cell (in terminal columns, so non-ASCII tags line up). */
+typedef struct CtlTable CtlTable;
+
+CtlTable *ctl_table_new(size_t n_columns, const char *const *headers);
+/* Appends one row of n_columns strings (copied). Returns -ENOMEM. */
+int ctl_table_add_row(CtlTable *table, const char *const *cells);
+size_t ctl_table_rows(const CtlTable *table);
+void ctl_table_print(const CtlTable *table, FILE *out, bool legend);
+void ctl_table_free(CtlTable *table);
+
+/* JSON writers; strings are escaped as RFC 8259 asks. */
+void ctl_json_string(FILE *out, const char *s);
+/* [{"name": ..., "keep": ..., "value": ...}, ...] */
+void ctl_json_tag_list(FILE *out, const CtlTagList *list);
+/* The people's form of a tag list: a TAG KEEP VALUE table (with PID first
+ * when @pid is not NULL). Returns -ENOMEM. */
+int ctl_table_add_tags(CtlTable *table, const char *pid, const CtlTagList *list);
+
+/* "    Label: value" lines, labels right-aligned as hostnamectl does. */
+void ctl_print_fields(FILE *out, size_t n, const char *const *labels, const char *const *values);

@@ -1,0 +1,765 @@
+/* ptagsctl.c: the command line of ptags: reads and changes process tags
+ * through ptagsd (org.ptags.Manager); options, commands and exit codes. */
+#include "config.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <inttypes.h>
+#include <libintl.h>
+#include <locale.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ctl-agent.h"
+#include "ctl-bus.h"
+#include "ctl-output.h"
+
+#define _(s) gettext(s)
+
+/* Exit codes, documented in man/ptagsctl.1; scripts depend on them. */
+enum {
+        EXIT_OK = 0,
+        EXIT_NO_MATCH = 1,    /* check: no matching tag */
+        EXIT_USAGE = 2,       /* bad command line, nothing was asked */
+        EXIT_INVALID = 3,     /* ptagsd refused the input */
+        EXIT_DENIED = 4,      /* not authorized */
+        EXIT_NO_PROCESS = 5,  /* no such process (or peer) */
+        EXIT_UNREACHABLE = 6, /* no bus, or no ptagsd on it */
+        EXIT_FAILED = 7,      /* any other failure */
+        EXIT_EXEC_FAILED = 126,
+        EXIT_EXEC_NOT_FOUND = 127,
+};
+
+static struct {
+        const char *address;
+        bool json;
+        bool legend;
+        bool ask_password;
+        bool keep;
+        char **tags; /* exec --tag, NULL-terminated */
+        size_t n_tags;
+} arg = {.legend = true};
+
+static const struct {
+        const char *name;
+        int code;
+} error_codes[] = {
+        {"org.ptags.Error.InvalidTag", EXIT_INVALID},
+        {"org.ptags.Error.InvalidValue", EXIT_INVALID},
+        {"org.ptags.Error.InvalidPattern", EXIT_INVALID},
+        {"org.ptags.Error.InvalidCommand", EXIT_INVALID},
+        {"org.ptags.Error.NoSuchTag", EXIT_INVALID},
+        {"org.freedesktop.DBus.Error.InvalidArgs", EXIT_INVALID},
+        {"org.ptags.Error.NotAuthorized", EXIT_DENIED},
+        {"org.freedesktop.DBus.Error.InteractiveAuthorizationRequired", EXIT_DENIED},
+        {"org.freedesktop.DBus.Error.AccessDenied", EXIT_DENIED},
+        {"org.ptags.Error.NoSuchProcess", EXIT_NO_PROCESS},
+        {"org.freedesktop.DBus.Error.ServiceUnknown", EXIT_UNREACHABLE},
+        {"org.freedesktop.DBus.Error.NameHasNoOwner", EXIT_UNREACHABLE},
+        {"org.freedesktop.DBus.Error.NoReply", EXIT_UNREACHABLE},
+        {"org.freedesktop.DBus.Error.Disconnected", EXIT_UNREACHABLE},
+};
+
+static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int usage_error(const char *fmt, ...)
+{
+        va_list ap;
+
+        fputs("ptagsctl: ", stderr);
+        va_start(ap, fmt);
+        vfprintf(stderr, fmt, ap);
+        va_end(ap);
+        fprintf(stderr, "\n%s\n", _("Try 'ptagsctl --help' for more information."));
+        return EXIT_USAGE;
+}
+
+/* Says what failed and why on stderr; returns the documented exit code. */
+static int call_failed(const char *what, int r, const sd_bus_error *error)
+{
+        int code = EXIT_FAILED;
+
+        if (sd_bus_error_is_set(error)) {
+                for (size_t i = 0; i < sizeof(error_codes) / sizeof(error_codes[0]); i++) {
+                        if (strcmp(error->name, error_codes[i].name) == 0)
+                                code = error_codes[i].code;
+                }
+                fprintf(stderr, "ptagsctl: %s: %s (%s)\n", what,
+                        error->message ? error->message : error->name, error->name);
+                if (strcmp(error->name,
+                           "org.freedesktop.DBus.Error.InteractiveAuthorizationRequired") == 0)
+                        fprintf(stderr, "ptagsctl: %s\n",
+                                _("Authentication is required; run ptagsctl on a terminal "
+                                  "without --no-ask-password, or ask your administrator for a "
+                                  "polkit rule."));
+                return code;
+        }
+        if (r == -ENOENT || r == -ECONNREFUSED || r == -ECONNRESET || r == -ETIMEDOUT)
+                code = EXIT_UNREACHABLE;
+        fprintf(stderr, "ptagsctl: %s: %s\n", what, strerror(-r));
+        return code;
+}
+
+static int open_bus(sd_bus **ret)
+{
+        int r = ctl_bus_open(arg.address, arg.ask_password, ret);
+
+        if (r < 0) {
+                fprintf(stderr, "ptagsctl: %s: %s\n", _("Cannot connect to the system bus"),
+                        strerror(-r));
+                return EXIT_UNREACHABLE;
+        }
+        return EXIT_OK;
+}
+
+/* A decimal pid, or "self" (this ptagsctl process, pid 0 on the bus) where
+ * @allow_self. 0 is refused: on the bus it would mean ptagsctl itself. */
+static int parse_pid(const char *s, bool allow_self, uint32_t *ret)
+{
+        char *end;
+
+        if (allow_self && strcmp(s, "self") == 0) {
+                *ret = 0;
+                return 0;
+        }
+        errno = 0;
+        unsigned long v = strtoul(s, &end, 10);
+        if (s[0] < '0' || s[0] > '9' || *end != '\0' || errno != 0 || v == 0 || v > INT32_MAX)
+                return usage_error(allow_self ? _("Invalid process '%s': expected a process id "
+                                                  "or 'self'.")
+                                              : _("Invalid process '%s': expected a process id."),
+                                   s);
+        *ret = (uint32_t)v;
+        return 0;
+}
+
+static void print_json_tags(uint32_t pid, const CtlTagList *tags)
+{
+        printf("{\"pid\": %" PRIu32 ", \"tags\": ", pid);
+        ctl_json_tag_list(stdout, tags);
+        fputs("}\n", stdout);
+}
+
+static int print_tag_table(const CtlTagList *tags)
+{
+        const char *headers[] = {_("TAG"), _("KEEP"), _("VALUE")};
+        CtlTable *t = ctl_table_new(3, headers);
+
+        if (t == NULL || ctl_table_add_tags(t, NULL, tags) < 0) {
+                ctl_table_free(t);
+                fprintf(stderr, "ptagsctl: %s\n", strerror(ENOMEM));
+                return EXIT_FAILED;
+        }
+        if (tags->n > 0 || !arg.legend)
+                ctl_table_print(t, stdout, arg.legend);
+        if (arg.legend) {
+                if (tags->n == 0)
+                        puts(_("No tags."));
+                else
+                        printf(ngettext("\n%zu tag listed.\n", "\n%zu tags listed.\n", tags->n),
+                               tags->n);
+        }
+        ctl_table_free(t);
+        return EXIT_OK;
+}
+
+/* --json after a change: the target's tags as read right after it. */
+static int report_change(sd_bus *bus, uint32_t pid)
+{
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+        CtlTagList tags = {0};
+
+        /* pid 0 is exec's own process, whose output is the command's. */
+        if (!arg.json || pid == 0)
+                return EXIT_OK;
+        int r = ctl_get_tags(bus, pid, &tags, &error);
+        if (r < 0) {
+                int code = call_failed(_("Cannot read the tags back"), r, &error);
+                sd_bus_error_free(&error);
+                return code;
+        }
+        print_json_tags(pid, &tags);
+        ctl_tag_list_clear(&tags);
+        return EXIT_OK;
+}
+
+static int cmd_status(sd_bus *bus, char **args)
+{
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+        CtlStatus s;
+        int r = ctl_get_status(bus, &s, &error);
+
+        if (r < 0) {
+                int code = call_failed(_("Cannot read ptagsd's properties"), r, &error);
+                sd_bus_error_free(&error);
+                return code;
+        }
+        if (arg.json) {
+                fputs("{\"version\": ", stdout);
+                ctl_json_string(stdout, s.version);
+                fputs(", \"backend\": ", stdout);
+                ctl_json_string(stdout, s.backend);
+                fputs(", \"features\": [", stdout);
+                for (size_t i = 0; s.features[i]; i++) {
+                        fputs(i ? ", " : "", stdout);
+                        ctl_json_string(stdout, s.features[i]);
+                }
+                printf("], \"max_tags\": %" PRIu32 ", \"max_tag_length\": %" PRIu32
+                       ", \"max_value_length\": %" PRIu32 "}\n",
+                       s.max_tags, s.max_tag_length, s.max_value_length);
+        } else {
+                char features[4096] = "", max_tags[16], max_tag[32], max_value[32];
+                for (size_t i = 0; s.features[i]; i++) {
+                        if (i)
+                                strncat(features, " ", sizeof(features) - strlen(features) - 1);
+                        strncat(features, s.features[i], sizeof(features) - strlen(features) - 1);
+                }
+                snprintf(max_tags, sizeof(max_tags), "%" PRIu32, s.max_tags);
+                snprintf(max_tag, sizeof(max_tag), _("%" PRIu32 " bytes"), s.max_tag_length);
+                snprintf(max_value, sizeof(max_value), _("%" PRIu32 " bytes"), s.max_value_length);
+                const char *labels[] = {_("Version"),  _("Backend"),        _("Features"),
+                                        _("Max tags"), _("Max tag length"), _("Max value length")};
+                const char *values[] = {s.version, s.backend, features,
+                                        max_tags,  max_tag,   max_value};
+                ctl_print_fields(stdout, 6, labels, values);
+        }
+        ctl_status_clear(&s);
+        return EXIT_OK;
+}
+
+static int cmd_list(sd_bus *bus, char **args)
+{
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+        CtlTagList tags = {0};
+        uint32_t pid;
+        int r = parse_pid(args[0], true, &pid);
+
+        if (r)
+                return r;
+        r = ctl_get_tags(bus, pid, &tags, &error);
+        if (r < 0) {
+                int code = call_failed(_("Cannot read the tags"), r, &error);
+                sd_bus_error_free(&error);
+                return code;
+        }
+        if (arg.json)
+                print_json_tags(pid ? pid : (uint32_t)getpid(), &tags);
+        else
+                r = print_tag_table(&tags);
+        ctl_tag_list_clear(&tags);
+        return r;
+}
+
+static int cmd_peer(sd_bus *bus, char **args)
+{
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+        CtlTagList tags = {0};
+        int r = ctl_get_peer_tags(bus, args[0], &tags, &error);
+
+        if (r < 0) {
+                int code = call_failed(_("Cannot read the peer's tags"), r, &error);
+                sd_bus_error_free(&error);
+                return code;
+        }
+        if (arg.json) {
+                fputs("{\"bus_name\": ", stdout);
+                ctl_json_string(stdout, args[0]);
+                fputs(", \"tags\": ", stdout);
+                ctl_json_tag_list(stdout, &tags);
+                fputs("}\n", stdout);
+        } else {
+                r = print_tag_table(&tags);
+        }
+        ctl_tag_list_clear(&tags);
+        return r;
+}
+
+static int cmd_check(sd_bus *bus, char **args)
+{
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+        uint32_t pid;
+        bool match = false;
+        int r = parse_pid(args[0], true, &pid);
+
+        if (r)
+                return r;
+        r = ctl_has_tag(bus, pid, args[1], &match, &error);
+        if (r < 0) {
+                int code = call_failed(_("Cannot check the tags"), r, &error);
+                sd_bus_error_free(&error);
+                return code;
+        }
+        if (arg.json) {
+                printf("{\"pid\": %" PRIu32 ", \"pattern\": ", pid ? pid : (uint32_t)getpid());
+                ctl_json_string(stdout, args[1]);
+                printf(", \"match\": %s}\n", match ? "true" : "false");
+        }
+        return match ? EXIT_OK : EXIT_NO_MATCH;
+}
+
+static int cmd_find(sd_bus *bus, char **args)
+{
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+        CtlProcess *procs = NULL;
+        size_t n = 0;
+        int r = ctl_find_tagged(bus, args[0] ? args[0] : "", &procs, &n, &error);
+
+        if (r < 0) {
+                int code = call_failed(_("Cannot find tagged processes"), r, &error);
+                sd_bus_error_free(&error);
+                return code;
+        }
+        if (arg.json) {
+                fputs("{\"pattern\": ", stdout);
+                ctl_json_string(stdout, args[0] ? args[0] : "");
+                fputs(", \"processes\": [", stdout);
+                for (size_t i = 0; i < n; i++) {
+                        printf("%s{\"pid\": %" PRIu32 ", \"tags\": ", i ? ", " : "", procs[i].pid);
+                        ctl_json_tag_list(stdout, &procs[i].tags);
+                        fputc('}', stdout);
+                }
+                fputs("]}\n", stdout);
+                ctl_processes_free(procs, n);
+                return EXIT_OK;
+        }
+        const char *headers[] = {_("PID"), _("TAG"), _("KEEP"), _("VALUE")};
+        CtlTable *t = ctl_table_new(4, headers);
+        r = t ? 0 : -ENOMEM;
+        for (size_t i = 0; r >= 0 && i < n; i++) {
+                char pid[16];
+                snprintf(pid, sizeof(pid), "%" PRIu32, procs[i].pid);
+                r = ctl_table_add_tags(t, pid, &procs[i].tags);
+        }
+        if (r >= 0) {
+                if (n > 0 || !arg.legend)
+                        ctl_table_print(t, stdout, arg.legend);
+                if (arg.legend && n == 0)
+                        puts(_("No process holds a matching tag."));
+                else if (arg.legend)
+                        printf(ngettext("\n%zu process listed.\n", "\n%zu processes listed.\n", n),
+                               n);
+        }
+        ctl_table_free(t);
+        ctl_processes_free(procs, n);
+        return r < 0 ? EXIT_FAILED : EXIT_OK;
+}
+
+/* Runs one change with the polkit agent up; reports it under --json. */
+#define CHANGE(bus, pid, what, expr)                                                               \
+        ({                                                                                         \
+                sd_bus_error error = SD_BUS_ERROR_NULL;                                            \
+                ctl_agent_open(arg.ask_password);                                                  \
+                int r_ = (expr);                                                                   \
+                ctl_agent_close();                                                                 \
+                int code_ = r_ < 0 ? call_failed(what, r_, &error) : report_change(bus, pid);      \
+                sd_bus_error_free(&error);                                                         \
+                code_;                                                                             \
+        })
+
+static int cmd_add(sd_bus *bus, char **args)
+{
+        uint32_t pid;
+        int r = parse_pid(args[0], false, &pid);
+
+        if (r)
+                return r;
+        char *tag = args[1], *eq = strchr(tag, '=');
+        if (eq == NULL)
+                return CHANGE(bus, pid, _("Cannot add the tag"),
+                              ctl_add_tag(bus, pid, tag, arg.keep, &error));
+        /* TAG=VALUE: one atomic batch, so the tag never exists without it. */
+        char *add = NULL, *set = NULL;
+        if (asprintf(&add, "+%s%.*s", arg.keep ? "@" : "", (int)(eq - tag), tag) < 0)
+                add = NULL;
+        if (asprintf(&set, "!%s", tag) < 0)
+                set = NULL;
+        if (add == NULL || set == NULL) {
+                free(add);
+                free(set);
+                return call_failed(_("Cannot add the tag"), -ENOMEM, NULL);
+        }
+        char *lines[] = {add, set, NULL};
+        r = CHANGE(bus, pid, _("Cannot add the tag"), ctl_apply(bus, pid, lines, &error));
+        free(add);
+        free(set);
+        return r;
+}
+
+static int cmd_remove(sd_bus *bus, char **args)
+{
+        uint32_t pid;
+        int r = parse_pid(args[0], false, &pid);
+
+        if (r)
+                return r;
+        return CHANGE(bus, pid, _("Cannot remove the tags"),
+                      ctl_remove_tag(bus, pid, args[1], &error));
+}
+
+static int cmd_set(sd_bus *bus, char **args)
+{
+        uint32_t pid;
+        int r = parse_pid(args[0], false, &pid);
+
+        if (r)
+                return r;
+        return CHANGE(bus, pid, _("Cannot set the value"),
+                      ctl_set_value(bus, pid, args[1], args[2], &error));
+}
+
+static int set_keep(sd_bus *bus, char **args, bool keep)
+{
+        uint32_t pid;
+        int r = parse_pid(args[0], false, &pid);
+
+        if (r)
+                return r;
+        return CHANGE(bus, pid,
+                      keep ? _("Cannot set the keep flag") : _("Cannot clear the keep flag"),
+                      ctl_set_keep(bus, pid, args[1], keep, &error));
+}
+
+static int cmd_keep(sd_bus *bus, char **args)
+{
+        return set_keep(bus, args, true);
+}
+
+static int cmd_unkeep(sd_bus *bus, char **args)
+{
+        return set_keep(bus, args, false);
+}
+
+/* The lines of @path ("-": stdin), without their newlines. */
+static int read_lines(const char *path, char ***ret)
+{
+        FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "re");
+        char *text = NULL, **lines = NULL;
+        size_t size = 0, n = 0;
+
+        if (f == NULL) {
+                fprintf(stderr, "ptagsctl: %s: %s\n", path, strerror(errno));
+                return EXIT_INVALID;
+        }
+        /* The daemon takes 1 MiB at most; read a little more so it, not
+         * we, says what is too big, yet never swallow an endless stream. */
+        const size_t limit = 2u << 20;
+        text = malloc(limit + 1);
+        if (text != NULL)
+                size = fread(text, 1, limit + 1, f);
+        bool failed = text == NULL || ferror(f);
+        if (f != stdin)
+                fclose(f);
+        if (failed || size > limit) {
+                free(text);
+                fprintf(stderr, "ptagsctl: %s: %s\n", path,
+                        failed ? strerror(ENOMEM) : _("more than 2 MiB of commands"));
+                return EXIT_INVALID;
+        }
+        if (memchr(text, '\0', size) != NULL) {
+                free(text);
+                fprintf(stderr, "ptagsctl: %s: %s\n", path, _("the commands contain a NUL byte"));
+                return EXIT_INVALID;
+        }
+        text[size] = '\0';
+        size_t max_lines = 2;
+        for (size_t i = 0; i < size; i++)
+                max_lines += text[i] == '\n';
+        lines = calloc(max_lines, sizeof(char *));
+        for (char *p = text; lines != NULL && p < text + size;) {
+                char *nl = strchr(p, '\n');
+                size_t len = nl ? (size_t)(nl - p) : strlen(p);
+                lines[n] = strndup(p, len);
+                if (lines[n++] == NULL) {
+                        ctl_strv_free(lines);
+                        lines = NULL;
+                }
+                p += len + 1;
+        }
+        free(text);
+        if (lines == NULL)
+                return call_failed(path, -ENOMEM, NULL);
+        *ret = lines;
+        return EXIT_OK;
+}
+
+static int cmd_apply(sd_bus *bus, char **args)
+{
+        uint32_t pid;
+        char **lines = NULL;
+        int r = parse_pid(args[0], false, &pid);
+
+        if (r)
+                return r;
+        r = read_lines(args[1] ? args[1] : "-", &lines);
+        if (r)
+                return r;
+        r = CHANGE(bus, pid, _("Cannot apply the commands"), ctl_apply(bus, pid, lines, &error));
+        ctl_strv_free(lines);
+        return r;
+}
+
+static void monitor_ready(void *userdata)
+{
+        fprintf(stderr, "%s\n", _("Monitoring tag changes; press Ctrl+C to stop."));
+}
+
+static void monitor_event(const CtlTagsChanged *event, void *userdata)
+{
+        if (arg.json) {
+                printf("{\"pid\": %" PRIu32 ", \"lines\": [", event->pid);
+                for (size_t i = 0; event->lines[i]; i++) {
+                        fputs(i ? ", " : "", stdout);
+                        ctl_json_string(stdout, event->lines[i]);
+                }
+                fputs("], \"tags\": ", stdout);
+                ctl_json_tag_list(stdout, &event->tags);
+                fputs("}\n", stdout);
+        } else {
+                printf("%" PRIu32 ":", event->pid);
+                for (size_t i = 0; event->lines[i]; i++)
+                        printf(" %s", event->lines[i]);
+                putchar('\n');
+        }
+        /* One event per line, seen as it happens even through a pipe. */
+        fflush(stdout);
+}
+
+static int cmd_monitor(sd_bus *bus, char **args)
+{
+        /* Runs until interrupted; returning means the bus went away. */
+        int r = ctl_monitor(bus, monitor_ready, monitor_event, NULL);
+
+        return call_failed(_("Cannot monitor tag changes"), r < 0 ? r : -ECONNRESET, NULL);
+}
+
+/* exec: tag this very process through ptagsd (pid 0, so polkit sees the
+ * caller target itself: "self"), with kept tags, which survive the exec. */
+static int cmd_exec(sd_bus *bus, char **command)
+{
+        char **lines = calloc(2 * arg.n_tags + 1, sizeof(char *));
+        size_t n = 0;
+        int r = EXIT_OK;
+
+        for (size_t i = 0; lines != NULL && i < arg.n_tags; i++) {
+                const char *tag = arg.tags[i], *eq = strchr(tag, '=');
+                int len = eq ? (int)(eq - tag) : (int)strlen(tag);
+                if (asprintf(&lines[n++], "+@%.*s", len, tag) < 0 ||
+                    (eq && asprintf(&lines[n++], "!%s", tag) < 0)) {
+                        lines[n - 1] = NULL;
+                        ctl_strv_free(lines);
+                        lines = NULL;
+                }
+        }
+        if (lines == NULL)
+                return call_failed(_("Cannot tag this process"), -ENOMEM, NULL);
+        if (n > 0)
+                r = CHANGE(bus, 0, _("Cannot tag this process"), ctl_apply(bus, 0, lines, &error));
+        ctl_strv_free(lines);
+        if (r != EXIT_OK)
+                return r;
+        /* The bus socket is close-on-exec; the call has been answered. */
+        fflush(NULL);
+        execvp(command[0], command);
+        fprintf(stderr, "ptagsctl: %s: %s\n", command[0], strerror(errno));
+        return errno == ENOENT ? EXIT_EXEC_NOT_FOUND : EXIT_EXEC_FAILED;
+}
+
+static void help(void)
+{
+        fputs(_("ptagsctl [OPTIONS...] COMMAND ...\n"
+                "\n"
+                "Read and change the secure tags of processes through ptagsd.\n"
+                "\n"
+                "Commands:\n"
+                "  status                      Show ptagsd's version, backend and limits\n"
+                "  list PID|self               List the tags of a process\n"
+                "  add PID TAG[=VALUE]         Add a tag (with --keep: kept across exec)\n"
+                "  remove PID PATTERN          Remove the matching tags\n"
+                "  set PID TAG VALUE           Set the value of a tag (\"\" clears it)\n"
+                "  keep PID PATTERN            Set the keep flag of the matching tags\n"
+                "  unkeep PID PATTERN          Clear the keep flag of the matching tags\n"
+                "  apply PID [FILE|-]          Apply kernel command lines, all or nothing\n"
+                "  check PID|self PATTERN      Exit 0 when a matching tag is held, else 1\n"
+                "  peer BUS_NAME               List the tags of a bus peer's process\n"
+                "  find [PATTERN]              List the processes holding a matching tag\n"
+                "  monitor                     Print every tag change as it happens\n"
+                "  exec [--tag TAG[=VALUE]]... -- COMMAND [ARG...]\n"
+                "                              Tag this process (kept tags), run COMMAND\n"
+                "\n"
+                "Options:\n"
+                "  -h --help                   Show this help\n"
+                "     --version                Show the version\n"
+                "     --json                   Print JSON (see ptagsctl(1) for each shape)\n"
+                "     --no-legend              Print no column headers and no footer\n"
+                "     --no-ask-password        Never ask for a password\n"
+                "     --address=ADDRESS        Use this bus instead of the system bus\n"
+                "     --keep                   add: set the keep flag\n"
+                "     --tag=TAG[=VALUE]        exec: give COMMAND this kept tag\n"
+                "\n"
+                "See the ptagsctl(1) and ptags(7) manual pages for details.\n"),
+              stdout);
+}
+
+enum {
+        OPT_VERSION = 0x100,
+        OPT_JSON,
+        OPT_NO_LEGEND,
+        OPT_NO_ASK_PASSWORD,
+        OPT_ADDRESS,
+        OPT_KEEP,
+        OPT_TAG,
+};
+
+typedef int (*CommandFunc)(sd_bus *bus, char **args);
+
+/* What the first argument is, checked before connecting, so a bad command
+ * line fails with EXIT_USAGE whether or not a bus is there. */
+typedef enum {
+        FIRST_ANY,
+        FIRST_PID,
+        FIRST_PID_OR_SELF,
+} FirstArg;
+
+static const struct {
+        const char *name;
+        int min_args, max_args;
+        FirstArg first;
+        CommandFunc func;
+} commands[] = {
+        {"status", 0, 0, FIRST_ANY, cmd_status},
+        {"list", 1, 1, FIRST_PID_OR_SELF, cmd_list},
+        {"add", 2, 2, FIRST_PID, cmd_add},
+        {"remove", 2, 2, FIRST_PID, cmd_remove},
+        {"set", 3, 3, FIRST_PID, cmd_set},
+        {"keep", 2, 2, FIRST_PID, cmd_keep},
+        {"unkeep", 2, 2, FIRST_PID, cmd_unkeep},
+        {"apply", 1, 2, FIRST_PID, cmd_apply},
+        {"check", 2, 2, FIRST_PID_OR_SELF, cmd_check},
+        {"peer", 1, 1, FIRST_ANY, cmd_peer},
+        {"find", 0, 1, FIRST_ANY, cmd_find},
+        {"monitor", 0, 0, FIRST_ANY, cmd_monitor},
+        {"exec", 1, -1, FIRST_ANY, cmd_exec},
+};
+
+static int parse_options(int argc, char **argv)
+{
+        static const struct option options[] = {
+                {"help", no_argument, NULL, 'h'},
+                {"version", no_argument, NULL, OPT_VERSION},
+                {"json", no_argument, NULL, OPT_JSON},
+                {"no-legend", no_argument, NULL, OPT_NO_LEGEND},
+                {"no-ask-password", no_argument, NULL, OPT_NO_ASK_PASSWORD},
+                {"address", required_argument, NULL, OPT_ADDRESS},
+                {"keep", no_argument, NULL, OPT_KEEP},
+                {"tag", required_argument, NULL, OPT_TAG},
+                {},
+        };
+        int c;
+
+        opterr = 0;
+        while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0) {
+                switch (c) {
+                case 'h':
+                        help();
+                        exit(EXIT_OK);
+                case OPT_VERSION:
+                        printf("ptagsctl %s\n", PACKAGE_VERSION);
+                        exit(EXIT_OK);
+                case OPT_JSON:
+                        arg.json = true;
+                        break;
+                case OPT_NO_LEGEND:
+                        arg.legend = false;
+                        break;
+                case OPT_NO_ASK_PASSWORD:
+                        arg.ask_password = false;
+                        break;
+                case OPT_ADDRESS:
+                        arg.address = optarg;
+                        break;
+                case OPT_KEEP:
+                        arg.keep = true;
+                        break;
+                case OPT_TAG: {
+                        char **tags = reallocarray(arg.tags, arg.n_tags + 2, sizeof(char *));
+                        if (tags == NULL)
+                                return call_failed("--tag", -ENOMEM, NULL);
+                        arg.tags = tags;
+                        arg.tags[arg.n_tags++] = optarg;
+                        arg.tags[arg.n_tags] = NULL;
+                        break;
+                }
+                case '?':
+                        if (optopt != 0)
+                                return usage_error(_("Option '-%c' is unknown or lacks its "
+                                                     "argument."),
+                                                   optopt);
+                        return usage_error(_("Option '%s' is unknown or lacks its argument."),
+                                           argv[optind - 1]);
+                default:
+                        return usage_error(_("Unexpected option."));
+                }
+        }
+        return EXIT_OK;
+}
+
+int main(int argc, char **argv)
+{
+        char **args;
+        size_t n_args = 0;
+        int r;
+
+        setlocale(LC_ALL, "");
+        bindtextdomain(GETTEXT_PACKAGE, LOCALEDIR);
+        textdomain(GETTEXT_PACKAGE);
+        /* Asking needs someone to answer: a terminal, as systemctl decides. */
+        arg.ask_password = isatty(STDIN_FILENO);
+
+        /* Options end at the first "--": what follows is exec's command (or
+         * operands that look like options, e.g. a tag starting with '-'). */
+        int dash = 1;
+        while (dash < argc && strcmp(argv[dash], "--") != 0)
+                dash++;
+        r = parse_options(dash, argv);
+        if (r)
+                return r;
+        args = calloc(argc + 1, sizeof(char *));
+        if (args == NULL)
+                return EXIT_FAILED;
+        for (int i = optind; i < dash; i++)
+                args[n_args++] = argv[i];
+        size_t tail = n_args;
+        for (int i = dash + 1; i < argc; i++)
+                args[n_args++] = argv[i];
+        if (n_args == 0)
+                return usage_error(_("A command is needed."));
+
+        for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
+                if (strcmp(args[0], commands[i].name) != 0)
+                        continue;
+                int given = (int)n_args - 1;
+                if (given < commands[i].min_args ||
+                    (commands[i].max_args >= 0 && given > commands[i].max_args))
+                        return usage_error(_("Wrong number of arguments for '%s'."), args[0]);
+                if (arg.keep && commands[i].func != cmd_add)
+                        return usage_error(_("--keep belongs to 'add'."));
+                if (arg.n_tags > 0 && commands[i].func != cmd_exec)
+                        return usage_error(_("--tag belongs to 'exec'."));
+                if (commands[i].func == cmd_exec && (tail != 1 || dash >= argc - 1))
+                        return usage_error(_("exec runs the command given after '--'."));
+                uint32_t pid;
+                if (commands[i].first != FIRST_ANY &&
+                    (r = parse_pid(args[1], commands[i].first == FIRST_PID_OR_SELF, &pid)))
+                        return r;
+                sd_bus *bus = NULL;
+                r = open_bus(&bus);
+                if (r == EXIT_OK)
+                        r = commands[i].func(bus, args + 1);
+                sd_bus_flush_close_unref(bus);
+                free(args);
+                return r;
+        }
+        return usage_error(_("Unknown command '%s'."), args[0]);
+}

@@ -1,0 +1,46 @@
+# ctl_run.py: runs the built ptagsctl (PTAGSCTL, set by meson) inside a harness World, as root or
+# as an unprivileged user, and returns what a script would see: exit code, stdout, stderr.
+
+import json
+import os
+import subprocess
+
+import ptags_harness
+from ptags_harness import HarnessError
+
+
+def ptagsctl_path():
+    path = os.environ.get("PTAGSCTL", "")
+    if not path or not os.access(path, os.X_OK):
+        raise HarnessError("PTAGSCTL=%r is not an executable: ptagsctl was not built" % path)
+    return path
+
+
+def run(world, *args, uid=None, stdin=None, input=None, address=True, timeout=30, env=None):
+    """ptagsctl ARGS against @world's bus (through --address when @address,
+    else through DBUS_SYSTEM_BUS_ADDRESS alone), as root or as @uid (no
+    groups, no capabilities). Returns a CompletedProcess with text output."""
+    argv = unprivileged_prefix(uid) + [ptagsctl_path()]
+    if address:
+        argv.append("--address=" + world.address)
+    argv += list(args)
+    return subprocess.run(argv, input=input, stdin=stdin if input is None else None,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                          env=env or world.child_env(), timeout=timeout)
+
+
+def run_json(test, world, *args, **kw):
+    """Runs ptagsctl --json ARGS, asserts exit 0 and returns the parsed JSON."""
+    out = run(world, "--json", *args, **kw)
+    test.assertEqual(out.returncode, 0, "ptagsctl --json %s: %s" % (" ".join(args), out.stderr))
+    return json.loads(out.stdout)
+
+
+def tags_json(tags):
+    """The harness's [(name, keep, value)] in ptagsctl's JSON tag shape."""
+    return [{"name": n, "keep": k, "value": v} for n, k, v in tags]
+
+
+def unprivileged_prefix(uid):
+    """setpriv arguments running a child as @uid (None: stay root)."""
+    return [] if uid is None else ptags_harness.unprivileged_argv(uid, uid)

@@ -1,0 +1,410 @@
+# test_ptagsctl.py: the built ptagsctl against the real ptagsd on a private bus (polkit mock):
+# every command's success and failure, its exit code, its table and its --json shape.
+#
+# Changes are made as nobody (root skips polkit) so authorization is exercised;
+# reads as root or nobody. One meson test per method (tests/ctl/meson.build).
+
+import json
+import os
+import pty
+import re
+import subprocess
+import unittest
+
+import ctl_run
+from ctl_run import run, run_json, tags_json
+from ptags_harness import NOBODY_UID, PtagsTestCase, wait_until
+
+ADD = "org.ptags.tag.add"
+REMOVE = "org.ptags.tag.remove"
+SET_VALUE = "org.ptags.tag.set-value"
+
+# Exit codes of man/ptagsctl.1.
+OK, NO_MATCH, USAGE, INVALID, DENIED, NO_PROCESS, UNREACHABLE = 0, 1, 2, 3, 4, 5, 6
+
+
+class CtlTestCase(PtagsTestCase):
+    def assertExit(self, out, code, error_name=None):
+        self.assertEqual(out.returncode, code, "exit %d, expected %d; stderr: %s"
+                         % (out.returncode, code, out.stderr))
+        if code not in (OK, NO_MATCH):
+            self.assertTrue(out.stderr.startswith("ptagsctl: "), out.stderr)
+            self.assertEqual(out.stdout, "", "errors belong on stderr")
+        if error_name:
+            self.assertIn(error_name, out.stderr)
+
+    def target(self, lines=()):
+        pid = self.world.spawn_target(unprivileged=True)
+        if lines:
+            self.assertOk(self.world.root_call("Apply", "uas", [pid, list(lines)]))
+        return pid
+
+
+class ReadTests(CtlTestCase):
+    def test_status(self):
+        out = run(self.world, "status")
+        self.assertExit(out, OK)
+        self.assertRegex(out.stdout, r"(?m)^ *Backend: %s$" % re.escape(
+            self.world.get_property("Backend")))
+        self.assertRegex(out.stdout, r"(?m)^ *Max tags: 4000$")
+        got = run_json(self, self.world, "status")
+        self.assertEqual(got, {
+            "version": self.world.get_property("Version"),
+            "backend": self.world.get_property("Backend"),
+            "features": list(self.world.get_property("Features")),
+            "max_tags": 4000, "max_tag_length": 4000, "max_value_length": 32700})
+
+    def test_list_table_json_and_self(self):
+        pid = self.target(["+app:a", "+@app:longer-name", "!app:a=x y", "+z"])
+        expected = [("app:a", False, "x y"), ("app:longer-name", True, ""), ("z", False, "")]
+        out = run(self.world, "list", str(pid), uid=NOBODY_UID)
+        self.assertExit(out, OK)
+        lines = out.stdout.splitlines()
+        self.assertEqual(lines[0].split(), ["TAG", "KEEP", "VALUE"])
+        self.assertEqual([ln.split()[0] for ln in lines[1:4]], [t[0] for t in expected])
+        # Aligned: every row's KEEP cell starts under the KEEP header.
+        col = lines[0].index("KEEP")
+        self.assertEqual({ln[col:col + 3].strip() for ln in lines[1:4]}, {"no", "yes"})
+        self.assertEqual(lines[4:], ["", "3 tags listed."])
+        self.assertFalse(any(ln.endswith(" ") for ln in lines), "trailing blanks")
+
+        bare = run(self.world, "--no-legend", "list", str(pid))
+        self.assertEqual(len(bare.stdout.splitlines()), 3)
+        self.assertEqual(run_json(self, self.world, "list", str(pid)),
+                         {"pid": pid, "tags": tags_json(expected)})
+        # self is ptagsctl's own process: untagged here.
+        got = run_json(self, self.world, "list", "self")
+        self.assertEqual(got["tags"], [])
+        self.assertIsInstance(got["pid"], int)
+        self.assertEqual(run(self.world, "list", "self").stdout, "No tags.\n")
+
+    def test_list_failures(self):
+        self.assertExit(run(self.world, "list", "12abc"), USAGE)
+        self.assertExit(run(self.world, "list", "0"), USAGE)
+        self.assertExit(run(self.world, "list"), USAGE)
+        self.assertExit(run(self.world, "list", "1", "2"), USAGE)
+        self.assertExit(run(self.world, "list", str(self.world.dead_pid())), NO_PROCESS,
+                        "org.ptags.Error.NoSuchProcess")
+
+    def test_check_exit_status(self):
+        pid = self.target(["+app:a", "+@app:b"])
+        self.assertExit(run(self.world, "check", str(pid), "app:a"), OK)
+        self.assertExit(run(self.world, "check", str(pid), "@app:*"), OK)
+        self.assertExit(run(self.world, "check", str(pid), "@app:a"), NO_MATCH)
+        self.assertExit(run(self.world, "check", str(pid), "other"), NO_MATCH)
+        self.assertEqual(run(self.world, "check", str(pid), "other").stdout, "")
+        self.assertEqual(run(self.world, "--json", "check", str(pid), "app:*").stdout,
+                         json.dumps({"pid": pid, "pattern": "app:*", "match": True}) + "\n")
+        out = run(self.world, "--json", "check", str(pid), "x")
+        self.assertEqual((out.returncode, json.loads(out.stdout)["match"]), (NO_MATCH, False))
+        self.assertExit(run(self.world, "check", str(pid), "a*b"), INVALID,
+                        "org.ptags.Error.InvalidPattern")
+        self.assertExit(run(self.world, "check", str(self.world.dead_pid()), "x"), NO_PROCESS)
+
+    def test_peer(self):
+        client = self.world.spawn_client()
+        self.assertOk(self.world.root_call("AddTag", "usb", [client.pid, "app:peer", True]))
+        out = run(self.world, "peer", client.unique_name, uid=NOBODY_UID)
+        self.assertExit(out, OK)
+        self.assertEqual(out.stdout.splitlines()[1].split(), ["app:peer", "yes"])
+        self.assertEqual(run_json(self, self.world, "peer", client.unique_name),
+                         {"bus_name": client.unique_name,
+                          "tags": [{"name": "app:peer", "keep": True, "value": ""}]})
+        self.assertExit(run(self.world, "peer", ":1.99999"), NO_PROCESS,
+                        "org.ptags.Error.NoSuchProcess")
+
+    def test_find(self):
+        one = self.target(["+app:found", "+other"])
+        two = self.target(["+app:found", "!app:found=v"])
+        self.target(["+unrelated"])
+        got = run_json(self, self.world, "find", "app:found")
+        self.assertEqual(got["pattern"], "app:found")
+        mine = [p for p in got["processes"] if p["pid"] in (one, two)]
+        self.assertEqual(mine, [
+            {"pid": one, "tags": tags_json([("app:found", False, ""), ("other", False, "")])},
+            {"pid": two, "tags": tags_json([("app:found", False, "v")])}])
+        out = run(self.world, "find", "app:found")
+        self.assertExit(out, OK)
+        rows = [ln.split() for ln in out.stdout.splitlines()[1:] if ln.strip()]
+        self.assertIn([str(one), "app:found", "no"], rows)
+        self.assertIn([str(two), "app:found", "no", "v"], rows)
+        self.assertEqual(run(self.world, "find", "nothing:here").stdout,
+                         "No process holds a matching tag.\n")
+        self.assertExit(run(self.world, "find", "bad*"), INVALID, "InvalidPattern")
+
+
+class ChangeTests(CtlTestCase):
+    def test_add_allowed_denied_invalid(self):
+        pid = self.target()
+        self.world.polkit.set_allowed([ADD, SET_VALUE])
+        self.assertExit(run(self.world, "add", str(pid), "app:x", uid=NOBODY_UID), OK)
+        got = run_json(self, self.world, "add", str(pid), "app:y=1 2", "--keep", uid=NOBODY_UID)
+        want = [("app:x", False, ""), ("app:y", True, "1 2")]
+        self.assertEqual(got, {"pid": pid, "tags": tags_json(want)})
+        self.assertEqual(self.world.get_tags(pid), want)
+        # A tag starting with '-' is an operand after "--".
+        self.assertExit(run(self.world, "add", str(pid), "--", "-dash", uid=NOBODY_UID), OK)
+
+        self.world.polkit.set_allowed([])
+        out = run(self.world, "add", str(pid), "app:z", uid=NOBODY_UID)
+        self.assertExit(out, DENIED, "org.ptags.Error.NotAuthorized")
+        self.assertIn("Cannot add the tag", out.stderr)
+        self.assertExit(run(self.world, "add", str(pid), "app:z=v", uid=NOBODY_UID), DENIED)
+        self.assertExit(run(self.world, "add", str(pid), "bad*tag"), INVALID,
+                        "org.ptags.Error.InvalidTag")
+        self.assertExit(run(self.world, "add", str(pid)), USAGE)
+        self.assertEqual(self.world.get_tags(pid), [("-dash", False, "")] + want)
+
+    def test_remove(self):
+        pid = self.target(["+app:a", "+app:b", "+keep:me"])
+        self.assertExit(run(self.world, "remove", str(pid), "app:*", uid=NOBODY_UID), DENIED,
+                        "NotAuthorized")
+        self.world.polkit.set_allowed([REMOVE])
+        self.assertExit(run(self.world, "remove", str(pid), "app:*", uid=NOBODY_UID), OK)
+        self.assertEqual(self.world.get_tags(pid), [("keep:me", False, "")])
+        self.assertExit(run(self.world, "remove", str(pid), "x*y"), INVALID, "InvalidPattern")
+        self.assertExit(run(self.world, "remove", str(self.world.dead_pid()), "a"), NO_PROCESS)
+
+    def test_set(self):
+        pid = self.target(["+app:a"])
+        self.assertExit(run(self.world, "set", str(pid), "app:a", "v", uid=NOBODY_UID), DENIED)
+        self.world.polkit.set_allowed([SET_VALUE])
+        got = run_json(self, self.world, "set", str(pid), "app:a", "a=b", uid=NOBODY_UID)
+        self.assertEqual(got["tags"], tags_json([("app:a", False, "a=b")]))
+        self.assertExit(run(self.world, "set", str(pid), "app:missing", "v"), INVALID,
+                        "org.ptags.Error.NoSuchTag")
+        self.assertExit(run(self.world, "set", str(pid), "app:a", "bad\x7f"), INVALID,
+                        "org.ptags.Error.InvalidValue")
+        self.assertExit(run(self.world, "set", str(pid), "app:a"), USAGE)
+        self.assertEqual(self.world.get_tags(pid), [("app:a", False, "a=b")])
+
+    def test_keep_and_unkeep(self):
+        pid = self.target(["+app:a", "+app:b"])
+        self.assertExit(run(self.world, "keep", str(pid), "app:*", uid=NOBODY_UID), DENIED)
+        self.world.polkit.set_allowed([ADD])
+        self.assertExit(run(self.world, "keep", str(pid), "app:*", uid=NOBODY_UID), OK)
+        self.assertEqual(self.world.get_tags(pid), [("app:a", True, ""), ("app:b", True, "")])
+        self.assertExit(run(self.world, "unkeep", str(pid), "app:a", uid=NOBODY_UID), DENIED)
+        self.world.polkit.set_allowed([REMOVE])
+        self.assertExit(run(self.world, "unkeep", str(pid), "app:a", uid=NOBODY_UID), OK)
+        self.assertEqual(self.world.get_tags(pid), [("app:a", False, ""), ("app:b", True, "")])
+        self.assertExit(run(self.world, "keep", str(pid), "@x"), INVALID, "InvalidPattern")
+
+    def test_apply_file_and_stdin(self):
+        pid = self.target(["+app:trusted"])
+        path = os.path.join(self.world.tmp, "batch")
+        with open(path, "w") as f:
+            f.write("# camera for trusted apps\n?app:trusted\n+app:camera\n!app:camera=rear\n")
+        self.assertExit(run(self.world, "apply", str(pid), path), OK)
+        self.assertEqual(self.world.get_tags(pid),
+                         [("app:camera", False, "rear"), ("app:trusted", False, "")])
+        # stdin, without a final newline; a failing precondition changes nothing.
+        out = run(self.world, "apply", str(pid), "-", input="+app:mic\n?app:absent")
+        self.assertExit(out, INVALID, "org.ptags.Error.NoSuchTag")
+        self.assertIn("line 2", out.stderr)
+        self.world.polkit.set_allowed([ADD])
+        self.assertExit(run(self.world, "apply", str(pid), input="+app:mic\n-app:camera",
+                            uid=NOBODY_UID), DENIED)
+        self.assertExit(run(self.world, "apply", str(pid), input="+app:mic\n", uid=NOBODY_UID),
+                        OK)
+        self.assertExit(run(self.world, "apply", str(pid), input="+a\0b\n"), INVALID)
+        self.assertExit(run(self.world, "apply", str(pid), "/nonexistent/batch"), INVALID)
+        self.assertEqual(self.world.get_tags(pid), [("app:camera", False, "rear"),
+                                                    ("app:mic", False, ""),
+                                                    ("app:trusted", False, "")])
+
+    def test_monitor_sees_another_clients_change(self):
+        pid = self.target()
+        for json_mode in (False, True):
+            argv = [ctl_run.ptagsctl_path(), "--address=" + self.world.address, "monitor"]
+            if json_mode:
+                argv.insert(1, "--json")
+            mon = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                   text=True, env=self.world.child_env())
+            try:
+                # The subscription is in place once it says so.
+                self.assertIn("Monitoring", mon.stderr.readline())
+                tag = "app:seen-%d" % json_mode
+                self.assertOk(self.world.root_call("AddTag", "usb", [pid, tag, True]))
+                line = mon.stdout.readline()
+            finally:
+                mon.terminate()
+                mon.wait(timeout=10)
+                mon.stdout.close()
+                mon.stderr.close()
+            if json_mode:
+                self.assertEqual(json.loads(line), {
+                    "pid": pid, "lines": ["+@app:seen-1"],
+                    "tags": tags_json([("app:seen-0", True, ""), ("app:seen-1", True, "")])})
+            else:
+                self.assertEqual(line, "%d: +@app:seen-0\n" % pid)
+
+
+class AskPasswordTests(CtlTestCase):
+    def checks_flags(self):
+        return [c["flags"] for c in self.world.polkit.checks()]
+
+    def test_terminal_allows_interactive_authorization_unless_told_not_to(self):
+        pid = self.target()
+        self.world.polkit.set_challenge([ADD])
+        self.world.polkit.set_interactive_answer(True)
+        # Not a terminal: nobody can answer, so no interaction is offered.
+        out = run(self.world, "add", str(pid), "app:a", uid=NOBODY_UID, stdin=subprocess.DEVNULL)
+        self.assertExit(out, DENIED, "org.freedesktop.DBus.Error.InteractiveAuthorizationRequired")
+        self.assertEqual(self.checks_flags(), [0])
+        master, slave = pty.openpty()
+        try:
+            self.world.polkit.clear_checks()
+            out = run(self.world, "--no-ask-password", "add", str(pid), "app:a",
+                      uid=NOBODY_UID, stdin=slave)
+            self.assertExit(out, DENIED, "InteractiveAuthorizationRequired")
+            self.assertEqual(self.checks_flags(), [0])
+            self.world.polkit.clear_checks()
+            out = run(self.world, "add", str(pid), "app:a", uid=NOBODY_UID, stdin=slave)
+            self.assertExit(out, OK)
+            self.assertEqual(self.checks_flags(), [1])  # AllowUserInteraction
+        finally:
+            os.close(master)
+            os.close(slave)
+        self.assertEqual(self.world.get_tags(pid), [("app:a", False, "")])
+
+
+class ExecTests(CtlTestCase):
+    def exec_target(self, *tag_args, uid=NOBODY_UID):
+        argv = ctl_run.unprivileged_prefix(uid) + [ctl_run.ptagsctl_path(), "exec"]
+        for t in tag_args:
+            argv += ["--tag", t]
+        argv += ["--", "sleep", "600"]
+        proc = self.world.spawn("target", argv, env=self.world.child_env())
+
+        def running_sleep():
+            if proc.poll() is not None:
+                return True
+            try:
+                return os.path.basename(os.readlink("/proc/%d/exe" % proc.pid)) == "sleep"
+            except OSError:
+                return False
+
+        wait_until(running_sleep, 15, "ptagsctl exec to run sleep")
+        self.assertIsNone(proc.poll(), "ptagsctl exec exited %s" % proc.returncode)
+        return proc.pid
+
+    def test_exec_gives_the_command_exactly_the_kept_tags(self):
+        self.world.polkit.set_allowed([ADD, SET_VALUE])
+        pid = self.exec_target("app:session=42", "app:camera")
+        self.assertEqual(self.world.get_tags(pid),
+                         [("app:camera", True, ""), ("app:session", True, "42")])
+        checks = self.world.polkit.checks()
+        self.assertTrue(checks)
+        self.assertEqual({c["details"]["self"] for c in checks}, {"true"},
+                         "exec must change its own process, so polkit sees self")
+
+    def test_exec_refused_never_runs_the_command(self):
+        out = run(self.world, "exec", "--tag", "app:x", "--", "echo", "RAN", uid=NOBODY_UID)
+        self.assertExit(out, DENIED, "org.ptags.Error.NotAuthorized")
+        self.assertNotIn("RAN", out.stdout)
+        self.assertExit(run(self.world, "exec", "--tag", "bad*", "--", "echo", "RAN"), INVALID)
+
+    def test_exec_usage_and_missing_command(self):
+        self.assertExit(run(self.world, "exec", "echo"), USAGE)
+        self.assertExit(run(self.world, "exec", "--"), USAGE)
+        self.assertExit(run(self.world, "list", "1", "--tag", "x"), USAGE)
+        out = run(self.world, "exec", "--", "/nonexistent/command")
+        self.assertEqual(out.returncode, 127, out.stderr)
+        self.assertEqual(run(self.world, "exec", "--", "echo", "--json").stdout, "--json\n")
+
+
+class UsageTests(CtlTestCase):
+    def test_help_version_and_bad_command_lines(self):
+        out = run(self.world, "--help")
+        self.assertExit(out, OK)
+        for command in ("status", "list", "add", "remove", "set", "keep", "unkeep", "apply",
+                        "check", "peer", "find", "monitor", "exec"):
+            self.assertRegex(out.stdout, r"(?m)^  %s\b" % command)
+        out = run(self.world, "--version")
+        self.assertExit(out, OK)
+        self.assertEqual(out.stdout, "ptagsctl %s\n" % self.world.get_property("Version"))
+        self.assertExit(run(self.world), USAGE)
+        self.assertExit(run(self.world, "frobnicate"), USAGE)
+        self.assertExit(run(self.world, "--frobnicate", "status"), USAGE)
+        self.assertExit(run(self.world, "list", "1", "--keep"), USAGE)
+
+    def test_system_bus_from_the_environment(self):
+        # No --address: DBUS_SYSTEM_BUS_ADDRESS names the bus, as for busctl.
+        self.assertExit(run(self.world, "status", address=False), OK)
+
+    def test_unreachable_bus_and_daemon(self):
+        for command in (["status"], ["monitor"], ["list", "1"], ["exec", "--tag", "a", "--",
+                                                                  "echo", "RAN"]):
+            out = run(self.world, "--address=unix:path=/nonexistent/socket", *command,
+                      address=False)
+            self.assertExit(out, UNREACHABLE)
+        # A bad command line is a usage error whether or not there is a bus.
+        out = run(self.world, "--address=unix:path=/nonexistent/socket", "list", "abc",
+                  address=False)
+        self.assertExit(out, USAGE)
+        self.world.daemon.terminate()
+        self.world.daemon.wait(timeout=30)
+        self.assertExit(run(self.world, "status"), UNREACHABLE)
+        self.world.daemon = None  # stopped on purpose
+
+
+class ReadmeTests(CtlTestCase):
+    def test_using_it_examples_run_as_typed(self):
+        root = os.environ.get("PTAGS_SOURCE_ROOT") or os.path.join(
+            os.path.dirname(os.path.abspath(__file__)), "..", "..")
+        with open(os.path.join(root, "README.md")) as f:
+            readme = f.read()
+        section = readme[readme.index("## Using it"):readme.index("### Who may change what")]
+        blocks = re.findall(r"```sh\n(.*?)```", section, re.S)
+        self.assertEqual(len(blocks), 2, "the ptagsctl and the busctl examples")
+        env = self.world.child_env()
+        env["PATH"] = os.path.dirname(ctl_run.ptagsctl_path()) + ":" + env["PATH"]
+        for block in blocks:
+            # Only the example pid and program are placeholders.
+            pid = self.target()
+            script = block.replace("1234", str(pid)).replace("/usr/bin/camera-app", "true")
+            out = subprocess.run(["bash", "-e", "-x", "-c", script], stdout=subprocess.PIPE,
+                                 stderr=subprocess.STDOUT, text=True, env=env, timeout=60)
+            self.assertEqual(out.returncode, 0, out.stdout)
+            self.assertEqual(self.world.get_tags(pid), [("app:camera", False, "front"),
+                                                        ("app:microphone", False, "")])
+        self.assertIn("may record", subprocess.run(
+            ["bash", "-c", blocks[0].replace("1234", str(pid)).replace("/usr/bin/camera-app",
+                                                                         "true")],
+            stdout=subprocess.PIPE, text=True, env=env, timeout=60).stdout)
+
+
+class CompletionTests(CtlTestCase):
+    def complete(self, line):
+        """The candidates bash completion offers at the end of @line."""
+        root = os.environ.get("PTAGS_SOURCE_ROOT") or os.path.join(
+            os.path.dirname(os.path.abspath(__file__)), "..", "..")
+        script = ("source %s/data/completion/ptagsctl\n"
+                  "COMP_LINE=$1; COMP_POINT=${#1}; read -ra COMP_WORDS <<< \"$1\"\n"
+                  "[[ $1 == *' ' ]] && COMP_WORDS+=('')\n"
+                  "COMP_CWORD=$((${#COMP_WORDS[@]} - 1))\n"
+                  "_ptagsctl; printf '%%s\\n' \"${COMPREPLY[@]}\"\n" % root)
+        env = self.world.child_env()
+        env["PATH"] = os.path.dirname(ctl_run.ptagsctl_path()) + ":" + env["PATH"]
+        out = subprocess.run(["bash", "--norc", "-c", script, "bash", line],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                             timeout=30)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        return [c for c in out.stdout.splitlines() if c]
+
+    def test_commands_options_pids_and_tags(self):
+        self.assertEqual(self.complete("ptagsctl un"), ["unkeep"])
+        self.assertIn("monitor", self.complete("ptagsctl "))
+        self.assertIn("--no-ask-password", self.complete("ptagsctl --no"))
+        self.assertIn("--keep", self.complete("ptagsctl add 1 x --"))
+        pid = self.target(["+app:camera", "+app:micro phone", "+other"])
+        self.assertIn(str(pid), self.complete("ptagsctl list %s" % str(pid)[:-1]))
+        self.assertIn("self", self.complete("ptagsctl list "))
+        self.assertEqual(self.complete("ptagsctl remove %d app:" % pid),
+                         ["app:camera", "app:micro phone"])
+        self.assertEqual(self.complete("ptagsctl exec --tag a -- ptagsc"), ["ptagsctl"])
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)

@@ -4,6 +4,7 @@
 
 #include "manager.h"
 #include "ptags-manager-generated.h"
+#include "registry.h"
 #include "target.h"
 
 #include <gio/gunixfdlist.h>
@@ -14,6 +15,7 @@ struct _PtagsService {
         PtagsBackend *backend;
         PtagsAuthority *authority;
         GHashTable *reauthorizing; /* pid -> GQueue of Call waiting to apply */
+        PtagsRegistry *registry;   /* audit containers (manager-container.c) */
 };
 
 /* One method call in flight; owned by whichever async step runs next. */
@@ -39,6 +41,9 @@ typedef struct {
         gboolean holds_target_lock;
         GCancellable *cancellable;
         guint owner_watch;
+        /* container methods: their arguments (manager-container.c) */
+        gpointer extra;
+        GDestroyNotify extra_free;
 } Call;
 
 /* The next step of a call once its target is pinned. */
@@ -71,3 +76,8 @@ void target_lock_release(Call *call);
 
 /* Connect the change methods (manager-change.c) to the skeleton. */
 void ptags_manager_connect_changes(PtagsService *svc);
+
+/* Load the container registry and connect the container methods
+ * (manager-container.c); ptags_manager_free_containers undoes it. */
+void ptags_manager_connect_containers(PtagsService *svc);
+void ptags_manager_free_containers(PtagsService *svc);

@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <glib-unix.h>
+#include <poll.h>
 #include <glib/gstdio.h>
 #include <stdio.h>
 #include <string.h>
@@ -251,6 +252,15 @@ void ptags_registry_watch(PtagsContainer *c, const PtagsTarget *t)
         g_ptr_array_add(c->members, m);
 }
 
+/* A pidfd polls readable once its process has exited, zombies included
+ * (a zombie still has its task record and /proc entry). */
+static gboolean exited(int pidfd)
+{
+        struct pollfd p = {.fd = pidfd, .events = POLLIN};
+
+        return poll(&p, 1, 0) != 0;
+}
+
 static void pin_found(PtagsContainer *c, pid_t pid)
 {
         PtagsTarget t = {0, -1};
@@ -258,6 +268,10 @@ static void pin_found(PtagsContainer *c, pid_t pid)
 
         if (!ptags_target_pin_pid(&t, pid, NULL))
                 return;
+        if (exited(t.pidfd)) {
+                ptags_target_clear(&t);
+                return;
+        }
         /* Pinned after the scan: it counts only if it still carries the ID. */
         if (c->registry->backend->ops->read_contid(c->registry->backend, t.pidfd, pid, &now) == 0 &&
             now == c->contid)

@@ -7,6 +7,7 @@
 # of the real kernel.
 
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -17,12 +18,19 @@ import time
 from gi.repository import Gio, GLib
 
 import ptags_client
+import test_logging
 from ptags_harness import (NOBODY_UID, PYTHON, ClientProcess, HarnessError, PtagsTestCase,
                            unprivileged_argv, wait_until)
 
 UNSET = 2**64 - 1
 REGISTER = "org.ptags.container.register"
 INSPECT = "org.ptags.container.inspect"
+# From src/daemon/log.h and libaudit.h.
+MESSAGE_SET = "ad78356abe3048aaa71ad4a8241e2078"
+MESSAGE_REFUSED_SET = "297b1404a82e40e4ab70035a932b8586"
+MESSAGE_DROPPED = "bdd732546eb446778798009d294a0049"
+AUDIT_USYS_CONFIG = 1111
+WAIT_S = 5.0
 NS_TYPES = ("cgroup", "ipc", "mnt", "net", "pid", "time", "user", "uts")
 
 
@@ -438,3 +446,71 @@ class ContainerInheritanceTests(ContainerTestCase):
         by_tid = {int(r[1]): int(r[3]) for r in rows}
         self.assertEqual(by_tid.get(thread_id), 400, "a thread created after registration")
         self.assertEqual(self.contid_of(shell.pid), 400)
+
+
+class ContainerLoggingTests(test_logging.LoggingTests):
+    """The journal entries and audit records of registrations, refused ones
+    and removals, as they leave ptagsd (the sinks of test_logging)."""
+
+    def setUp(self):
+        run = tempfile.mkdtemp(prefix="ptags-contid-run-")
+        self.addCleanup(shutil.rmtree, run, True)
+        self.world_options = {"daemon_env": {"RUNTIME_DIRECTORY": run},
+                              "fixture_args": ["--contid-delegate"]}
+        super().setUp()
+        self.audit = test_logging.AuditReader()
+        self.addCleanup(self.audit.close)
+
+    def container_records(self, timeout, count):
+        """Fields of ptagsd's container audit records, waiting for @count."""
+        found = []
+        deadline = time.monotonic() + timeout
+        while len(found) < count and time.monotonic() < deadline:
+            for kind, body in self.audit.records(0.2):
+                match = test_logging.USER_RECORD.match(body)
+                if kind != AUDIT_USYS_CONFIG or match is None:
+                    continue
+                # Names such as old-contid hold a dash.
+                fields = dict(re.findall(r'([\w-]+)=("[^"]*"|\S+)', match.group(2)))
+                if fields.get("op") in ("set", "drop"):
+                    fields["record-pid"] = match.group(1)
+                    found.append(fields)
+        return found
+
+    def test_container_audit_and_journal(self):
+        caller = os.getpid()
+        self.journal.drain()
+        self.assertOk(self.world.root_call("RegisterContainer", "uta{sv}",
+                                           [self.target, 800, {}]))
+        self.assertError(self.world.root_call("RegisterContainer", "uta{sv}",
+                                              [self.target, 801, {}]), "AlreadyRegistered")
+        done, refused = self.container_records(WAIT_S, 2)
+        for fields in (done, refused):
+            self.assertEqual(fields["record-pid"], str(self.daemon_pid))
+            self.assertEqual(fields["op"], "set")
+            self.assertEqual(fields["opid"], str(self.target))
+            self.assertEqual(fields["caller_pid"], str(caller))
+            self.assertEqual(fields["caller_uid"], "0")
+        self.assertEqual((done["contid"], done["old-contid"], done["res"]),
+                         ("800", "-1", "success"))
+        self.assertEqual((refused["contid"], refused["old-contid"], refused["res"]),
+                         ("801", "800", "failed"))
+
+        entry, _ = self.journal.wait_for(
+            lambda e: e.all("MESSAGE_ID") == [MESSAGE_SET], "a registration entry")
+        self.assertEqual(entry.sender_pid, self.daemon_pid)
+        self.assertEqual(entry.one("PTAGS_CONTID"), "800")
+        self.assertEqual(entry.one("PTAGS_PID"), str(self.target))
+        self.assertEqual(entry.one("PTAGS_CALLER_PID"), str(caller))
+        self.assertEqual(entry.one("PTAGS_RESULT"), "success")
+        entry, _ = self.journal.wait_for(
+            lambda e: e.all("MESSAGE_ID") == [MESSAGE_REFUSED_SET], "a refusal entry")
+        self.assertEqual(entry.one("PTAGS_CONTID"), "801")
+        self.assertEqual(entry.one("PTAGS_RESULT"), "org.ptags.Error.AlreadyRegistered")
+
+        self.world.kill(self.target)
+        (drop,) = self.container_records(WAIT_S, 1)
+        self.assertEqual((drop["op"], drop["contid"], drop["res"]), ("drop", "800", "success"))
+        entry, _ = self.journal.wait_for(
+            lambda e: e.all("MESSAGE_ID") == [MESSAGE_DROPPED], "a removal entry")
+        self.assertEqual(entry.one("PTAGS_CONTID"), "800")

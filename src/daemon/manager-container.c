@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #define NAME_MAX_BYTES 256
 /* Ancestors walked for the descendant rule; pid chains are far shorter. */
@@ -421,10 +422,11 @@ static void register_start(Call *call)
 
 static gboolean not_supported(Call *call)
 {
-        if (ptags_backend_has_contids(call->svc->backend))
+        if (call->svc->registry != NULL)
                 return FALSE;
         call_fail(call, g_error_new(PTAGS_ERROR, PTAGS_ERROR_NOT_SUPPORTED,
-                                    "the %s backend has no audit container IDs",
+                                    "audit container IDs are not available with the %s backend "
+                                    "on this kernel",
                                     call->svc->backend->ops->name));
         return TRUE;
 }
@@ -681,6 +683,22 @@ static void container_gone(const PtagsContainer *c, void *user_data)
         ptags_manager_emit_container_removed(svc->skeleton, c->contid);
 }
 
+/* The backend has the operations and the kernel the file (a ptags-lsm
+ * kernel need not carry the contid patches): ask about ptagsd itself. */
+static gboolean containers_supported(PtagsBackend *backend)
+{
+        PtagsTarget self = {0, -1};
+        guint64 id;
+
+        if (!ptags_backend_has_contids(backend) || !ptags_target_pin_pid(&self, getpid(), NULL))
+                return FALSE;
+        int r = backend->ops->read_contid(backend, self.pidfd, self.pid, &id);
+        ptags_target_clear(&self);
+        if (r < 0)
+                g_message("audit container IDs are not available: %s", g_strerror(-r));
+        return r == 0;
+}
+
 void ptags_manager_connect_containers(PtagsService *svc)
 {
         ptags_manager_set_max_containers_per_uid(svc->skeleton, max_per_uid);
@@ -692,8 +710,14 @@ void ptags_manager_connect_containers(PtagsService *svc)
         g_signal_connect(svc->skeleton, "handle-get-container", G_CALLBACK(handle_get_container),
                          svc);
         g_signal_connect(svc->skeleton, "handle-list-containers", G_CALLBACK(handle_list), svc);
-        if (!ptags_backend_has_contids(svc->backend))
+        if (!containers_supported(svc->backend))
                 return;
+        g_auto(GStrv) features = ptags_manager_dup_features(svc->skeleton);
+        guint n = features != NULL ? g_strv_length(features) : 0;
+        features = g_renew(char *, features, n + 2);
+        features[n] = g_strdup("containers");
+        features[n + 1] = NULL;
+        ptags_manager_set_features(svc->skeleton, (const char *const *)features);
         g_autofree char *path = ptags_registry_default_path();
         svc->registry = ptags_registry_new(svc->backend, path, container_gone, svc);
         ptags_registry_load(svc->registry);

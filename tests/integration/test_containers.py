@@ -179,6 +179,7 @@ class ContainerTests(ContainerTestCase):
         self.assertEqual(self.assertOk(self.world.root_call("ListContainers"))[0], [])
 
     def test_register_child(self):
+        self.assertIn("containers", self.world.get_property("Features"))
         target = self.world.spawn_target()
         uuid = bytes(range(16))
         before = time.time()

@@ -32,6 +32,11 @@ typedef struct {
         guint8 uuid[16];
         char *name;
         guint64 old; /* the target's ID before, for the audit record */
+        /* What polkit was told about the target, to notice an exec or a
+         * uid change before the write; reauthorized once at most. */
+        uid_t seen_uid;
+        char *seen_exe;
+        gboolean reauthorized;
 } ContainerArgs;
 
 static void container_args_free(gpointer p)
@@ -39,6 +44,7 @@ static void container_args_free(gpointer p)
         ContainerArgs *a = p;
 
         g_free(a->name);
+        g_free(a->seen_exe);
         g_free(a);
 }
 
@@ -331,16 +337,50 @@ static void register_commit(Call *call)
         call_return(call, NULL);
 }
 
+static void register_start(Call *call);
+
 static void register_authorized(GObject *source, GAsyncResult *res, gpointer user_data)
 {
         Call *call = user_data;
+        ContainerArgs *a = args_of(call);
         GError *error = NULL;
+        PtagsProcessInfo now;
 
         if (!ptags_authority_check_all_finish(res, &error)) {
                 register_fail(call, error);
                 return;
         }
+        if (!ptags_process_info_read(&call->target, &now, &error)) {
+                register_fail(call, error);
+                return;
+        }
+        gboolean same = now.uid == a->seen_uid && g_strcmp0(now.exe, a->seen_exe) == 0;
+        ptags_process_info_clear(&now);
+        if (!same) {
+                /* Polkit answered about another program or user. */
+                if (a->reauthorized) {
+                        register_fail(call, g_error_new(PTAGS_ERROR, PTAGS_ERROR_FAILED,
+                                                        "process %d kept changing during "
+                                                        "authorization; try again",
+                                                        (int)call->target.pid));
+                        return;
+                }
+                a->reauthorized = TRUE;
+                register_start(call);
+                return;
+        }
         register_commit(call);
+}
+
+static void caller_vanished(GDBusConnection *connection, const char *sender, const char *path,
+                            const char *interface, const char *signal, GVariant *params,
+                            gpointer user_data)
+{
+        const char *name, *old_owner, *new_owner;
+
+        g_variant_get(params, "(&s&s&s)", &name, &old_owner, &new_owner);
+        if (new_owner[0] == '\0')
+                g_cancellable_cancel(user_data);
 }
 
 static PolkitDetails *target_details(const PtagsTarget *t, const PtagsProcessInfo *info,
@@ -374,11 +414,19 @@ static void authorize_one(Call *call, const char *action, PolkitDetails *details
                 allow_interaction && (g_dbus_message_get_flags(msg) &
                                       G_DBUS_MESSAGE_FLAGS_ALLOW_INTERACTIVE_AUTHORIZATION) != 0;
         const char *what = polkit_details_lookup(details, "contid");
+        const char *sender = g_dbus_method_invocation_get_sender(call->invocation);
+
+        /* A caller that leaves the bus cancels its pending check. */
+        if (call->owner_watch == 0)
+                call->owner_watch = g_dbus_connection_signal_subscribe(
+                        call->svc->connection, "org.freedesktop.DBus", "org.freedesktop.DBus",
+                        "NameOwnerChanged", "/org/freedesktop/DBus", sender,
+                        G_DBUS_SIGNAL_FLAGS_NONE, caller_vanished, g_object_ref(call->cancellable),
+                        g_object_unref);
 
         g_ptr_array_add(checks, ptags_check_new(action, details, what ? what : "-"));
-        ptags_authority_check_all_async(
-                call->svc->authority, g_dbus_method_invocation_get_sender(call->invocation),
-                call->caller->uid, checks, interactive, call->cancellable, done, call);
+        ptags_authority_check_all_async(call->svc->authority, sender, call->caller->uid, checks,
+                                        interactive, call->cancellable, done, call);
 }
 
 /* Caller known, target pinned: the kernel's first two rules, then polkit
@@ -413,6 +461,9 @@ static void register_start(Call *call)
         }
         PolkitDetails *d =
                 target_details(&call->target, &info, call->caller->target.pid == call->target.pid);
+        a->seen_uid = info.uid;
+        g_free(a->seen_exe);
+        a->seen_exe = g_strdup(info.exe);
         ptags_process_info_clear(&info);
         g_autofree char *id = g_strdup_printf("%" G_GUINT64_FORMAT, a->contid);
         polkit_details_insert(d, "contid", id);

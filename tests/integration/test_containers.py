@@ -136,9 +136,9 @@ class ContainerTestCase(PtagsTestCase):
             raise HarnessError("the shell exited before reporting")
         return int(line)
 
-    def client_with_child(self, uid=NOBODY_UID, before_exec=""):
-        """A ptags_client (as @uid) that has one `sleep` child of its own.
-        Returns (client, child pid)."""
+    def client_with_child(self, uid=NOBODY_UID, before_exec="", child="sleep 600"):
+        """A ptags_client (as @uid) that has one child of its own running
+        @child (a shell command). Returns (client, child pid)."""
         workdir = tempfile.mkdtemp(dir=self.world.tmp)
         os.chmod(workdir, 0o777)
         script = os.path.join(workdir, "ptags_client.py")
@@ -146,8 +146,8 @@ class ContainerTestCase(PtagsTestCase):
                     script)
         os.chmod(script, 0o644)
         pidfile = os.path.join(workdir, "child")
-        body = (before_exec + 'sleep 600 </dev/null >/dev/null 2>&1 & echo $! > "$1"; '
-                'exec %s -I "$2" "$3"' % PYTHON)
+        body = (before_exec + '%s </dev/null >/dev/null 2>&1 & echo $! > "$1"; '
+                'exec %s -I "$2" "$3"' % (child, PYTHON))
         argv = unprivileged_argv(uid, uid) + ["sh", "-c", body, "sh", pidfile, script,
                                               self.world.address]
         proc = self.world.spawn("client", argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
@@ -376,6 +376,32 @@ class ContainerTests(ContainerTestCase):
         self.world.polkit.set_allowed([REGISTER])
         self.assertOk(client.call("RegisterContainer", "uta{sv}", [child, 200, {}]))
         self.assertEqual(self.contid_of(child), 200)
+
+    def test_target_exec_during_authorization_is_checked_again(self):
+        gate_dir = tempfile.mkdtemp(dir=self.world.tmp)
+        os.chmod(gate_dir, 0o777)
+        gate = os.path.join(gate_dir, "go")
+        os.mkfifo(gate, 0o666)
+        holder = os.open(gate, os.O_RDWR)
+        self.addCleanup(os.close, holder)
+        client, child = self.client_with_child(
+            child="exec sh -c 'read go < %s; exec sleep 600'" % gate)
+        wait_until(lambda: os.readlink("/proc/%d/exe" % child).endswith("sh"), 10,
+                   "the child shell")
+        self.world.polkit.set_allowed([REGISTER])
+        self.world.polkit.set_hang([REGISTER])
+        client.send("RegisterContainer", "uta{sv}", [child, 220, {}])
+        self.world.polkit.wait_hanging(1)
+        os.write(holder, b"go\n")
+        wait_until(lambda: os.readlink("/proc/%d/exe" % child).endswith("sleep"), 10,
+                   "the child to exec sleep")
+        self.world.polkit.set_hang([])
+        self.world.polkit.release()
+        self.assertOk(client.receive())
+        checks = [c for c in self.world.polkit.checks() if c["action"] == REGISTER]
+        self.assertEqual([c["details"]["target-comm"] for c in checks], ["sh", "sleep"],
+                         "polkit is asked again about the program that now runs")
+        self.assertEqual(self.contid_of(child), 220)
 
     def test_inspect_needs_polkit_for_others(self):
         target = self.world.spawn_target()

@@ -31,7 +31,8 @@ typedef struct {
         gboolean has_uuid;
         guint8 uuid[16];
         char *name;
-        guint64 old; /* the target's ID before, for the audit record */
+        GVariant *info; /* a{sv}, parsed once the caller is known */
+        guint64 old;    /* the target's ID before, for the audit record */
         /* What polkit was told about the target, to notice an exec or a
          * uid change before the write; reauthorized once at most. */
         uid_t seen_uid;
@@ -45,6 +46,8 @@ static void container_args_free(gpointer p)
 
         g_free(a->name);
         g_free(a->seen_exe);
+        if (a->info != NULL)
+                g_variant_unref(a->info);
         g_free(a);
 }
 
@@ -306,11 +309,8 @@ static void register_commit(Call *call)
                 register_fail(call, error);
                 return;
         }
-        int r = svc->backend->ops->write_contid(svc->backend, call->target.pidfd, pid, a->contid);
-        if (r < 0) {
-                register_fail(call, ptags_errno_error(r, "cannot set the container ID of", pid));
-                return;
-        }
+        /* Recorded first: the kernel's ID is write-once, so it must never
+         * exist without its registry entry. */
         PtagsContainer *c = existing;
         if (c == NULL) {
                 c = ptags_registry_add(svc->registry, a->contid,
@@ -318,17 +318,18 @@ static void register_commit(Call *call)
                                        caller->uid, &caller->target, a->has_uuid ? a->uuid : NULL,
                                        a->name, namespaces, &error);
                 if (c == NULL) {
-                        /* The ID is set and stays set (it is write-once):
-                         * say so rather than pretend nothing happened. */
-                        g_warning("process %d has container ID %" G_GUINT64_FORMAT
-                                  " but the registry was not saved: %s",
-                                  (int)pid, a->contid, error->message);
                         register_fail(call, error);
                         return;
                 }
-        } else {
-                ptags_registry_watch(c, &call->target);
         }
+        int r = svc->backend->ops->write_contid(svc->backend, call->target.pidfd, pid, a->contid);
+        if (r < 0) {
+                if (existing == NULL)
+                        ptags_registry_forget(svc->registry, a->contid);
+                register_fail(call, ptags_errno_error(r, "cannot set the container ID of", pid));
+                return;
+        }
+        ptags_registry_watch(c, &call->target);
         PtagsLogContext ctx;
         log_context(call, &ctx);
         ptags_log_container_set(&ctx, a->contid, a->old, NULL);
@@ -436,6 +437,15 @@ static void register_start(Call *call)
         ContainerArgs *a = args_of(call);
         GError *error = NULL;
 
+        /* Parsed here, once the caller is known, so a refusal names it. */
+        if (a->info != NULL) {
+                gboolean ok = parse_info(a, a->info, &error);
+                g_clear_pointer(&a->info, g_variant_unref);
+                if (!ok) {
+                        register_fail(call, error);
+                        return;
+                }
+        }
         if (call->target.pidfd < 0 &&
             !ptags_target_pin_pid(&call->target, (pid_t)a->pid_arg, &error)) {
                 register_fail(call, error);
@@ -487,15 +497,11 @@ static Call *register_call_new(PtagsService *svc, GDBusMethodInvocation *inv, gu
 {
         Call *call = call_new(svc, inv);
         ContainerArgs *a = args_of(call);
-        GError *error = NULL;
 
         a->contid = contid;
         if (not_supported(call))
                 return NULL;
-        if (!parse_info(a, info, &error)) {
-                call_fail(call, error);
-                return NULL;
-        }
+        a->info = g_variant_ref(info);
         return call;
 }
 

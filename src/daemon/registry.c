@@ -528,3 +528,13 @@ guint64 ptags_process_start_time(pid_t pid)
                 return 0;
         return g_ascii_strtoull(fields[19], NULL, 10);
 }
+
+void ptags_registry_forget(PtagsRegistry *r, guint64 contid)
+{
+        g_autoptr(GError) error = NULL;
+
+        if (!g_hash_table_remove(r->containers, &contid))
+                return;
+        if (!registry_save(r, &error))
+                g_warning("%s", error->message);
+}

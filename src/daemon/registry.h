@@ -72,11 +72,15 @@ guint ptags_registry_count_for_uid(PtagsRegistry *r, uid_t uid);
 GPtrArray *ptags_registry_list(PtagsRegistry *r);
 
 /* A new container (transfer none) whose first process is @leader, saved
- * before it returns. FALSE when it cannot be saved (nothing kept). */
+ * before it returns (so before the kernel write: a ptagsd killed in
+ * between finds it and, when the write never happened, drops it at the
+ * next start's scan). NULL when it cannot be saved (nothing kept). */
 PtagsContainer *ptags_registry_add(PtagsRegistry *r, guint64 contid, guint64 parent,
                                    const PtagsTarget *leader, uid_t owner_uid,
                                    const PtagsTarget *owner, const guint8 *uuid, const char *name,
                                    GArray *namespaces, GError **error);
+/* Drop @contid without announcing it (a registration whose write failed). */
+void ptags_registry_forget(PtagsRegistry *r, guint64 contid);
 /* Watch @t (duplicated) as a process of @c. */
 void ptags_registry_watch(PtagsContainer *c, const PtagsTarget *t);
 

@@ -208,6 +208,18 @@ class ContainerTests(ContainerTestCase):
         self.assertEqual([(c, p) for c, p, _ in self.signals.registered], [(100, target)])
         self.assertEqual(self.signals.registered[0][2]["name"], "web")
 
+    def test_bad_info_is_refused(self):
+        target = self.world.spawn_target()
+        invalid = "org.freedesktop.DBus.Error.InvalidArgs"
+        self.assertError(self.register(target, 102, uuid=b"\x01" * 15), invalid)
+        self.assertError(self.register(target, 102, name="a\nb"), invalid)
+        self.assertError(self.register(target, 102, name="x" * 257), invalid)
+        reply = self.world.root_call("RegisterContainer", "uta{sv}",
+                                     [target, 102, {"colour": GLib.Variant("s", "red")}])
+        self.assertError(reply, invalid)
+        self.assertEqual(self.contid_of(target), UNSET)
+        self.assertOk(self.register(target, 102, name="x" * 256, uuid=b"\x01" * 16))
+
     def test_register_by_pidfd(self):
         target = self.world.spawn_target()
         fd = os.pidfd_open(target)

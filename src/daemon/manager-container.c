@@ -4,19 +4,17 @@
 
 #include "authority.h"
 #include "errors.h"
+#include "lineage.h"
 #include "log.h"
 #include "manager-private.h"
 #include "registry.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
 #define NAME_MAX_BYTES 256
-/* Ancestors walked for the descendant rule; pid chains are far shorter. */
-#define MAX_ANCESTRY 4096
 
 static guint max_per_uid = PTAGS_CONTAINERS_PER_UID_DEFAULT;
 
@@ -127,79 +125,6 @@ static gboolean parse_info(ContainerArgs *a, GVariant *info, GError **error)
 
 /* ---------------------------------------------------------- process facts */
 
-static char *proc_text(pid_t pid, const char *name)
-{
-        g_autofree char *path = g_strdup_printf("/proc/%d/%s", (int)pid, name);
-        char *text = NULL;
-
-        return g_file_get_contents(path, &text, NULL, NULL) ? text : NULL;
-}
-
-static pid_t parent_of(pid_t pid)
-{
-        g_autofree char *stat = proc_text(pid, "stat");
-        const char *p = stat ? strrchr(stat, ')') : NULL;
-        char state;
-        int ppid;
-
-        if (p == NULL || sscanf(p + 1, " %c %d", &state, &ppid) != 2)
-                return 0;
-        return ppid;
-}
-
-static gboolean is_descendant(pid_t pid, pid_t ancestor)
-{
-        for (int i = 0; i < MAX_ANCESTRY && pid > 1; i++) {
-                pid = parent_of(pid);
-                if (pid == ancestor)
-                        return TRUE;
-        }
-        return FALSE;
-}
-
-static guint thread_count(pid_t pid)
-{
-        g_autofree char *status = proc_text(pid, "status");
-        const char *line = status ? strstr(status, "\nThreads:") : NULL;
-
-        return line ? (guint)strtoul(line + strlen("\nThreads:"), NULL, 10) : 0;
-}
-
-static gboolean has_children(pid_t pid)
-{
-        g_autofree char *dir_path = g_strdup_printf("/proc/%d/task", (int)pid);
-        DIR *dir = opendir(dir_path);
-        gboolean any = FALSE, known = dir != NULL;
-
-        /* task/TID/children (CONFIG_PROC_CHILDREN) names each thread's
-         * children; without it, every process's parent is looked at. */
-        for (struct dirent *de; dir != NULL && !any && (de = readdir(dir)) != NULL;) {
-                if (de->d_name[0] == '.')
-                        continue;
-                g_autofree char *path = g_strdup_printf("%s/%s/children", dir_path, de->d_name);
-                g_autofree char *text = NULL;
-                if (!g_file_get_contents(path, &text, NULL, NULL)) {
-                        known = FALSE;
-                        break;
-                }
-                any = text[0] != '\0';
-        }
-        if (dir != NULL)
-                closedir(dir);
-        if (known || any)
-                return any;
-        DIR *proc = opendir("/proc");
-        for (struct dirent *de; proc != NULL && !any && (de = readdir(proc)) != NULL;) {
-                char *end = NULL;
-                long child = strtol(de->d_name, &end, 10);
-                if (end != de->d_name && *end == '\0' && child > 0)
-                        any = parent_of((pid_t)child) == pid;
-        }
-        if (proc != NULL)
-                closedir(proc);
-        return any;
-}
-
 static guint64 contid_of(PtagsService *svc, const PtagsTarget *t)
 {
         guint64 id = PTAGS_CONTID_UNSET;
@@ -269,17 +194,17 @@ static void register_commit(Call *call)
                 /* ptagsd holds CAP_AUDIT_CONTROL; polkit stood for the
                  * caller's right at this point of the kernel's order. */
                 .writer_cap_audit_control = TRUE,
-                .target_has_children = has_children(pid),
-                .target_threads = thread_count(pid),
+                .target_has_children = ptags_lineage_has_children(pid),
+                .target_threads = ptags_lineage_threads(pid),
                 .target_is_writer = caller->target.pid == pid,
-                .target_is_descendant = is_descendant(pid, caller->target.pid),
+                .target_is_descendant = ptags_lineage_is_descendant(pid, caller->target.pid),
                 .writer_is_root_exempt = caller->uid == 0,
                 .target_current = a->old,
                 .writer_current = contid_of(svc, &caller->target),
                 .requested_in_use = existing != NULL,
                 .requested_owned_by_writer =
                         existing != NULL && existing->owner_pid == caller->target.pid &&
-                        existing->owner_start == ptags_process_start_time(caller->target.pid),
+                        existing->owner_start == ptags_lineage_start_time(caller->target.pid),
         };
         /* Everything above was read by pid: it holds only if both live. */
         if (!ptags_target_alive(&call->target))

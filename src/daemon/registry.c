@@ -5,6 +5,7 @@
 #include "registry.h"
 
 #include "errors.h"
+#include "lineage.h"
 
 #include <errno.h>
 #include <glib-unix.h>
@@ -24,6 +25,9 @@
  * and pin the carriers it finds; none found means the container is gone.
  * Cost: one fd and one source per pinned process; a scan per container only
  * when all its pinned processes have exited. */
+
+/* A failed scan is tried again this often. */
+#define RETRY_SCAN_S 30
 
 static const char *const ns_types[] = {"cgroup", "ipc", "mnt", "net", "pid", "time", "user", "uts"};
 
@@ -55,6 +59,8 @@ static void container_free(gpointer data)
 {
         PtagsContainer *c = data;
 
+        if (c->retry_source != 0)
+                g_source_remove(c->retry_source);
         g_ptr_array_unref(c->members);
         if (c->namespaces != NULL)
                 g_array_unref(c->namespaces);
@@ -301,6 +307,7 @@ static GHashTable *scan_backend(PtagsRegistry *r)
 {
         Scan s = {g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free,
                                         (GDestroyNotify)g_array_unref)};
+        gint64 start = g_get_monotonic_time();
         int e = r->backend->ops->list_contids(r->backend, scan_one, &s);
 
         if (e < 0) {
@@ -308,6 +315,9 @@ static GHashTable *scan_backend(PtagsRegistry *r)
                 g_hash_table_unref(s.by_contid);
                 return NULL;
         }
+        /* The one cost of removal detection worth watching. */
+        g_debug("container scan: %" G_GINT64_FORMAT " us, %u IDs in use",
+                g_get_monotonic_time() - start, g_hash_table_size(s.by_contid));
         return s.by_contid;
 }
 
@@ -335,14 +345,26 @@ static void container_settle(PtagsContainer *c, GHashTable *found)
                 container_drop(c);
 }
 
+static gboolean container_retry(gpointer data)
+{
+        PtagsContainer *c = data; /* alive: freeing it removes this source */
+
+        c->retry_source = 0;
+        container_check(c);
+        return G_SOURCE_REMOVE;
+}
+
 static void container_check(PtagsContainer *c)
 {
         g_autoptr(GHashTable) found = scan_backend(c->registry);
 
-        /* When the backend cannot list, keep the container: wrongly
-         * announcing a removal is worse than announcing it late. */
-        if (found == NULL)
+        /* When the backend cannot list, keep the container and ask again
+         * later: a wrong removal is worse than a late one. */
+        if (found == NULL) {
+                if (c->retry_source == 0)
+                        c->retry_source = g_timeout_add_seconds(RETRY_SCAN_S, container_retry, c);
                 return;
+        }
         container_settle(c, found);
 }
 
@@ -442,7 +464,7 @@ PtagsContainer *ptags_registry_add(PtagsRegistry *r, guint64 contid, guint64 par
         c->leader = leader->pid;
         c->owner_uid = owner_uid;
         c->owner_pid = owner->pid;
-        c->owner_start = ptags_process_start_time(owner->pid);
+        c->owner_start = ptags_lineage_start_time(owner->pid);
         c->registered_us = g_get_real_time();
         if (namespaces != NULL) {
                 g_array_unref(c->namespaces);
@@ -509,24 +531,6 @@ GArray *ptags_namespaces_read(const PtagsTarget *t, GError **error)
                 return NULL;
         }
         return out;
-}
-
-guint64 ptags_process_start_time(pid_t pid)
-{
-        g_autofree char *path = g_strdup_printf("/proc/%d/stat", (int)pid);
-        g_autofree char *text = NULL;
-
-        if (!g_file_get_contents(path, &text, NULL, NULL))
-                return 0;
-        /* Fields restart after the last ')' (comm may hold anything);
-         * the start time is field 22, the 20th after it. */
-        const char *p = strrchr(text, ')');
-        if (p == NULL)
-                return 0;
-        g_auto(GStrv) fields = g_strsplit(p + 2, " ", 21);
-        if (g_strv_length(fields) < 21)
-                return 0;
-        return g_ascii_strtoull(fields[19], NULL, 10);
 }
 
 void ptags_registry_forget(PtagsRegistry *r, guint64 contid)

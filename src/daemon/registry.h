@@ -40,6 +40,7 @@ typedef struct {
         GArray *namespaces;   /* PtagsNamespace */
         /* private */
         GPtrArray *members; /* pinned known processes */
+        guint retry_source; /* a scan to try again */
         struct _PtagsRegistry *registry;
 } PtagsContainer;
 
@@ -89,6 +90,3 @@ GVariant *ptags_container_to_variant(const PtagsContainer *c);
 
 /* The namespaces of the pinned @t from /proc/PID/ns. (transfer full) */
 GArray *ptags_namespaces_read(const PtagsTarget *t, GError **error);
-
-/* The start time (clock ticks since boot) of @pid, 0 when unknown. */
-guint64 ptags_process_start_time(pid_t pid);

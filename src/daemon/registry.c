@@ -13,6 +13,7 @@
 #include <glib/gstdio.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -96,7 +97,14 @@ PtagsRegistry *ptags_registry_new(PtagsBackend *backend, const char *path,
                                   PtagsContainerGoneFunc gone, void *user_data)
 {
         PtagsRegistry *r = g_new0(PtagsRegistry, 1);
+        struct rlimit files;
 
+        /* One pidfd per watched process: use the hard limit, as a service
+         * keeping many containers needs more than the usual 1024. */
+        if (getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur < files.rlim_max) {
+                files.rlim_cur = files.rlim_max;
+                setrlimit(RLIMIT_NOFILE, &files);
+        }
         r->backend = backend;
         r->path = g_strdup(path);
         r->containers = g_hash_table_new_full(g_int64_hash, g_int64_equal, NULL, container_free);
@@ -243,19 +251,22 @@ static gboolean container_has_member(PtagsContainer *c, pid_t pid)
         return FALSE;
 }
 
-void ptags_registry_watch(PtagsContainer *c, const PtagsTarget *t)
+gboolean ptags_registry_watch(PtagsContainer *c, const PtagsTarget *t)
 {
         if (c->members->len >= PTAGS_REGISTRY_MAX_PINNED || container_has_member(c, t->pid))
-                return;
+                return TRUE;
         Member *m = g_new0(Member, 1);
         m->container = c;
         if (!ptags_target_copy(&m->target, t, NULL)) {
+                g_warning("cannot watch process %d of container %" G_GUINT64_FORMAT ": %s",
+                          (int)t->pid, c->contid, g_strerror(errno));
                 g_free(m);
-                return;
+                return FALSE;
         }
         /* A pidfd polls readable once its process has exited. */
         m->source = g_unix_fd_add(m->target.pidfd, G_IO_IN, member_exited, m);
         g_ptr_array_add(c->members, m);
+        return TRUE;
 }
 
 /* A pidfd polls readable once its process has exited, zombies included
@@ -267,22 +278,27 @@ static gboolean exited(int pidfd)
         return poll(&p, 1, 0) != 0;
 }
 
-static void pin_found(PtagsContainer *c, pid_t pid)
+/* FALSE when @pid may carry the ID but cannot be watched (out of file
+ * descriptors): then the container must not be declared gone. */
+static gboolean pin_found(PtagsContainer *c, pid_t pid)
 {
         PtagsTarget t = {0, -1};
         guint64 now = PTAGS_CONTID_UNSET;
+        g_autoptr(GError) error = NULL;
+        gboolean ok = TRUE;
 
-        if (!ptags_target_pin_pid(&t, pid, NULL))
-                return;
+        if (!ptags_target_pin_pid(&t, pid, &error))
+                return g_error_matches(error, PTAGS_ERROR, PTAGS_ERROR_NO_SUCH_PROCESS);
         if (exited(t.pidfd)) {
                 ptags_target_clear(&t);
-                return;
+                return TRUE;
         }
         /* Pinned after the scan: it counts only if it still carries the ID. */
         if (c->registry->backend->ops->read_contid(c->registry->backend, t.pidfd, pid, &now) == 0 &&
             now == c->contid)
-                ptags_registry_watch(c, &t);
+                ok = ptags_registry_watch(c, &t);
         ptags_target_clear(&t);
+        return ok;
 }
 
 typedef struct {
@@ -298,8 +314,8 @@ static void scan_one(pid_t pid, guint64 contid, void *user_data)
                 pids = g_array_new(FALSE, FALSE, sizeof(pid_t));
                 g_hash_table_insert(s->by_contid, g_memdup2(&contid, sizeof(contid)), pids);
         }
-        if (pids->len < PTAGS_REGISTRY_MAX_PINNED)
-                g_array_append_val(pids, pid);
+        /* All of them: the first few may be exiting already. */
+        g_array_append_val(pids, pid);
 }
 
 /* contid -> pids carrying it, or NULL when the backend cannot say. */
@@ -335,14 +351,22 @@ static void container_drop(PtagsContainer *c)
 }
 
 /* Pin the carriers @found holds for @c; forget @c when there are none. */
+static gboolean container_retry(gpointer data);
+
 static void container_settle(PtagsContainer *c, GHashTable *found)
 {
         GArray *pids = found != NULL ? g_hash_table_lookup(found, &c->contid) : NULL;
+        gboolean sure = TRUE;
 
-        for (guint i = 0; pids != NULL && i < pids->len; i++)
-                pin_found(c, g_array_index(pids, pid_t, i));
-        if (c->members->len == 0)
+        for (guint i = 0;
+             pids != NULL && i < pids->len && c->members->len < PTAGS_REGISTRY_MAX_PINNED; i++)
+                sure &= pin_found(c, g_array_index(pids, pid_t, i));
+        if (c->members->len > 0)
+                return;
+        if (sure)
                 container_drop(c);
+        else if (c->retry_source == 0)
+                c->retry_source = g_timeout_add_seconds(RETRY_SCAN_S, container_retry, c);
 }
 
 static gboolean container_retry(gpointer data)

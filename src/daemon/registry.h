@@ -10,7 +10,7 @@
 
 /* Known processes of one container pinned at a time; more are found by a
  * scan once all of these have exited. */
-#define PTAGS_REGISTRY_MAX_PINNED 64
+#define PTAGS_REGISTRY_MAX_PINNED 8
 
 /* Live containers one registrant uid may hold unless configured otherwise. */
 #define PTAGS_CONTAINERS_PER_UID_DEFAULT 1024
@@ -82,8 +82,9 @@ PtagsContainer *ptags_registry_add(PtagsRegistry *r, guint64 contid, guint64 par
                                    GArray *namespaces, GError **error);
 /* Drop @contid without announcing it (a registration whose write failed). */
 void ptags_registry_forget(PtagsRegistry *r, guint64 contid);
-/* Watch @t (duplicated) as a process of @c. */
-void ptags_registry_watch(PtagsContainer *c, const PtagsTarget *t);
+/* Watch @t (duplicated) as a process of @c (at most
+ * PTAGS_REGISTRY_MAX_PINNED are). FALSE when it cannot (no descriptor). */
+gboolean ptags_registry_watch(PtagsContainer *c, const PtagsTarget *t);
 
 /* The a{sv} description of @c (GetContainer, signals). (transfer floating) */
 GVariant *ptags_container_to_variant(const PtagsContainer *c);

@@ -152,11 +152,15 @@ static GError *rule_error(int e, const ptags_contid_facts *f, pid_t pid, guint64
                 return g_error_new(PTAGS_ERROR, PTAGS_ERROR_NOT_AUTHORIZED,
                                    "registering containers is not authorized");
         case EBUSY:
-                return f->target_has_children ? g_error_new(PTAGS_ERROR, PTAGS_ERROR_TARGET_BUSY,
-                                                            "process %d has children", (int)pid)
-                                              : g_error_new(PTAGS_ERROR, PTAGS_ERROR_TARGET_BUSY,
-                                                            "process %d has %u threads, not one",
-                                                            (int)pid, f->target_threads);
+                if (f->target_has_children)
+                        return g_error_new(PTAGS_ERROR, PTAGS_ERROR_TARGET_BUSY,
+                                           "process %d has children", (int)pid);
+                if (f->target_threads > 1)
+                        return g_error_new(PTAGS_ERROR, PTAGS_ERROR_TARGET_BUSY,
+                                           "process %d has %u threads, not one", (int)pid,
+                                           f->target_threads);
+                return g_error_new(PTAGS_ERROR, PTAGS_ERROR_TARGET_BUSY,
+                                   "process %d started a child or a thread", (int)pid);
         case EXDEV:
                 return f->target_is_writer
                                ? g_error_new(PTAGS_ERROR, PTAGS_ERROR_SELF_TARGET,
@@ -253,7 +257,12 @@ static void register_commit(Call *call)
         if (r < 0) {
                 if (existing == NULL)
                         ptags_registry_forget(svc->registry, a->contid);
-                register_fail(call, ptags_errno_error(r, "cannot set the container ID of", pid));
+                /* The kernel's own verdicts keep their rule's name. */
+                register_fail(
+                        call,
+                        r == -EINVAL || r == -EBUSY || r == -EXDEV || r == -EEXIST || r == -ENOTUNIQ
+                                ? rule_error(-r, &f, pid, a->contid)
+                                : ptags_errno_error(r, "cannot set the container ID of", pid));
                 return;
         }
         ptags_registry_watch(c, &call->target);

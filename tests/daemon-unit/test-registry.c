@@ -106,8 +106,11 @@ static void test_save_load_and_removal(void)
         g_hash_table_remove_all(fake.ids);
         kill(kept, SIGKILL);
         waitpid(kept, NULL, 0);
-        while (gone->len < 2)
-                g_main_context_iteration(NULL, TRUE);
+        gint64 deadline = g_get_monotonic_time() + 10 * G_USEC_PER_SEC;
+        while (gone->len < 2 && g_get_monotonic_time() < deadline)
+                if (!g_main_context_iteration(NULL, FALSE))
+                        g_usleep(10000);
+        g_assert_cmpuint(gone->len, ==, 2);
         g_assert_cmpuint(g_array_index(gone, guint64, 1), ==, 5);
         g_assert_cmpuint(fake.scans, ==, 2);
         ptags_registry_free(r);

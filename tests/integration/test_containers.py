@@ -296,9 +296,9 @@ class ContainerTests(ContainerTestCase):
         # A shell registered as 170 later becomes an orchestrator (the
         # client) whose own child inherits 170 and is given 171 from inside.
         self.world.polkit.set_allowed([REGISTER])
-        pidfile_dir = tempfile.mkdtemp(dir=self.world.tmp)
-        os.chmod(pidfile_dir, 0o777)
-        gate = os.path.join(pidfile_dir, "go")
+        gate_dir = tempfile.mkdtemp(dir=self.world.tmp)
+        os.chmod(gate_dir, 0o777)
+        gate = os.path.join(gate_dir, "go")
         os.mkfifo(gate, 0o666)
         holder = os.open(gate, os.O_RDWR)  # the shell's read blocks until we write
         self.addCleanup(os.close, holder)

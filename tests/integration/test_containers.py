@@ -20,7 +20,7 @@ from gi.repository import Gio, GLib
 import ptags_client
 import test_logging
 from ptags_harness import (NOBODY_UID, PYTHON, ClientProcess, HarnessError, PtagsTestCase,
-                           unprivileged_argv, wait_until)
+                           second_user_uid, unprivileged_argv, wait_until)
 
 UNSET = 2**64 - 1
 REGISTER = "org.ptags.container.register"
@@ -414,6 +414,25 @@ class ContainerTests(ContainerTestCase):
         self.assertEqual([c["details"]["target-comm"] for c in checks], ["sh", "sleep"],
                          "polkit is asked again about the program that now runs")
         self.assertEqual(self.contid_of(child), 220)
+
+    def test_concurrent_registrations_of_one_value(self):
+        # Both pass polkit at once; the rules decide at the write, so the
+        # second finds the value taken by the first.
+        first, first_child = self.client_with_child()
+        second, second_child = self.client_with_child(uid=second_user_uid())
+        self.world.polkit.set_allowed([REGISTER])
+        self.world.polkit.set_hang([REGISTER])
+        first.send("RegisterContainer", "uta{sv}", [first_child, 230, {}])
+        second.send("RegisterContainer", "uta{sv}", [second_child, 230, {}])
+        self.world.polkit.wait_hanging(2)
+        self.world.polkit.set_hang([])
+        self.world.polkit.release()
+        replies = [first.receive(), second.receive()]
+        self.assertEqual(sorted(r.error or "ok" for r in replies),
+                         ["ok", "org.ptags.Error.ContainerIdInUse"], replies)
+        ids = {self.contid_of(first_child), self.contid_of(second_child)}
+        self.assertEqual(ids, {230, UNSET})
+        self.assertEqual(len(self.assertOk(self.world.root_call("ListContainers"))[0]), 1)
 
     def test_inspect_needs_polkit_for_others(self):
         target = self.world.spawn_target()

@@ -1,5 +1,5 @@
-/* backend-bpf.c: the bpf backend: tags kept in BPF task storage by the
- * programs of src/bpf, for stock kernels without the ptags LSM. */
+/* backend-bpf.c: the bpf backend: tags and audit container IDs kept in BPF
+ * task storage by the programs of src/bpf, for stock kernels. */
 #define G_LOG_DOMAIN "ptagsd-bpf"
 
 #include "backend.h"
@@ -114,6 +114,67 @@ static int bpf_find(PtagsBackend *b, const char *pattern, size_t len, PtagsFound
         return 0;
 }
 
+/* ------------------------------------------------------- container IDs */
+
+static int bpf_read_contid(PtagsBackend *b, int pidfd, pid_t pid, guint64 *out)
+{
+        BackendBpf *self = (BackendBpf *)b;
+        ptags_bpf_record rec;
+
+        int r = pidfd >= 0 ? ptags_bpf_get_record_pidfd(self->bpf, pidfd, &rec)
+                           : ptags_bpf_get_record(self->bpf, pid, &rec);
+        if (r < 0) {
+                g_debug("reading the container ID of %d: %s", (int)pid,
+                        ptags_bpf_last_error(self->bpf));
+                return r;
+        }
+        if (pidfd >= 0 && !ptags_pidfd_running(pidfd))
+                return -ESRCH; /* an exited process carries nothing */
+        *out = rec.valid ? rec.contid : PTAGS_CONTID_UNSET;
+        return 0;
+}
+
+static int bpf_write_contid(PtagsBackend *b, int pidfd, pid_t pid, guint64 contid)
+{
+        BackendBpf *self = (BackendBpf *)b;
+
+        /* Every thread gets the ID (their records are separate), and the
+         * hooks copy it to every later fork and clone. Through the pidfd,
+         * as every write: never the process that reused the pid. */
+        if (!ptags_pidfd_running(pidfd))
+                return -ESRCH;
+        int r = ptags_bpf_write_contid(self->bpf, pidfd, contid);
+        if (r < 0)
+                g_debug("writing the container ID of %d: %s", (int)pid,
+                        ptags_bpf_last_error(self->bpf));
+        return r;
+}
+
+static int bpf_list_contids(PtagsBackend *b, PtagsContidFunc cb, void *user_data)
+{
+        BackendBpf *self = (BackendBpf *)b;
+        ptags_bpf_task *tasks = NULL;
+        size_t n = 0;
+
+        /* One pass of the task iterator: it visits every task but prints
+         * only those with a record. */
+        int r = ptags_bpf_list_tasks(self->bpf, &tasks, &n);
+        if (r < 0) {
+                g_warning("listing tasks: %s", ptags_bpf_last_error(self->bpf));
+                return r;
+        }
+        g_autoptr(GHashTable) seen = g_hash_table_new(g_direct_hash, g_direct_equal);
+        for (size_t i = 0; i < n; i++) {
+                if (tasks[i].contid == PTAGS_CONTID_UNSET ||
+                    g_hash_table_contains(seen, GINT_TO_POINTER(tasks[i].tgid)))
+                        continue;
+                g_hash_table_add(seen, GINT_TO_POINTER(tasks[i].tgid));
+                cb(tasks[i].tgid, tasks[i].contid, user_data);
+        }
+        free(tasks);
+        return 0;
+}
+
 static gboolean collect_cb(gpointer data)
 {
         BackendBpf *self = data;
@@ -149,6 +210,9 @@ static const PtagsBackendOps bpf_lsm_ops = {
         .apply = bpf_apply,
         .find = bpf_find,
         .free = bpf_free,
+        .read_contid = bpf_read_contid,
+        .write_contid = bpf_write_contid,
+        .list_contids = bpf_list_contids,
 };
 
 static const PtagsBackendOps bpf_tracepoint_ops = {
@@ -157,6 +221,9 @@ static const PtagsBackendOps bpf_tracepoint_ops = {
         .apply = bpf_apply,
         .find = bpf_find,
         .free = bpf_free,
+        .read_contid = bpf_read_contid,
+        .write_contid = bpf_write_contid,
+        .list_contids = bpf_list_contids,
 };
 
 /* PTAGS_BPF_HOOKS=lsm|tracepoint forces the hook kind (tests, and admins

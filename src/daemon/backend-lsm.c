@@ -1,5 +1,6 @@
 /* backend-lsm.c: the ptags-lsm backend: tags live in the kernel's
- * /proc/PID/attr/ptags files of a kernel carrying the ptags LSM. */
+ * /proc/PID/attr/ptags files of a kernel carrying the ptags LSM, container
+ * IDs in /proc/PID/audit_containerid of a kernel carrying audit contid. */
 #define G_LOG_DOMAIN "ptagsd-lsm"
 
 #include "backend.h"
@@ -150,6 +151,95 @@ static int lsm_find(PtagsBackend *b, const char *pattern, size_t len, PtagsFound
         return 0;
 }
 
+/* ------------------------------------------------------- container IDs */
+
+static char *contid_path(BackendLsm *self, pid_t pid)
+{
+        return g_strdup_printf("%s/%d/audit_containerid", self->proc_root, (int)pid);
+}
+
+/* A missing file of a live process means a kernel without audit contid. */
+static int contid_open_errno(int saved, int pidfd)
+{
+        if (saved == ENOENT)
+                return pidfd >= 0 && pidfd_running(pidfd) ? -EOPNOTSUPP : -ESRCH;
+        return -saved;
+}
+
+static int lsm_read_contid(PtagsBackend *b, int pidfd, pid_t pid, guint64 *out)
+{
+        BackendLsm *self = (BackendLsm *)b;
+        g_autofree char *path = contid_path(self, pid);
+        g_autoptr(GByteArray) buf = g_byte_array_new();
+
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return contid_open_errno(errno, pidfd);
+        int r = read_all(fd, buf);
+        close(fd);
+        if (r < 0)
+                return r == -ENOENT ? -ESRCH : r;
+        if (!pidfd_running(pidfd))
+                return -ESRCH;
+        uint64_t v;
+        if (!ptags_contid_parse((const char *)buf->data, buf->len, &v)) {
+                g_warning("%s: not a container ID", path);
+                return -EIO;
+        }
+        *out = v;
+        return 0;
+}
+
+static int lsm_write_contid(PtagsBackend *b, int pidfd, pid_t pid, guint64 contid)
+{
+        BackendLsm *self = (BackendLsm *)b;
+        g_autofree char *path = contid_path(self, pid);
+        char text[24];
+        int len = g_snprintf(text, sizeof(text), "%" G_GUINT64_FORMAT, contid);
+
+        int fd = open(path, O_WRONLY | O_CLOEXEC);
+        if (fd < 0)
+                return contid_open_errno(errno, pidfd);
+        /* Bound to the target only if it still runs after the open (a pid
+         * is reused only once its process is reaped). */
+        if (!pidfd_running(pidfd)) {
+                close(fd);
+                return -ESRCH;
+        }
+        ssize_t r;
+        do
+                r = write(fd, text, (size_t)len);
+        while (r < 0 && errno == EINTR);
+        int saved = errno;
+        close(fd);
+        if (r < 0)
+                return -saved;
+        return r == len ? 0 : -EIO;
+}
+
+static int lsm_list_contids(PtagsBackend *b, PtagsContidFunc cb, void *user_data)
+{
+        /* One read per live process, like lsm_find: the service calls this
+         * only when a container may have lost its last known member. */
+        DIR *dir = opendir("/proc");
+
+        if (dir == NULL)
+                return -errno;
+        struct dirent *de;
+        while ((de = readdir(dir)) != NULL) {
+                char *end = NULL;
+                long pid = strtol(de->d_name, &end, 10);
+                if (end == de->d_name || *end != '\0' || pid <= 0)
+                        continue;
+                guint64 contid = PTAGS_CONTID_UNSET;
+                if (lsm_read_contid(b, -1, (pid_t)pid, &contid) == 0 &&
+                    contid != PTAGS_CONTID_UNSET)
+                        cb((pid_t)pid, contid, user_data);
+        }
+        closedir(dir);
+        return 0;
+}
+
 static void lsm_free(PtagsBackend *b)
 {
         BackendLsm *self = (BackendLsm *)b;
@@ -165,6 +255,9 @@ static const PtagsBackendOps lsm_ops = {
         .apply = lsm_apply,
         .find = lsm_find,
         .free = lsm_free,
+        .read_contid = lsm_read_contid,
+        .write_contid = lsm_write_contid,
+        .list_contids = lsm_list_contids,
 };
 
 static gboolean grant_daemon_rights(BackendLsm *self, GError **error)

@@ -3,9 +3,8 @@
  *
  * A backend reads and applies already-validated, already-authorized changes
  * and reports errno-level failures; it never decides about authorization.
- * Container-ID operations will be appended to PtagsBackendOps later; backends
- * must zero-initialise their ops table so new members default to NULL
- * ("not supported"). */
+ * Backends zero-initialise their ops table, so a member a backend lacks is
+ * NULL, which the service reports as NotSupported. */
 #pragma once
 
 #include <gio/gio.h>
@@ -18,6 +17,9 @@ typedef struct _PtagsBackend PtagsBackend;
 /* Called by find() once per process holding a matching tag. @tags is
  * borrowed for the duration of the call only. */
 typedef void (*PtagsFoundFunc)(pid_t pid, const ptags_set *tags, void *user_data);
+
+/* Called by list_contids() once per live process carrying a container ID. */
+typedef void (*PtagsContidFunc)(pid_t pid, guint64 contid, void *user_data);
 
 typedef struct {
         /* The Backend D-Bus property: "ptags-lsm", "bpf-lsm" or "bpf-tracepoint". */
@@ -37,6 +39,16 @@ typedef struct {
                     void *user_data);
         /* Release everything; @b is invalid afterwards. */
         void (*free)(PtagsBackend *b);
+
+        /* Audit container IDs. The service has decided every rule before a
+         * write; the kernel may still refuse (its errno is returned). */
+        /* The ID of the pinned process; PTAGS_CONTID_UNSET when none. 0 or -errno. */
+        int (*read_contid)(PtagsBackend *b, int pidfd, pid_t pid, guint64 *out);
+        /* Give the pinned process (every thread) @contid. 0 or -errno. */
+        int (*write_contid)(PtagsBackend *b, int pidfd, pid_t pid, guint64 contid);
+        /* Call @cb once per live process whose ID is set. 0 or -errno.
+         * Costs one pass over every process (or every task record). */
+        int (*list_contids)(PtagsBackend *b, PtagsContidFunc cb, void *user_data);
 } PtagsBackendOps;
 
 /* Backends embed this as their first member. */
@@ -65,6 +77,12 @@ static inline int ptags_backend_read(PtagsBackend *b, int pidfd, pid_t pid, ptag
 static inline int ptags_backend_apply(PtagsBackend *b, int pidfd, pid_t pid, const ptags_plan *plan)
 {
         return b->ops->apply(b, pidfd, pid, plan);
+}
+
+static inline gboolean ptags_backend_has_contids(PtagsBackend *b)
+{
+        return b->ops->read_contid != NULL && b->ops->write_contid != NULL &&
+               b->ops->list_contids != NULL;
 }
 
 static inline void ptags_backend_free(PtagsBackend *b)

@@ -1,6 +1,6 @@
-/* log.c: journal and audit records for tag changes. Either sink may be
- * missing (containers, tests): that is noted once at debug level and never
- * fails a call. */
+/* log.c: journal and audit records for tag changes and container IDs. Either
+ * sink may be missing (containers, tests): that is noted once at debug level
+ * and never fails a call. */
 #define G_LOG_DOMAIN "ptagsd-log"
 
 #include "log.h"
@@ -36,21 +36,31 @@ static int audit_socket(void)
         return audit_fd;
 }
 
-static void audit_record(const char *op, const PtagsLogContext *ctx, const char *tag,
-                         gboolean success)
+/* Container records: the kernel's CONTAINER_OP (1020) is not a type user
+ * space may send, and a container ID is audit configuration, so the user
+ * "system config change" type carries the proposal's fields. */
+#define PTAGS_AUDIT_CONTAINER_TYPE AUDIT_USYS_CONFIG
+
+static void audit_send(int type, const char *msg, gboolean success)
 {
         static gboolean warned = FALSE;
         int fd = audit_socket();
 
         if (fd < 0)
                 return;
-        g_autofree char *msg = ptags_audit_message(op, ctx, tag);
-        if (audit_log_user_message(fd, PTAGS_AUDIT_TYPE, msg, NULL, NULL, NULL, success ? 1 : 0) <=
-                    0 &&
+        if (audit_log_user_message(fd, type, msg, NULL, NULL, NULL, success ? 1 : 0) <= 0 &&
             !warned) {
                 warned = TRUE;
                 g_debug("cannot write audit records: %s", g_strerror(errno));
         }
+}
+
+static void audit_record(const char *op, const PtagsLogContext *ctx, const char *tag,
+                         gboolean success)
+{
+        g_autofree char *msg = ptags_audit_message(op, ctx, tag);
+
+        audit_send(PTAGS_AUDIT_TYPE, msg, success);
 }
 
 static void journal_result(int r)
@@ -174,4 +184,88 @@ void ptags_log_refused(const PtagsLogContext *ctx, const ptags_plan *plan, const
         }
         if (n == 0)
                 audit_record("ptags-change", ctx, NULL, FALSE);
+}
+
+/* ------------------------------------------------------- container IDs */
+
+/* The proposal prints the unset ID as -1. */
+static char *contid_text(guint64 id)
+{
+        return id == PTAGS_CONTID_UNSET ? g_strdup("-1")
+                                        : g_strdup_printf("%" G_GUINT64_FORMAT, id);
+}
+
+char *ptags_audit_container_message(const char *op, const PtagsLogContext *ctx, guint64 contid,
+                                    guint64 old)
+{
+        g_autofree char *id = contid_text(contid);
+
+        if (ctx == NULL)
+                return g_strdup_printf("op=%s contid=%s", op, id);
+        g_autofree char *old_id = contid_text(old);
+        return g_strdup_printf("op=%s opid=%d contid=%s old-contid=%s caller_pid=%d caller_uid=%u",
+                               op, (int)ctx->pid, id, old_id, (int)ctx->caller_pid,
+                               (unsigned)ctx->caller_uid);
+}
+
+static void container_journal(const char *message_id, int priority, const char *message,
+                              const char *result, guint64 contid, const PtagsLogContext *ctx)
+{
+        g_autoptr(GArray) iov = g_array_new(FALSE, FALSE, sizeof(struct iovec));
+        g_autoptr(GPtrArray) fields = g_ptr_array_new_with_free_func(g_free);
+
+        add_field(iov, fields, g_strdup_printf("MESSAGE_ID=%s", message_id));
+        add_field(iov, fields, g_strdup_printf("PRIORITY=%d", priority));
+        add_field(iov, fields, g_strdup_printf("MESSAGE=%s", message));
+        add_field(iov, fields, g_strdup_printf("PTAGS_CONTID=%" G_GUINT64_FORMAT, contid));
+        add_field(iov, fields, g_strdup_printf("PTAGS_RESULT=%s", result));
+        if (ctx != NULL) {
+                add_field(iov, fields, g_strdup_printf("PTAGS_PID=%d", (int)ctx->pid));
+                add_field(iov, fields, g_strdup_printf("PTAGS_ACTION=%s", ctx->method));
+                add_field(iov, fields,
+                          g_strdup_printf("PTAGS_CALLER_PID=%d", (int)ctx->caller_pid));
+                add_field(iov, fields,
+                          g_strdup_printf("PTAGS_CALLER_UID=%u", (unsigned)ctx->caller_uid));
+        }
+        journal_result(sd_journal_sendv((struct iovec *)iov->data, (int)iov->len));
+}
+
+void ptags_log_container_set(const PtagsLogContext *ctx, guint64 contid, guint64 old,
+                             const GError *error)
+{
+        g_autofree char *msg = ptags_audit_container_message("set", ctx, contid, old);
+        g_autofree char *result =
+                error != NULL ? g_dbus_error_encode_gerror(error) : g_strdup("success");
+        g_autofree char *message =
+                error == NULL
+                        ? g_strdup_printf(
+                                  "Process %d registered as audit container %" G_GUINT64_FORMAT
+                                  " by process %d (uid %u)",
+                                  (int)ctx->pid, contid, (int)ctx->caller_pid,
+                                  (unsigned)ctx->caller_uid)
+                        : g_strdup_printf(
+                                  "Registration of process %d as audit container %" G_GUINT64_FORMAT
+                                  " by process %d (uid %u) refused: %s",
+                                  (int)ctx->pid, contid, (int)ctx->caller_pid,
+                                  (unsigned)ctx->caller_uid, error->message);
+
+        g_debug("%s: %s", ctx->method, message);
+        container_journal(error == NULL ? PTAGS_MESSAGE_CONTAINER_SET
+                                        : PTAGS_MESSAGE_CONTAINER_REFUSED,
+                          error == NULL ? LOG_NOTICE : LOG_WARNING, message, result, contid, ctx);
+        audit_send(PTAGS_AUDIT_CONTAINER_TYPE, msg, error == NULL);
+}
+
+void ptags_log_container_drop(guint64 contid, pid_t registrant_pid, uid_t registrant_uid)
+{
+        g_autofree char *msg = ptags_audit_container_message("drop", NULL, contid, 0);
+        g_autofree char *message = g_strdup_printf(
+                "Audit container %" G_GUINT64_FORMAT
+                " (registered by process %d, uid %u) is gone: its last process exited",
+                contid, (int)registrant_pid, (unsigned)registrant_uid);
+
+        g_debug("%s", message);
+        container_journal(PTAGS_MESSAGE_CONTAINER_DROPPED, LOG_NOTICE, message, "success", contid,
+                          NULL);
+        audit_send(PTAGS_AUDIT_CONTAINER_TYPE, msg, TRUE);
 }

@@ -1,5 +1,5 @@
-/* log.h: the record of every tag change and every refused change, in the
- * journal (structured, with MESSAGE_IDs) and in the audit trail. */
+/* log.h: the record of every tag change, container registration and refusal,
+ * in the journal (structured, with MESSAGE_IDs) and in the audit trail. */
 #pragma once
 
 #include <gio/gio.h>
@@ -10,6 +10,9 @@
 /* Journal MESSAGE_IDs, one per event kind; stable for log filters. */
 #define PTAGS_MESSAGE_TAGS_CHANGED   "56f8202c992d48b2b57f12d212df8c0b"
 #define PTAGS_MESSAGE_CHANGE_REFUSED "157bd556789b4955bd9106f6457525c2"
+#define PTAGS_MESSAGE_CONTAINER_SET     "ad78356abe3048aaa71ad4a8241e2078"
+#define PTAGS_MESSAGE_CONTAINER_REFUSED "297b1404a82e40e4ab70035a932b8586"
+#define PTAGS_MESSAGE_CONTAINER_DROPPED "bdd732546eb446778798009d294a0049"
 
 /* Who asked for a change to which process. */
 typedef struct {
@@ -32,3 +35,18 @@ void ptags_log_refused(const PtagsLogContext *ctx, const ptags_plan *plan, const
  * caller_uid=... tag=..."), with the tag hex-encoded by libaudit when it
  * needs it; @tag may be NULL. (transfer full) */
 char *ptags_audit_message(const char *op, const PtagsLogContext *ctx, const char *tag);
+
+/* A container registration attempt (@error NULL: it succeeded): one journal
+ * entry and one audit record in the audit contid proposal's CONTAINER_OP
+ * shape, "op=set opid=TARGET contid=ID old-contid=OLD" naming the caller,
+ * with res= success or failed. @old is PTAGS_CONTID_UNSET when none or
+ * unknown. */
+void ptags_log_container_set(const PtagsLogContext *ctx, guint64 contid, guint64 old,
+                             const GError *error);
+
+/* The last known process of container @contid has exited: "op=drop". */
+void ptags_log_container_drop(guint64 contid, pid_t registrant_pid, uid_t registrant_uid);
+
+/* The audit body of a container record, @ctx NULL for op=drop. (transfer full) */
+char *ptags_audit_container_message(const char *op, const PtagsLogContext *ctx, guint64 contid,
+                                    guint64 old);

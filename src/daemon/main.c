@@ -13,6 +13,7 @@
 #include "backend-select.h"
 #include "backend.h"
 #include "manager.h"
+#include "registry.h"
 
 #define BUS_NAME               "org.ptags.Manager"
 #define DEFAULT_POLKIT_TIMEOUT 25
@@ -91,6 +92,7 @@ int main(int argc, char **argv)
         g_autofree char *backend_name = NULL;
         g_autofree char *proc_root = NULL;
         gint polkit_timeout = DEFAULT_POLKIT_TIMEOUT;
+        gint max_containers = PTAGS_CONTAINERS_PER_UID_DEFAULT;
         gboolean verbose = FALSE;
         gboolean version = FALSE;
         gboolean remove_state = FALSE;
@@ -101,6 +103,8 @@ int main(int argc, char **argv)
                  "Read and write DIR/PID/attr/ptags instead of /proc (tests)", "DIR"},
                 {"polkit-timeout", 0, 0, G_OPTION_ARG_INT, &polkit_timeout,
                  "Deny a change when polkit takes longer (default 25)", "SECONDS"},
+                {"max-containers-per-uid", 0, 0, G_OPTION_ARG_INT, &max_containers,
+                 "Live audit containers one registrant uid may hold (default 1024)", "N"},
                 {"verbose", 'v', 0, G_OPTION_ARG_NONE, &verbose, "Log every call and decision",
                  NULL},
                 {"version", 0, 0, G_OPTION_ARG_NONE, &version, "Print the version and exit", NULL},
@@ -136,6 +140,11 @@ int main(int argc, char **argv)
                 g_printerr("ptagsd: --polkit-timeout must be a positive number of seconds\n");
                 return 2;
         }
+        if (max_containers <= 0) {
+                g_printerr("ptagsd: --max-containers-per-uid must be a positive number\n");
+                return 2;
+        }
+        ptags_containers_set_max_per_uid((guint)max_containers);
         /* GLib's default writer shows debug messages when this is set (the
          * variable works on every GLib the build accepts). */
         if (verbose)

@@ -5,6 +5,7 @@
 #include "manager.h"
 #include "ptags-manager-generated.h"
 #include "peer-cache.h"
+#include "registry.h"
 #include "target.h"
 
 #include <gio/gunixfdlist.h>
@@ -16,6 +17,7 @@ struct _PtagsService {
         PtagsAuthority *authority;
         GHashTable *reauthorizing; /* pid -> GQueue of Call waiting to apply */
         PtagsPeerCache *peers;
+        PtagsRegistry *registry;   /* audit containers (manager-container.c) */
 };
 
 /* One method call in flight; owned by whichever async step runs next. */
@@ -44,6 +46,9 @@ typedef struct {
         gboolean holds_target_lock;
         GCancellable *cancellable;
         guint owner_watch;
+        /* container methods: their arguments (manager-container.c) */
+        gpointer extra;
+        GDestroyNotify extra_free;
 } Call;
 
 /* The next step of a call once its target is pinned. */
@@ -76,3 +81,8 @@ void target_lock_release(Call *call);
 
 /* Connect the change methods (manager-change.c) to the skeleton. */
 void ptags_manager_connect_changes(PtagsService *svc);
+
+/* Load the container registry and connect the container methods
+ * (manager-container.c); ptags_manager_free_containers undoes it. */
+void ptags_manager_connect_containers(PtagsService *svc);
+void ptags_manager_free_containers(PtagsService *svc);

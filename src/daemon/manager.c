@@ -128,6 +128,8 @@ void call_free(Call *call)
         g_free(call->arg);
         g_free(call->value);
         g_strfreev(call->lines);
+        if (call->extra_free != NULL)
+                call->extra_free(call->extra);
         ptags_peer_free(call->caller);
         ptags_target_clear(&call->target);
         ptags_set_free(call->current);
@@ -484,6 +486,7 @@ PtagsService *ptags_service_new(GDBusConnection *connection, PtagsBackend *backe
                          svc);
         g_signal_connect(svc->skeleton, "handle-find-tagged", G_CALLBACK(handle_find_tagged), svc);
         ptags_manager_connect_changes(svc);
+        ptags_manager_connect_containers(svc);
 
         if (!g_dbus_interface_skeleton_export(G_DBUS_INTERFACE_SKELETON(svc->skeleton), connection,
                                               "/org/ptags/Manager", error)) {
@@ -500,6 +503,7 @@ void ptags_service_free(PtagsService *svc)
         if (g_dbus_interface_skeleton_get_connection(G_DBUS_INTERFACE_SKELETON(svc->skeleton)))
                 g_dbus_interface_skeleton_unexport(G_DBUS_INTERFACE_SKELETON(svc->skeleton));
         g_clear_object(&svc->skeleton);
+        ptags_manager_free_containers(svc);
         g_hash_table_unref(svc->reauthorizing);
         ptags_peer_cache_free(svc->peers);
         g_clear_object(&svc->connection);

@@ -140,6 +140,62 @@ static void test_threads(test_instance *t)
         child_kill(&c);
 }
 
+static size_t threads_in_container(test_instance *t, pid_t tgid, uint64_t contid, size_t *total)
+{
+        ptags_bpf_task *tasks = NULL;
+        size_t n = 0, match = 0;
+        *total = 0;
+        if (ptags_bpf_list_tasks(t->bpf, &tasks, &n) < 0)
+                die("list tasks: %s", ptags_bpf_last_error(t->bpf));
+        for (size_t i = 0; i < n; i++) {
+                if (tasks[i].tgid != tgid)
+                        continue;
+                (*total)++;
+                match += tasks[i].contid == contid;
+        }
+        free(tasks);
+        return match;
+}
+
+/* A container ID alone (no tags) reaches every thread, is inherited by
+ * threads created later and by forks from any thread, and is kept across
+ * tag changes and an exec from a non-main thread: it is never cleared. */
+static void test_contid(test_instance *t)
+{
+        child_proc c;
+        size_t total;
+        child_spawn(&c);
+        child_send(&c, "threads 1");
+        child_expect(&c, "tid");
+        int c_fd = pidfd_of(c.pid);
+        CHECK(ptags_bpf_write_contid(t->bpf, c_fd, 77) == 0, "contid");
+        close(c_fd);
+        CHECK(record_of(t, c.pid).contid == 77 && record_of(t, c.pid).set_id == 0,
+              "an ID without tags");
+        size_t matching = threads_in_container(t, c.pid, 77, &total);
+        CHECK(matching == 2 && total == 2, "both threads carry it (%zu of %zu)", matching, total);
+
+        child_send(&c, "threads 2");
+        child_expect(&c, "tid");
+        child_expect(&c, "tid");
+        matching = threads_in_container(t, c.pid, 77, &total);
+        CHECK(matching == 4 && total == 4, "threads created later inherit it (%zu of %zu)",
+              matching, total);
+
+        child_send(&c, "fork-thread 2");
+        pid_t g = (pid_t)child_expect(&c, "pid");
+        CHECK(record_of(t, g).contid == 77, "a fork from a later thread inherits it");
+
+        tag(t, c.pid, "x\n");
+        CHECK(record_of(t, c.pid).contid == 77, "a tag change keeps it");
+        child_send(&c, "exec-thread 1");
+        CHECK(child_expect(&c, "ready") == c.pid, "exec from a thread keeps the tgid");
+        CHECK(record_of(t, c.pid).contid == 77, "exec from a non-main thread keeps it");
+        CHECK(tags_are(t, c.pid, ""), "while the unkept tag drops");
+        kill_pid(g);
+        child_kill(&c);
+}
+
 /* 10,000 forks while another process retags the forking parent as fast as
  * it can: every child has a record, and it is one of the two whole ones. */
 static void test_fork_storm(test_instance *t)
@@ -441,10 +497,15 @@ static const struct {
         const char *name;
         void (*run)(test_instance *t);
 } cases[] = {
-        {"fork-inherit", test_fork_inherit}, {"exec-drop-keep", test_exec_drop_keep},
-        {"exec-twice", test_exec_twice},     {"threads", test_threads},
-        {"fork-storm", test_fork_storm},     {"restart", test_restart},
-        {"find-tagged", test_find_tagged},   {"errors", test_errors},
+        {"fork-inherit", test_fork_inherit},
+        {"exec-drop-keep", test_exec_drop_keep},
+        {"exec-twice", test_exec_twice},
+        {"threads", test_threads},
+        {"fork-storm", test_fork_storm},
+        {"restart", test_restart},
+        {"find-tagged", test_find_tagged},
+        {"errors", test_errors},
+        {"contid", test_contid},
 };
 
 int main(int argc, char **argv)

@@ -1,6 +1,7 @@
 /* test-backend-lsm.c: the ptags-lsm backend's file handling under a proc
  * root: it needs a provider, gives itself its rights, reads and parses the
- * attr file, and names a vanished process; plus backend selection. */
+ * attr file, and names a vanished process; its audit_containerid reads,
+ * writes and listing; plus backend selection. */
 #include <errno.h>
 #include <glib/gstdio.h>
 #include <string.h>
@@ -8,6 +9,7 @@
 
 #include "backend-select.h"
 #include "errors.h"
+#include "target.h"
 
 typedef struct {
         char *root;
@@ -117,6 +119,56 @@ static void test_select(Fixture *f, gconstpointer data)
         g_assert_error(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE);
 }
 
+static void found_contid(pid_t pid, guint64 contid, void *user_data)
+{
+        GHashTable *seen = user_data;
+
+        g_hash_table_insert(seen, GINT_TO_POINTER(pid), g_memdup2(&contid, sizeof(contid)));
+}
+
+static void test_container_ids(Fixture *f, gconstpointer data)
+{
+        g_autoptr(GError) error = NULL;
+        PtagsBackend *b = ptags_backend_lsm_new(f->root, &error);
+        PtagsTarget self = {0, -1};
+        guint64 id = 0;
+
+        g_assert_no_error(error);
+        g_assert_true(ptags_target_pin_pid(&self, getpid(), &error));
+        /* No file for a live process: a kernel without audit contid. */
+        g_assert_cmpint(b->ops->read_contid(b, self.pidfd, self.pid, &id), ==, -EOPNOTSUPP);
+
+        g_autofree char *path = g_strdup_printf("%s/%d/audit_containerid", f->root, (int)getpid());
+        g_assert_true(g_file_set_contents(path, "18446744073709551615", -1, NULL));
+        g_assert_cmpint(b->ops->read_contid(b, self.pidfd, self.pid, &id), ==, 0);
+        g_assert_cmpuint(id, ==, PTAGS_CONTID_UNSET);
+        g_assert_true(g_file_set_contents(path, "4x", -1, NULL));
+        g_test_expect_message("ptagsd-lsm", G_LOG_LEVEL_WARNING, "*not a container ID");
+        g_assert_cmpint(b->ops->read_contid(b, self.pidfd, self.pid, &id), ==, -EIO);
+        g_test_assert_expected_messages();
+
+        g_assert_true(g_file_set_contents(path, "", 0, NULL));
+        g_assert_cmpint(b->ops->write_contid(b, self.pidfd, self.pid, 77), ==, 0);
+        g_autofree char *written = NULL;
+        g_assert_true(g_file_get_contents(path, &written, NULL, NULL));
+        g_assert_cmpstr(written, ==, "77");
+        g_assert_cmpint(b->ops->read_contid(b, self.pidfd, self.pid, &id), ==, 0);
+        g_assert_cmpuint(id, ==, 77);
+
+        /* Listing walks the real /proc; only this process has a file. */
+        g_autoptr(GHashTable) seen =
+                g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, g_free);
+        g_assert_cmpint(b->ops->list_contids(b, found_contid, seen), ==, 0);
+        g_assert_cmpuint(g_hash_table_size(seen), ==, 1);
+        guint64 *listed = g_hash_table_lookup(seen, GINT_TO_POINTER(getpid()));
+        g_assert_nonnull(listed);
+        g_assert_cmpuint(*listed, ==, 77);
+
+        g_unlink(path);
+        ptags_target_clear(&self);
+        ptags_backend_free(b);
+}
+
 int main(int argc, char **argv)
 {
         g_test_init(&argc, &argv, NULL);
@@ -124,6 +176,8 @@ int main(int argc, char **argv)
                    test_grants_own_rights, fixture_tear_down);
         g_test_add("/backend-lsm/reads-and-parses", Fixture, NULL, fixture_set_up,
                    test_reads_and_parses, fixture_tear_down);
+        g_test_add("/backend-lsm/container-ids", Fixture, NULL, fixture_set_up, test_container_ids,
+                   fixture_tear_down);
         g_test_add_func("/backend-lsm/no-provider", test_no_provider);
         g_test_add_func("/backend-lsm/lsm-list", test_lsm_list);
         g_test_add("/backend-lsm/select", Fixture, NULL, fixture_set_up, test_select,

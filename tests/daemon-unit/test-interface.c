@@ -1,5 +1,5 @@
 /* test-interface.c: the interface XML (through the generated glue) carries
- * exactly the documented tag methods, signal and properties with their signatures,
+ * exactly the documented methods, signals and properties with their signatures,
  * so the public contract cannot drift unnoticed. */
 #include <string.h>
 
@@ -19,12 +19,23 @@ static void test_methods(void)
         static const struct {
                 const char *name, *in, *out;
         } api[] = {
-                {"GetTags", "u", "a(sbs)"}, {"GetTagsFd", "h", "a(sbs)"},
-                {"HasTag", "us", "b"},      {"GetPeerTags", "s", "a(sbs)"},
-                {"PeerHasTag", "ss", "b"},  {"FindTagged", "s", "a(ua(sbs))"},
-                {"AddTag", "usb", ""},      {"RemoveTag", "us", ""},
-                {"SetValue", "uss", ""},    {"SetKeep", "usb", ""},
-                {"Apply", "uas", ""},       {"ApplyFd", "has", ""},
+                {"GetTags", "u", "a(sbs)"},
+                {"GetTagsFd", "h", "a(sbs)"},
+                {"HasTag", "us", "b"},
+                {"GetPeerTags", "s", "a(sbs)"},
+                {"PeerHasTag", "ss", "b"},
+                {"FindTagged", "s", "a(ua(sbs))"},
+                {"AddTag", "usb", ""},
+                {"RemoveTag", "us", ""},
+                {"SetValue", "uss", ""},
+                {"SetKeep", "usb", ""},
+                {"Apply", "uas", ""},
+                {"ApplyFd", "has", ""},
+                {"RegisterContainer", "uta{sv}", ""},
+                {"RegisterContainerFd", "hta{sv}", ""},
+                {"GetContainerId", "u", "t"},
+                {"GetContainer", "t", "a{sv}"},
+                {"ListContainers", "", "a(ta{sv})"},
         };
         GDBusInterfaceInfo *info = ptags_manager_interface_info();
         size_t n = 0;
@@ -46,18 +57,31 @@ static void test_methods(void)
 static void test_signal_and_properties(void)
 {
         GDBusInterfaceInfo *info = ptags_manager_interface_info();
-        GDBusSignalInfo *s = g_dbus_interface_info_lookup_signal(info, "TagsChanged");
         static const struct {
                 const char *name, *sig;
-        } props[] = {
-                {"Version", "s"}, {"Backend", "s"},      {"Features", "as"},
-                {"MaxTags", "u"}, {"MaxTagLength", "u"}, {"MaxValueLength", "u"},
-        };
+        } signals[] =
+                {
+                        {"TagsChanged", "uasa(sbs)"},
+                        {"ContainerRegistered", "tua{sv}"},
+                        {"ContainerRemoved", "t"},
+                },
+          props[] = {
+                  {"Version", "s"},
+                  {"Backend", "s"},
+                  {"Features", "as"},
+                  {"MaxTags", "u"},
+                  {"MaxTagLength", "u"},
+                  {"MaxValueLength", "u"},
+                  {"MaxContainersPerUid", "u"},
+          };
 
-        g_assert_nonnull(s);
-        g_autofree char *sig = signature_of(s->args);
-        g_assert_cmpstr(sig, ==, "uasa(sbs)");
-        g_assert_null(info->signals[1]);
+        for (size_t i = 0; i < G_N_ELEMENTS(signals); i++) {
+                GDBusSignalInfo *s = g_dbus_interface_info_lookup_signal(info, signals[i].name);
+                g_assert_nonnull(s);
+                g_autofree char *sig = signature_of(s->args);
+                g_assert_cmpstr(sig, ==, signals[i].sig);
+        }
+        g_assert_null(info->signals[G_N_ELEMENTS(signals)]);
         for (size_t i = 0; i < G_N_ELEMENTS(props); i++) {
                 GDBusPropertyInfo *p = g_dbus_interface_info_lookup_property(info, props[i].name);
                 g_assert_nonnull(p);

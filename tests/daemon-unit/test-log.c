@@ -1,5 +1,6 @@
 /* test-log.c: audit record bodies (tags encoded by libaudit so a tag cannot
- * forge fields) and logging without journal or audit never failing. */
+ * forge fields; container records in the contid proposal's shape) and
+ * logging without journal or audit never failing. */
 #include <string.h>
 
 #include "errors.h"
@@ -24,6 +25,20 @@ static void test_audit_message(void)
         g_assert_cmpstr(none, ==, "op=ptags-change pid=9 caller_pid=1234 caller_uid=1000");
 }
 
+static void test_container_message(void)
+{
+        PtagsLogContext ctx = {.pid = 42, .caller_pid = 1234, .caller_uid = 1000};
+        g_autofree char *first = ptags_audit_container_message("set", &ctx, 5, PTAGS_CONTID_UNSET);
+        g_assert_cmpstr(first, ==,
+                        "op=set opid=42 contid=5 old-contid=-1 caller_pid=1234 caller_uid=1000");
+        g_autofree char *nested = ptags_audit_container_message("set", &ctx, 6, 5);
+        g_assert_cmpstr(nested, ==,
+                        "op=set opid=42 contid=6 old-contid=5 caller_pid=1234 caller_uid=1000");
+        g_autofree char *drop =
+                ptags_audit_container_message("drop", NULL, 18446744073709551614u, 0);
+        g_assert_cmpstr(drop, ==, "op=drop contid=18446744073709551614");
+}
+
 static void test_logging_without_sinks(void)
 {
         /* Tests have neither journal nor audit: logging must simply return. */
@@ -38,6 +53,9 @@ static void test_logging_without_sinks(void)
         g_autoptr(GError) failed = g_error_new(PTAGS_ERROR, PTAGS_ERROR_FAILED, "failed");
         ptags_log_refused(&ctx, plan, denied);
         ptags_log_refused(&ctx, NULL, failed);
+        ptags_log_container_set(&ctx, 5, PTAGS_CONTID_UNSET, NULL);
+        ptags_log_container_set(&ctx, 5, PTAGS_CONTID_UNSET, denied);
+        ptags_log_container_drop(5, 2, 1000);
         ptags_plan_free(plan);
         ptags_set_free(set);
 }
@@ -46,6 +64,7 @@ int main(int argc, char **argv)
 {
         g_test_init(&argc, &argv, NULL);
         g_test_add_func("/log/audit-message", test_audit_message);
+        g_test_add_func("/log/container-message", test_container_message);
         g_test_add_func("/log/without-sinks", test_logging_without_sinks);
         return g_test_run();
 }

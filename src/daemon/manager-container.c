@@ -1,0 +1,745 @@
+/* manager-container.c: the audit container-ID methods and signals: register
+ * (kernel rules in the kernel's order, decided by the model), read, list. */
+#define G_LOG_DOMAIN "ptagsd-container"
+
+#include "authority.h"
+#include "errors.h"
+#include "lineage.h"
+#include "log.h"
+#include "manager-private.h"
+#include "registry.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#define NAME_MAX_BYTES 256
+/* Replies stay far below dbus-daemon's 32 MiB message limit. */
+#define LIST_MAX_BYTES (8u * 1024u * 1024u)
+
+static guint max_per_uid = PTAGS_CONTAINERS_PER_UID_DEFAULT;
+
+void ptags_containers_set_max_per_uid(guint max)
+{
+        max_per_uid = max;
+}
+
+typedef struct {
+        guint64 contid;
+        guint32 pid_arg;
+        gboolean has_uuid;
+        guint8 uuid[16];
+        char *name;
+        GVariant *info; /* a{sv}, parsed once the caller is known */
+        guint64 old;    /* the target's ID before, for the audit record */
+        /* What polkit was told about the target, to notice an exec or a
+         * uid change before the write; reauthorized once at most. */
+        uid_t seen_uid;
+        char *seen_exe;
+        gboolean reauthorized;
+} ContainerArgs;
+
+static void container_args_free(gpointer p)
+{
+        ContainerArgs *a = p;
+
+        g_free(a->name);
+        g_free(a->seen_exe);
+        if (a->info != NULL)
+                g_variant_unref(a->info);
+        g_free(a);
+}
+
+static ContainerArgs *args_of(Call *call)
+{
+        if (call->extra == NULL) {
+                ContainerArgs *a = g_new0(ContainerArgs, 1);
+                a->old = PTAGS_CONTID_UNSET;
+                call->extra = a;
+                call->extra_free = container_args_free;
+        }
+        return call->extra;
+}
+
+static void log_context(Call *call, PtagsLogContext *ctx)
+{
+        ctx->pid = call->target.pid;
+        ctx->caller_pid = call->caller ? call->caller->target.pid : 0;
+        ctx->caller_uid = call->caller ? call->caller->uid : (uid_t)-1;
+        ctx->method = call->method;
+}
+
+/* Every refused registration is logged before the reply. */
+static void register_fail(Call *call, GError *error)
+{
+        PtagsLogContext ctx;
+        ContainerArgs *a = args_of(call);
+
+        log_context(call, &ctx);
+        ptags_log_container_set(&ctx, a->contid, a->old, error);
+        call_fail(call, error);
+}
+
+static gboolean parse_info(ContainerArgs *a, GVariant *info, GError **error)
+{
+        GVariantIter it;
+        const char *key;
+        GVariant *value;
+
+        g_variant_iter_init(&it, info);
+        while (g_variant_iter_loop(&it, "{&sv}", &key, &value)) {
+                if (g_str_equal(key, "uuid") && g_variant_is_of_type(value, G_VARIANT_TYPE("ay"))) {
+                        gsize n = 0;
+                        const guint8 *bytes = g_variant_get_fixed_array(value, &n, 1);
+                        if (n != sizeof(a->uuid)) {
+                                g_set_error(error, G_DBUS_ERROR, G_DBUS_ERROR_INVALID_ARGS,
+                                            "argument info: uuid has %zu bytes, not 16", n);
+                                return FALSE;
+                        }
+                        memcpy(a->uuid, bytes, n);
+                        a->has_uuid = TRUE;
+                } else if (g_str_equal(key, "name") &&
+                           g_variant_is_of_type(value, G_VARIANT_TYPE_STRING)) {
+                        const char *name = g_variant_get_string(value, NULL);
+                        gboolean control = FALSE;
+                        for (const char *p = name; *p != '\0'; p++)
+                                control |= (guchar)*p < 0x20 || *p == 0x7f;
+                        if (strlen(name) > NAME_MAX_BYTES || control) {
+                                g_set_error(error, G_DBUS_ERROR, G_DBUS_ERROR_INVALID_ARGS,
+                                            "argument info: name must be at most %d bytes "
+                                            "without control characters",
+                                            NAME_MAX_BYTES);
+                                return FALSE;
+                        }
+                        g_free(a->name);
+                        a->name = g_strdup(name);
+                } else {
+                        g_set_error(error, G_DBUS_ERROR, G_DBUS_ERROR_INVALID_ARGS,
+                                    "argument info: unknown key \"%s\" or wrong type (expected "
+                                    "uuid ay, name s)",
+                                    key);
+                        return FALSE;
+                }
+        }
+        return TRUE;
+}
+
+/* ---------------------------------------------------------- process facts */
+
+static guint64 contid_of(PtagsService *svc, const PtagsTarget *t)
+{
+        guint64 id = PTAGS_CONTID_UNSET;
+
+        if (svc->backend->ops->read_contid(svc->backend, t->pidfd, t->pid, &id) < 0)
+                return PTAGS_CONTID_UNSET;
+        return id;
+}
+
+/* The model's verdict as the named error. (transfer full) */
+static GError *rule_error(int e, const ptags_contid_facts *f, pid_t pid, guint64 contid)
+{
+        switch (e) {
+        case ESRCH:
+                return g_error_new(PTAGS_ERROR, PTAGS_ERROR_NO_SUCH_PROCESS,
+                                   "process %d has exited", (int)pid);
+        case EINVAL:
+                return g_error_new(PTAGS_ERROR, PTAGS_ERROR_INVALID_CONTAINER_ID,
+                                   "argument contid: %" G_GUINT64_FORMAT
+                                   " means unset and cannot be registered",
+                                   contid);
+        case EPERM:
+                return g_error_new(PTAGS_ERROR, PTAGS_ERROR_NOT_AUTHORIZED,
+                                   "registering containers is not authorized");
+        case EBUSY:
+                if (f->target_has_children)
+                        return g_error_new(PTAGS_ERROR, PTAGS_ERROR_TARGET_BUSY,
+                                           "process %d has children", (int)pid);
+                if (f->target_threads > 1)
+                        return g_error_new(PTAGS_ERROR, PTAGS_ERROR_TARGET_BUSY,
+                                           "process %d has %u threads, not one", (int)pid,
+                                           f->target_threads);
+                return g_error_new(PTAGS_ERROR, PTAGS_ERROR_TARGET_BUSY,
+                                   "process %d started a child or a thread", (int)pid);
+        case EXDEV:
+                return f->target_is_writer
+                               ? g_error_new(PTAGS_ERROR, PTAGS_ERROR_SELF_TARGET,
+                                             "process %d is the caller itself", (int)pid)
+                               : g_error_new(PTAGS_ERROR, PTAGS_ERROR_NOT_DESCENDANT,
+                                             "process %d is not a descendant of the caller",
+                                             (int)pid);
+        case EEXIST:
+                return g_error_new(PTAGS_ERROR, PTAGS_ERROR_ALREADY_REGISTERED,
+                                   "process %d already has container ID %" G_GUINT64_FORMAT,
+                                   (int)pid, f->target_current);
+        case ENOTUNIQ:
+                return g_error_new(PTAGS_ERROR, PTAGS_ERROR_CONTAINER_ID_IN_USE,
+                                   "argument contid: %" G_GUINT64_FORMAT
+                                   " is in use by a container the caller did not register",
+                                   contid);
+        }
+        return g_error_new(PTAGS_ERROR, PTAGS_ERROR_FAILED, "unexpected verdict %s", g_strerror(e));
+}
+
+/* ---------------------------------------------------------- registration */
+
+static void register_commit(Call *call)
+{
+        PtagsService *svc = call->svc;
+        ContainerArgs *a = args_of(call);
+        PtagsPeer *caller = call->caller;
+        pid_t pid = call->target.pid;
+        GError *error = NULL;
+
+        /* The descendant and self rules and the registrant's identity need
+         * the caller's own process, proven to be the connection's. */
+        if (!caller->process_known) {
+                register_fail(call, ptags_peer_unknown_error(
+                                            caller,
+                                            g_dbus_method_invocation_get_sender(call->invocation),
+                                            "registering a container"));
+                return;
+        }
+
+        PtagsContainer *existing = ptags_registry_lookup(svc->registry, a->contid);
+        a->old = contid_of(svc, &call->target);
+        ptags_contid_facts f = {
+                .target_exists = ptags_target_alive(&call->target),
+                .value_ok = TRUE,
+                .requested = a->contid,
+                /* ptagsd holds CAP_AUDIT_CONTROL; polkit stood for the
+                 * caller's right at this point of the kernel's order. */
+                .writer_cap_audit_control = TRUE,
+                .target_has_children = ptags_lineage_has_children(pid),
+                .target_threads = ptags_lineage_threads(pid),
+                .target_is_writer = caller->target.pid == pid,
+                .target_is_descendant = ptags_lineage_is_descendant(pid, caller->target.pid),
+                .writer_is_root_exempt = caller->uid == 0,
+                .target_current = a->old,
+                .writer_current = contid_of(svc, &caller->target),
+                .requested_in_use = existing != NULL,
+                .requested_owned_by_writer =
+                        existing != NULL && existing->owner_pid == caller->target.pid &&
+                        existing->owner_start == ptags_lineage_start_time(caller->target.pid),
+        };
+        /* Everything above was read by pid: it holds only if both live. */
+        if (!ptags_target_alive(&call->target))
+                f.target_exists = FALSE;
+        if (!ptags_target_alive(&caller->target)) {
+                register_fail(call, g_error_new(PTAGS_ERROR, PTAGS_ERROR_NO_SUCH_PROCESS,
+                                                "the caller's process exited"));
+                return;
+        }
+        bool nesting = false;
+        int e = ptags_contid_decide(&f, &nesting);
+        if (e != 0) {
+                register_fail(call, rule_error(e, &f, pid, a->contid));
+                return;
+        }
+        guint held = ptags_registry_count_for_uid(svc->registry, caller->uid);
+        if (existing == NULL && held >= max_per_uid) {
+                register_fail(call, g_error_new(PTAGS_ERROR, PTAGS_ERROR_LIMIT_EXCEEDED,
+                                                "uid %u already holds %u live containers, the "
+                                                "limit MaxContainersPerUid",
+                                                (unsigned)caller->uid, held));
+                return;
+        }
+        g_autoptr(GArray) namespaces = NULL;
+        if (existing == NULL &&
+            (namespaces = ptags_namespaces_read(&call->target, &error)) == NULL) {
+                register_fail(call, error);
+                return;
+        }
+        /* Recorded first: the kernel's ID is write-once, so it must never
+         * exist without its registry entry. */
+        PtagsContainer *c = existing;
+        if (c == NULL) {
+                c = ptags_registry_add(svc->registry, a->contid,
+                                       nesting ? a->old : PTAGS_CONTID_UNSET, &call->target,
+                                       caller->uid, &caller->target, a->has_uuid ? a->uuid : NULL,
+                                       a->name, namespaces, &error);
+                if (c == NULL) {
+                        register_fail(call, error);
+                        return;
+                }
+        }
+        int r = svc->backend->ops->write_contid(svc->backend, call->target.pidfd, pid, a->contid);
+        if (r < 0) {
+                if (existing == NULL)
+                        ptags_registry_forget(svc->registry, a->contid);
+                /* The kernel's own verdicts keep their rule's name. */
+                register_fail(
+                        call,
+                        r == -EINVAL || r == -EBUSY || r == -EXDEV || r == -EEXIST || r == -ENOTUNIQ
+                                ? rule_error(-r, &f, pid, a->contid)
+                                : ptags_errno_error(r, "cannot set the container ID of", pid));
+                return;
+        }
+        ptags_registry_watch(c, &call->target);
+        PtagsLogContext ctx;
+        log_context(call, &ctx);
+        ptags_log_container_set(&ctx, a->contid, a->old, NULL);
+        ptags_manager_emit_container_registered(svc->skeleton, a->contid, (guint32)pid,
+                                                ptags_container_to_variant(c));
+        call_return(call, NULL);
+}
+
+static void register_start(Call *call);
+
+static void register_authorized(GObject *source, GAsyncResult *res, gpointer user_data)
+{
+        Call *call = user_data;
+        ContainerArgs *a = args_of(call);
+        GError *error = NULL;
+        PtagsProcessInfo now;
+
+        if (!ptags_authority_check_all_finish(res, &error)) {
+                register_fail(call, error);
+                return;
+        }
+        if (!ptags_process_info_read(&call->target, &now, &error)) {
+                register_fail(call, error);
+                return;
+        }
+        gboolean same = now.uid == a->seen_uid && g_strcmp0(now.exe, a->seen_exe) == 0;
+        ptags_process_info_clear(&now);
+        if (!same) {
+                /* Polkit answered about another program or user. */
+                if (a->reauthorized) {
+                        register_fail(call, g_error_new(PTAGS_ERROR, PTAGS_ERROR_FAILED,
+                                                        "process %d kept changing during "
+                                                        "authorization; try again",
+                                                        (int)call->target.pid));
+                        return;
+                }
+                a->reauthorized = TRUE;
+                register_start(call);
+                return;
+        }
+        register_commit(call);
+}
+
+static void caller_vanished(GDBusConnection *connection, const char *sender, const char *path,
+                            const char *interface, const char *signal, GVariant *params,
+                            gpointer user_data)
+{
+        const char *name, *old_owner, *new_owner;
+
+        g_variant_get(params, "(&s&s&s)", &name, &old_owner, &new_owner);
+        if (new_owner[0] == '\0')
+                g_cancellable_cancel(user_data);
+}
+
+static PolkitDetails *target_details(const PtagsTarget *t, const PtagsProcessInfo *info,
+                                     gboolean self)
+{
+        PolkitDetails *d = polkit_details_new();
+        g_autofree char *pid = g_strdup_printf("%d", (int)t->pid);
+        g_autofree char *uid = g_strdup_printf("%u", (unsigned)info->uid);
+
+        polkit_details_insert(d, "pid", pid);
+        polkit_details_insert(d, "target-uid", uid);
+        if (info->user != NULL)
+                polkit_details_insert(d, "target-user", info->user);
+        if (info->exe != NULL)
+                polkit_details_insert(d, "target-exe", info->exe);
+        polkit_details_insert(d, "target-comm", info->comm ? info->comm : "");
+        if (info->unit != NULL)
+                polkit_details_insert(d, "target-unit", info->unit);
+        polkit_details_insert(d, "self", self ? "true" : "false");
+        return d;
+}
+
+/* One polkit check of @action; @done gets the call back. */
+static void authorize_one(Call *call, const char *action, PolkitDetails *details,
+                          gboolean allow_interaction, GAsyncReadyCallback done)
+{
+        g_autoptr(GPtrArray) checks =
+                g_ptr_array_new_with_free_func((GDestroyNotify)ptags_check_free);
+        GDBusMessage *msg = g_dbus_method_invocation_get_message(call->invocation);
+        gboolean interactive =
+                allow_interaction && (g_dbus_message_get_flags(msg) &
+                                      G_DBUS_MESSAGE_FLAGS_ALLOW_INTERACTIVE_AUTHORIZATION) != 0;
+        const char *what = polkit_details_lookup(details, "contid");
+        const char *sender = g_dbus_method_invocation_get_sender(call->invocation);
+
+        /* A caller that leaves the bus cancels its pending check. */
+        if (call->owner_watch == 0)
+                call->owner_watch = g_dbus_connection_signal_subscribe(
+                        call->svc->connection, "org.freedesktop.DBus", "org.freedesktop.DBus",
+                        "NameOwnerChanged", "/org/freedesktop/DBus", sender,
+                        G_DBUS_SIGNAL_FLAGS_NONE, caller_vanished, g_object_ref(call->cancellable),
+                        g_object_unref);
+
+        g_ptr_array_add(checks, ptags_check_new(action, details, what ? what : "-"));
+        ptags_authority_check_all_async(call->svc->authority, sender, call->caller->uid, checks,
+                                        interactive, call->cancellable, done, call);
+}
+
+/* Caller known, target pinned: the kernel's first two rules, then polkit
+ * where the kernel checks CAP_AUDIT_CONTROL, then the rest. */
+static void register_start(Call *call)
+{
+        ContainerArgs *a = args_of(call);
+        GError *error = NULL;
+
+        /* Parsed here, once the caller is known, so a refusal names it. */
+        if (a->info != NULL) {
+                gboolean ok = parse_info(a, a->info, &error);
+                g_clear_pointer(&a->info, g_variant_unref);
+                if (!ok) {
+                        register_fail(call, error);
+                        return;
+                }
+        }
+        if (call->target.pidfd < 0 &&
+            !ptags_target_pin_pid(&call->target, (pid_t)a->pid_arg, &error)) {
+                register_fail(call, error);
+                return;
+        }
+        if (!ptags_target_alive(&call->target)) {
+                register_fail(call, rule_error(ESRCH, NULL, call->target.pid, a->contid));
+                return;
+        }
+        a->old = contid_of(call->svc, &call->target);
+        if (a->contid == PTAGS_CONTID_UNSET) {
+                register_fail(call, rule_error(EINVAL, NULL, call->target.pid, a->contid));
+                return;
+        }
+        if (call->caller->uid == 0) {
+                register_commit(call); /* polkit always authorizes root */
+                return;
+        }
+        PtagsProcessInfo info;
+        if (!ptags_process_info_read(&call->target, &info, &error)) {
+                register_fail(call, error);
+                return;
+        }
+        PolkitDetails *d =
+                target_details(&call->target, &info, call->caller->target.pid == call->target.pid);
+        a->seen_uid = info.uid;
+        g_free(a->seen_exe);
+        a->seen_exe = g_strdup(info.exe);
+        ptags_process_info_clear(&info);
+        g_autofree char *id = g_strdup_printf("%" G_GUINT64_FORMAT, a->contid);
+        polkit_details_insert(d, "contid", id);
+        polkit_details_insert(d, "container-name", a->name ? a->name : "");
+        authorize_one(call, PTAGS_ACTION_CONTAINER_REGISTER, d, TRUE, register_authorized);
+}
+
+static gboolean not_supported(Call *call)
+{
+        if (call->svc->registry != NULL)
+                return FALSE;
+        call_fail(call, g_error_new(PTAGS_ERROR, PTAGS_ERROR_NOT_SUPPORTED,
+                                    "audit container IDs are not available with the %s backend "
+                                    "on this kernel",
+                                    call->svc->backend->ops->name));
+        return TRUE;
+}
+
+static Call *register_call_new(PtagsService *svc, GDBusMethodInvocation *inv, guint64 contid,
+                               GVariant *info)
+{
+        Call *call = call_new(svc, inv);
+        ContainerArgs *a = args_of(call);
+
+        a->contid = contid;
+        if (not_supported(call))
+                return NULL;
+        a->info = g_variant_ref(info);
+        return call;
+}
+
+static gboolean handle_register(PtagsManager *object, GDBusMethodInvocation *inv, guint32 pid,
+                                guint64 contid, GVariant *info, PtagsService *svc)
+{
+        Call *call = register_call_new(svc, inv, contid, info);
+
+        if (call == NULL)
+                return TRUE;
+        args_of(call)->pid_arg = pid;
+        if (pid > G_MAXINT) {
+                call_fail(call, g_error_new(PTAGS_ERROR, PTAGS_ERROR_NO_SUCH_PROCESS,
+                                            "argument pid: %u is not a process id", pid));
+                return TRUE;
+        }
+        /* The caller first, so every refusal after this names it. */
+        call->target_is_caller = pid == 0;
+        call_lookup_peer(call, g_dbus_method_invocation_get_sender(inv), register_start);
+        return TRUE;
+}
+
+static gboolean handle_register_fd(PtagsManager *object, GDBusMethodInvocation *inv,
+                                   GUnixFDList *fds, GVariant *pidfd, guint64 contid,
+                                   GVariant *info, PtagsService *svc)
+{
+        Call *call = register_call_new(svc, inv, contid, info);
+        GError *error = NULL;
+
+        if (call == NULL)
+                return TRUE;
+        if (!call_adopt_fd(call, fds, pidfd, &error)) {
+                call_fail(call, error);
+                return TRUE;
+        }
+        call_lookup_peer(call, g_dbus_method_invocation_get_sender(inv), register_start);
+        return TRUE;
+}
+
+/* ---------------------------------------------------------- reads */
+
+static void get_id_reply(Call *call)
+{
+        guint64 id = PTAGS_CONTID_UNSET;
+        int r = call->svc->backend->ops->read_contid(call->svc->backend, call->target.pidfd,
+                                                     call->target.pid, &id);
+
+        if (r < 0) {
+                call_fail(call, ptags_errno_error(r, "cannot read the container ID of",
+                                                  call->target.pid));
+                return;
+        }
+        call_return(call, g_variant_new("(t)", id));
+}
+
+static void get_id_authorized(GObject *source, GAsyncResult *res, gpointer user_data)
+{
+        Call *call = user_data;
+        GError *error = NULL;
+
+        if (!ptags_authority_check_all_finish(res, &error)) {
+                call_fail(call, error);
+                return;
+        }
+        get_id_reply(call);
+}
+
+static void get_id_start(Call *call)
+{
+        ContainerArgs *a = args_of(call);
+        GError *error = NULL;
+        PtagsProcessInfo info;
+
+        if (call->target.pidfd < 0 &&
+            !ptags_target_pin_pid(&call->target, (pid_t)a->pid_arg, &error)) {
+                call_fail(call, error);
+                return;
+        }
+        if (!ptags_process_info_read(&call->target, &info, &error)) {
+                call_fail(call, error);
+                return;
+        }
+        /* One's own processes are free to read, like the kernel's
+         * same-uid /proc access; others' need inspect. */
+        if (call->caller->uid == 0 || info.uid == call->caller->uid) {
+                ptags_process_info_clear(&info);
+                get_id_reply(call);
+                return;
+        }
+        PolkitDetails *d =
+                target_details(&call->target, &info, call->caller->target.pid == call->target.pid);
+        ptags_process_info_clear(&info);
+        authorize_one(call, PTAGS_ACTION_CONTAINER_INSPECT, d, TRUE, get_id_authorized);
+}
+
+static gboolean handle_get_id(PtagsManager *object, GDBusMethodInvocation *inv, guint32 pid,
+                              PtagsService *svc)
+{
+        Call *call = call_new(svc, inv);
+
+        if (not_supported(call))
+                return TRUE;
+        args_of(call)->pid_arg = pid;
+        if (pid > G_MAXINT) {
+                call_fail(call, g_error_new(PTAGS_ERROR, PTAGS_ERROR_NO_SUCH_PROCESS,
+                                            "argument pid: %u is not a process id", pid));
+                return TRUE;
+        }
+        call->target_is_caller = pid == 0;
+        call_lookup_peer(call, g_dbus_method_invocation_get_sender(inv), get_id_start);
+        return TRUE;
+}
+
+static void get_container_reply(Call *call)
+{
+        PtagsContainer *c = ptags_registry_lookup(call->svc->registry, args_of(call)->contid);
+
+        /* It may have ended while polkit was asked. */
+        if (c == NULL) {
+                call_fail(call, g_error_new(PTAGS_ERROR, PTAGS_ERROR_NO_SUCH_CONTAINER,
+                                            "argument contid: no live container %" G_GUINT64_FORMAT,
+                                            args_of(call)->contid));
+                return;
+        }
+        call_return(call, g_variant_new("(@a{sv})", ptags_container_to_variant(c)));
+}
+
+static void get_container_authorized(GObject *source, GAsyncResult *res, gpointer user_data)
+{
+        Call *call = user_data;
+        GError *error = NULL;
+
+        if (!ptags_authority_check_all_finish(res, &error)) {
+                call_fail(call, error);
+                return;
+        }
+        get_container_reply(call);
+}
+
+static PolkitDetails *container_details(const char *contid, const char *name)
+{
+        PolkitDetails *d = polkit_details_new();
+
+        polkit_details_insert(d, "contid", contid);
+        polkit_details_insert(d, "container-name", name ? name : "");
+        return d;
+}
+
+static void get_container_start(Call *call)
+{
+        PtagsContainer *c = ptags_registry_lookup(call->svc->registry, args_of(call)->contid);
+
+        if (c == NULL || call->caller->uid == 0 || c->owner_uid == call->caller->uid) {
+                get_container_reply(call);
+                return;
+        }
+        g_autofree char *id = g_strdup_printf("%" G_GUINT64_FORMAT, c->contid);
+        authorize_one(call, PTAGS_ACTION_CONTAINER_INSPECT, container_details(id, c->name), TRUE,
+                      get_container_authorized);
+}
+
+static gboolean handle_get_container(PtagsManager *object, GDBusMethodInvocation *inv,
+                                     guint64 contid, PtagsService *svc)
+{
+        Call *call = call_new(svc, inv);
+
+        if (not_supported(call))
+                return TRUE;
+        args_of(call)->contid = contid;
+        call_lookup_peer(call, g_dbus_method_invocation_get_sender(inv), get_container_start);
+        return TRUE;
+}
+
+static void list_reply(Call *call, gboolean all)
+{
+        g_autoptr(GPtrArray) list = ptags_registry_list(call->svc->registry);
+        GVariantBuilder b;
+
+        g_variant_builder_init(&b, G_VARIANT_TYPE("a(ta{sv})"));
+        for (guint i = 0; i < list->len; i++) {
+                PtagsContainer *c = list->pdata[i];
+                if (all || c->owner_uid == call->caller->uid)
+                        g_variant_builder_add(&b, "(t@a{sv})", c->contid,
+                                              ptags_container_to_variant(c));
+        }
+        GVariant *reply =
+                g_variant_ref_sink(g_variant_new("(@a(ta{sv}))", g_variant_builder_end(&b)));
+        gsize size = g_variant_get_size(reply);
+        if (size > LIST_MAX_BYTES) {
+                g_variant_unref(reply);
+                call_fail(call, g_error_new(PTAGS_ERROR, PTAGS_ERROR_LIMIT_EXCEEDED,
+                                            "the list of containers would take %" G_GSIZE_FORMAT
+                                            " bytes, more than the %u a reply may; read them "
+                                            "one by one with GetContainer",
+                                            size, LIST_MAX_BYTES));
+                return;
+        }
+        call_return(call, reply);
+        g_variant_unref(reply);
+}
+
+static void list_authorized(GObject *source, GAsyncResult *res, gpointer user_data)
+{
+        Call *call = user_data;
+        g_autoptr(GError) error = NULL;
+        gboolean all = ptags_authority_check_all_finish(res, &error);
+
+        /* A denial narrows the list to the caller's own; only a caller that
+         * left gets nothing. */
+        if (!all && g_error_matches(error, G_IO_ERROR, G_IO_ERROR_CANCELLED)) {
+                call_fail(call, g_steal_pointer(&error));
+                return;
+        }
+        list_reply(call, all);
+}
+
+static void list_start(Call *call)
+{
+        g_autoptr(GPtrArray) list = ptags_registry_list(call->svc->registry);
+        gboolean others = FALSE;
+
+        for (guint i = 0; i < list->len && !others; i++)
+                others = ((PtagsContainer *)list->pdata[i])->owner_uid != call->caller->uid;
+        if (call->caller->uid == 0 || !others) {
+                list_reply(call, TRUE);
+                return;
+        }
+        authorize_one(call, PTAGS_ACTION_CONTAINER_INSPECT, container_details("*", NULL), FALSE,
+                      list_authorized);
+}
+
+static gboolean handle_list(PtagsManager *object, GDBusMethodInvocation *inv, PtagsService *svc)
+{
+        Call *call = call_new(svc, inv);
+
+        if (not_supported(call))
+                return TRUE;
+        call_lookup_peer(call, g_dbus_method_invocation_get_sender(inv), list_start);
+        return TRUE;
+}
+
+/* ---------------------------------------------------------- service */
+
+static void container_gone(const PtagsContainer *c, void *user_data)
+{
+        PtagsService *svc = user_data;
+
+        ptags_log_container_drop(c->contid, c->owner_pid, c->owner_uid);
+        ptags_manager_emit_container_removed(svc->skeleton, c->contid);
+}
+
+/* The backend has the operations and the kernel the file (a ptags-lsm
+ * kernel need not carry the contid patches): ask about ptagsd itself. */
+static gboolean containers_supported(PtagsBackend *backend)
+{
+        PtagsTarget self = {0, -1};
+        guint64 id;
+
+        if (!ptags_backend_has_contids(backend) || !ptags_target_pin_pid(&self, getpid(), NULL))
+                return FALSE;
+        int r = backend->ops->read_contid(backend, self.pidfd, self.pid, &id);
+        ptags_target_clear(&self);
+        if (r < 0)
+                g_message("audit container IDs are not available: %s", g_strerror(-r));
+        return r == 0;
+}
+
+void ptags_manager_connect_containers(PtagsService *svc)
+{
+        ptags_manager_set_max_containers_per_uid(svc->skeleton, max_per_uid);
+        g_signal_connect(svc->skeleton, "handle-register-container", G_CALLBACK(handle_register),
+                         svc);
+        g_signal_connect(svc->skeleton, "handle-register-container-fd",
+                         G_CALLBACK(handle_register_fd), svc);
+        g_signal_connect(svc->skeleton, "handle-get-container-id", G_CALLBACK(handle_get_id), svc);
+        g_signal_connect(svc->skeleton, "handle-get-container", G_CALLBACK(handle_get_container),
+                         svc);
+        g_signal_connect(svc->skeleton, "handle-list-containers", G_CALLBACK(handle_list), svc);
+        if (!containers_supported(svc->backend))
+                return;
+        g_auto(GStrv) features = ptags_manager_dup_features(svc->skeleton);
+        guint n = features != NULL ? g_strv_length(features) : 0;
+        features = g_renew(char *, features, n + 2);
+        features[n] = g_strdup("containers");
+        features[n + 1] = NULL;
+        ptags_manager_set_features(svc->skeleton, (const char *const *)features);
+        g_autofree char *path = ptags_registry_default_path();
+        svc->registry = ptags_registry_new(svc->backend, path, container_gone, svc);
+        ptags_registry_load(svc->registry);
+}
+
+void ptags_manager_free_containers(PtagsService *svc)
+{
+        g_clear_pointer(&svc->registry, ptags_registry_free);
+}

@@ -1,0 +1,568 @@
+/* registry.c: live audit containers, kept in a key file under the runtime
+ * directory and watched through pidfds of their known processes. */
+#define G_LOG_DOMAIN "ptagsd-registry"
+
+#include "registry.h"
+
+#include "errors.h"
+#include "lineage.h"
+
+#include <errno.h>
+#include <glib-unix.h>
+#include <poll.h>
+#include <glib/gstdio.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* How removal is found without polling every process: each container holds
+ * pidfds of up to PTAGS_REGISTRY_MAX_PINNED of its processes (the ones
+ * registered, later the ones a scan found), each a main-loop fd source that
+ * fires once, when that process exits. Only when a container's last pinned
+ * process has exited does the registry ask the backend for every process
+ * carrying an ID (one pass over /proc, or one run of the bpf task iterator)
+ * and pin the carriers it finds; none found means the container is gone.
+ * Cost: one fd and one source per pinned process; a scan per container only
+ * when all its pinned processes have exited. */
+
+/* A failed scan is tried again this often. */
+#define RETRY_SCAN_S 30
+
+static const char *const ns_types[] = {"cgroup", "ipc", "mnt", "net", "pid", "time", "user", "uts"};
+
+typedef struct {
+        PtagsContainer *container;
+        PtagsTarget target;
+        guint source;
+} Member;
+
+struct _PtagsRegistry {
+        PtagsBackend *backend;
+        char *path;
+        GHashTable *containers; /* guint64* contid -> PtagsContainer */
+        PtagsContainerGoneFunc gone;
+        void *user_data;
+};
+
+static void member_free(gpointer data)
+{
+        Member *m = data;
+
+        if (m->source != 0)
+                g_source_remove(m->source);
+        ptags_target_clear(&m->target);
+        g_free(m);
+}
+
+static void container_free(gpointer data)
+{
+        PtagsContainer *c = data;
+
+        if (c->retry_source != 0)
+                g_source_remove(c->retry_source);
+        g_ptr_array_unref(c->members);
+        if (c->namespaces != NULL)
+                g_array_unref(c->namespaces);
+        g_free(c->name);
+        g_free(c);
+}
+
+static PtagsContainer *container_new(PtagsRegistry *r, guint64 contid)
+{
+        PtagsContainer *c = g_new0(PtagsContainer, 1);
+
+        c->contid = contid;
+        c->parent = PTAGS_CONTID_UNSET;
+        c->registry = r;
+        c->members = g_ptr_array_new_with_free_func(member_free);
+        c->namespaces = g_array_new(FALSE, TRUE, sizeof(PtagsNamespace));
+        return c;
+}
+
+char *ptags_registry_default_path(void)
+{
+        const char *dir = g_getenv("RUNTIME_DIRECTORY");
+
+        /* systemd may list several directories: the first is ours. */
+        if (dir != NULL && *dir != '\0') {
+                g_autofree char *first = g_strndup(dir, strcspn(dir, ":"));
+                return g_build_filename(first, "containers", NULL);
+        }
+        return g_strdup("/run/ptags/containers");
+}
+
+PtagsRegistry *ptags_registry_new(PtagsBackend *backend, const char *path,
+                                  PtagsContainerGoneFunc gone, void *user_data)
+{
+        PtagsRegistry *r = g_new0(PtagsRegistry, 1);
+        struct rlimit files;
+
+        /* One pidfd per watched process: use the hard limit, as a service
+         * keeping many containers needs more than the usual 1024. */
+        if (getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur < files.rlim_max) {
+                files.rlim_cur = files.rlim_max;
+                setrlimit(RLIMIT_NOFILE, &files);
+        }
+        r->backend = backend;
+        r->path = g_strdup(path);
+        r->containers = g_hash_table_new_full(g_int64_hash, g_int64_equal, NULL, container_free);
+        r->gone = gone;
+        r->user_data = user_data;
+        return r;
+}
+
+void ptags_registry_free(PtagsRegistry *r)
+{
+        if (r == NULL)
+                return;
+        g_hash_table_unref(r->containers);
+        g_free(r->path);
+        g_free(r);
+}
+
+PtagsContainer *ptags_registry_lookup(PtagsRegistry *r, guint64 contid)
+{
+        return g_hash_table_lookup(r->containers, &contid);
+}
+
+guint ptags_registry_count_for_uid(PtagsRegistry *r, uid_t uid)
+{
+        GHashTableIter it;
+        gpointer value;
+        guint n = 0;
+
+        g_hash_table_iter_init(&it, r->containers);
+        while (g_hash_table_iter_next(&it, NULL, &value))
+                n += ((PtagsContainer *)value)->owner_uid == uid;
+        return n;
+}
+
+static gint by_contid(gconstpointer a, gconstpointer b)
+{
+        guint64 x = (*(PtagsContainer *const *)a)->contid,
+                y = (*(PtagsContainer *const *)b)->contid;
+
+        return x < y ? -1 : x > y;
+}
+
+GPtrArray *ptags_registry_list(PtagsRegistry *r)
+{
+        GPtrArray *all = g_ptr_array_new();
+        GHashTableIter it;
+        gpointer value;
+
+        g_hash_table_iter_init(&it, r->containers);
+        while (g_hash_table_iter_next(&it, NULL, &value))
+                g_ptr_array_add(all, value);
+        g_ptr_array_sort(all, by_contid);
+        return all;
+}
+
+/* ------------------------------------------------------------ saving */
+
+static char *hex(const guint8 *bytes, gsize n)
+{
+        GString *s = g_string_new(NULL);
+
+        for (gsize i = 0; i < n; i++)
+                g_string_append_printf(s, "%02x", bytes[i]);
+        return g_string_free(s, FALSE);
+}
+
+/* Written whole to a temporary file and renamed, so a SIGKILL leaves the
+ * old or the new registry, never half of one. */
+static gboolean registry_save(PtagsRegistry *r, GError **error)
+{
+        g_autoptr(GKeyFile) kf = g_key_file_new();
+        g_autoptr(GPtrArray) all = ptags_registry_list(r);
+
+        for (guint i = 0; i < all->len; i++) {
+                PtagsContainer *c = all->pdata[i];
+                g_autofree char *group = g_strdup_printf("%" G_GUINT64_FORMAT, c->contid);
+                g_key_file_set_uint64(kf, group, "parent", c->parent);
+                if (c->has_uuid) {
+                        g_autofree char *text = hex(c->uuid, sizeof(c->uuid));
+                        g_key_file_set_string(kf, group, "uuid", text);
+                }
+                if (c->name != NULL)
+                        g_key_file_set_string(kf, group, "name", c->name);
+                g_key_file_set_int64(kf, group, "leader", c->leader);
+                g_key_file_set_uint64(kf, group, "owner-uid", c->owner_uid);
+                g_key_file_set_int64(kf, group, "owner-pid", c->owner_pid);
+                g_key_file_set_uint64(kf, group, "owner-start", c->owner_start);
+                g_key_file_set_int64(kf, group, "registered", c->registered_us);
+                g_autoptr(GStrvBuilder) ns = g_strv_builder_new();
+                for (guint k = 0; k < c->namespaces->len; k++) {
+                        PtagsNamespace *n = &g_array_index(c->namespaces, PtagsNamespace, k);
+                        g_autofree char *item =
+                                g_strdup_printf("%s:%" G_GUINT64_FORMAT ":%" G_GUINT64_FORMAT,
+                                                n->type, n->device, n->inode);
+                        g_strv_builder_add(ns, item);
+                }
+                g_auto(GStrv) list = g_strv_builder_end(ns);
+                g_key_file_set_string_list(kf, group, "namespaces", (const char *const *)list,
+                                           g_strv_length(list));
+        }
+        g_autofree char *dir = g_path_get_dirname(r->path);
+        if (g_mkdir_with_parents(dir, 0700) < 0) {
+                g_set_error(error, PTAGS_ERROR, PTAGS_ERROR_FAILED,
+                            "cannot create %s for the container registry: %s", dir,
+                            g_strerror(errno));
+                return FALSE;
+        }
+        gsize len = 0;
+        g_autofree char *text = g_key_file_to_data(kf, &len, NULL);
+        g_autoptr(GError) local = NULL;
+        if (!g_file_set_contents_full(r->path, text, (gssize)len,
+                                      G_FILE_SET_CONTENTS_CONSISTENT | G_FILE_SET_CONTENTS_DURABLE,
+                                      0600, &local)) {
+                g_set_error(error, PTAGS_ERROR, PTAGS_ERROR_FAILED,
+                            "cannot save the container registry: %s", local->message);
+                return FALSE;
+        }
+        return TRUE;
+}
+
+/* ------------------------------------------------------------ removal */
+
+static void container_check(PtagsContainer *c);
+
+static gboolean member_exited(gint fd, GIOCondition condition, gpointer user_data)
+{
+        Member *m = user_data;
+        PtagsContainer *c = m->container;
+
+        g_debug("process %d of container %" G_GUINT64_FORMAT " exited", (int)m->target.pid,
+                c->contid);
+        m->source = 0; /* removed by returning G_SOURCE_REMOVE */
+        g_ptr_array_remove_fast(c->members, m);
+        if (c->members->len == 0)
+                container_check(c);
+        return G_SOURCE_REMOVE;
+}
+
+static gboolean container_has_member(PtagsContainer *c, pid_t pid)
+{
+        for (guint i = 0; i < c->members->len; i++)
+                if (((Member *)c->members->pdata[i])->target.pid == pid)
+                        return TRUE;
+        return FALSE;
+}
+
+gboolean ptags_registry_watch(PtagsContainer *c, const PtagsTarget *t)
+{
+        if (c->members->len >= PTAGS_REGISTRY_MAX_PINNED || container_has_member(c, t->pid))
+                return TRUE;
+        Member *m = g_new0(Member, 1);
+        m->container = c;
+        if (!ptags_target_copy(&m->target, t, NULL)) {
+                g_warning("cannot watch process %d of container %" G_GUINT64_FORMAT ": %s",
+                          (int)t->pid, c->contid, g_strerror(errno));
+                g_free(m);
+                return FALSE;
+        }
+        /* A pidfd polls readable once its process has exited. */
+        m->source = g_unix_fd_add(m->target.pidfd, G_IO_IN, member_exited, m);
+        g_ptr_array_add(c->members, m);
+        return TRUE;
+}
+
+/* A pidfd polls readable once its process has exited, zombies included
+ * (a zombie still has its task record and /proc entry). */
+static gboolean exited(int pidfd)
+{
+        struct pollfd p = {.fd = pidfd, .events = POLLIN};
+
+        return poll(&p, 1, 0) != 0;
+}
+
+/* FALSE when @pid may carry the ID but cannot be watched (out of file
+ * descriptors): then the container must not be declared gone. */
+static gboolean pin_found(PtagsContainer *c, pid_t pid)
+{
+        PtagsTarget t = {0, -1};
+        guint64 now = PTAGS_CONTID_UNSET;
+        g_autoptr(GError) error = NULL;
+        gboolean ok = TRUE;
+
+        if (!ptags_target_pin_pid(&t, pid, &error))
+                return g_error_matches(error, PTAGS_ERROR, PTAGS_ERROR_NO_SUCH_PROCESS);
+        if (exited(t.pidfd)) {
+                ptags_target_clear(&t);
+                return TRUE;
+        }
+        /* Pinned after the scan: it counts only if it still carries the ID. */
+        if (c->registry->backend->ops->read_contid(c->registry->backend, t.pidfd, pid, &now) == 0 &&
+            now == c->contid)
+                ok = ptags_registry_watch(c, &t);
+        ptags_target_clear(&t);
+        return ok;
+}
+
+typedef struct {
+        GHashTable *by_contid; /* guint64* -> GArray of pid_t */
+} Scan;
+
+static void scan_one(pid_t pid, guint64 contid, void *user_data)
+{
+        Scan *s = user_data;
+        GArray *pids = g_hash_table_lookup(s->by_contid, &contid);
+
+        if (pids == NULL) {
+                pids = g_array_new(FALSE, FALSE, sizeof(pid_t));
+                g_hash_table_insert(s->by_contid, g_memdup2(&contid, sizeof(contid)), pids);
+        }
+        /* All of them: the first few may be exiting already. */
+        g_array_append_val(pids, pid);
+}
+
+/* contid -> pids carrying it, or NULL when the backend cannot say. */
+static GHashTable *scan_backend(PtagsRegistry *r)
+{
+        Scan s = {g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free,
+                                        (GDestroyNotify)g_array_unref)};
+        gint64 start = g_get_monotonic_time();
+        int e = r->backend->ops->list_contids(r->backend, scan_one, &s);
+
+        if (e < 0) {
+                g_warning("cannot list the processes carrying container IDs: %s", g_strerror(-e));
+                g_hash_table_unref(s.by_contid);
+                return NULL;
+        }
+        /* The one cost of removal detection worth watching. */
+        g_debug("container scan: %" G_GINT64_FORMAT " us, %u IDs in use",
+                g_get_monotonic_time() - start, g_hash_table_size(s.by_contid));
+        return s.by_contid;
+}
+
+static void container_drop(PtagsContainer *c)
+{
+        PtagsRegistry *r = c->registry;
+        g_autoptr(GError) error = NULL;
+        guint64 contid = c->contid;
+
+        if (r->gone != NULL)
+                r->gone(c, r->user_data);
+        g_hash_table_remove(r->containers, &contid);
+        if (!registry_save(r, &error))
+                g_warning("%s", error->message);
+}
+
+/* Pin the carriers @found holds for @c; forget @c when there are none. */
+static gboolean container_retry(gpointer data);
+
+static void container_settle(PtagsContainer *c, GHashTable *found)
+{
+        GArray *pids = found != NULL ? g_hash_table_lookup(found, &c->contid) : NULL;
+        gboolean sure = TRUE;
+
+        for (guint i = 0;
+             pids != NULL && i < pids->len && c->members->len < PTAGS_REGISTRY_MAX_PINNED; i++)
+                sure &= pin_found(c, g_array_index(pids, pid_t, i));
+        if (c->members->len > 0)
+                return;
+        if (sure)
+                container_drop(c);
+        else if (c->retry_source == 0)
+                c->retry_source = g_timeout_add_seconds(RETRY_SCAN_S, container_retry, c);
+}
+
+static gboolean container_retry(gpointer data)
+{
+        PtagsContainer *c = data; /* alive: freeing it removes this source */
+
+        c->retry_source = 0;
+        container_check(c);
+        return G_SOURCE_REMOVE;
+}
+
+static void container_check(PtagsContainer *c)
+{
+        g_autoptr(GHashTable) found = scan_backend(c->registry);
+
+        /* When the backend cannot list, keep the container and ask again
+         * later: a wrong removal is worse than a late one. */
+        if (found == NULL) {
+                if (c->retry_source == 0)
+                        c->retry_source = g_timeout_add_seconds(RETRY_SCAN_S, container_retry, c);
+                return;
+        }
+        container_settle(c, found);
+}
+
+/* ------------------------------------------------------------ loading */
+
+static gboolean parse_hex(const char *text, guint8 *out, gsize n)
+{
+        if (text == NULL || strlen(text) != 2 * n)
+                return FALSE;
+        for (gsize i = 0; i < n; i++) {
+                int hi = g_ascii_xdigit_value(text[2 * i]),
+                    lo = g_ascii_xdigit_value(text[2 * i + 1]);
+                if (hi < 0 || lo < 0)
+                        return FALSE;
+                out[i] = (guint8)(hi << 4 | lo);
+        }
+        return TRUE;
+}
+
+static PtagsContainer *container_from_group(PtagsRegistry *r, GKeyFile *kf, const char *group)
+{
+        char *end = NULL;
+        guint64 contid = g_ascii_strtoull(group, &end, 10);
+
+        if (end == group || *end != '\0' || contid == PTAGS_CONTID_UNSET)
+                return NULL;
+        PtagsContainer *c = container_new(r, contid);
+        c->parent = g_key_file_get_uint64(kf, group, "parent", NULL);
+        g_autofree char *uuid = g_key_file_get_string(kf, group, "uuid", NULL);
+        c->has_uuid = parse_hex(uuid, c->uuid, sizeof(c->uuid));
+        c->name = g_key_file_get_string(kf, group, "name", NULL);
+        c->leader = (pid_t)g_key_file_get_int64(kf, group, "leader", NULL);
+        c->owner_uid = (uid_t)g_key_file_get_uint64(kf, group, "owner-uid", NULL);
+        c->owner_pid = (pid_t)g_key_file_get_int64(kf, group, "owner-pid", NULL);
+        c->owner_start = g_key_file_get_uint64(kf, group, "owner-start", NULL);
+        c->registered_us = g_key_file_get_int64(kf, group, "registered", NULL);
+        g_auto(GStrv) ns = g_key_file_get_string_list(kf, group, "namespaces", NULL, NULL);
+        for (size_t i = 0; ns != NULL && ns[i] != NULL; i++) {
+                PtagsNamespace n = {0};
+                unsigned long long dev, ino;
+                char type[16];
+                if (sscanf(ns[i], "%15[a-z_]:%llu:%llu", type, &dev, &ino) != 3)
+                        continue;
+                g_strlcpy(n.type, type, sizeof(n.type));
+                n.device = dev;
+                n.inode = ino;
+                g_array_append_val(c->namespaces, n);
+        }
+        return c;
+}
+
+void ptags_registry_load(PtagsRegistry *r)
+{
+        g_autoptr(GKeyFile) kf = g_key_file_new();
+        g_autoptr(GError) error = NULL;
+
+        if (!g_key_file_load_from_file(kf, r->path, G_KEY_FILE_NONE, &error)) {
+                if (!g_error_matches(error, G_FILE_ERROR, G_FILE_ERROR_NOENT))
+                        g_warning("cannot read the container registry %s: %s", r->path,
+                                  error->message);
+                return;
+        }
+        g_auto(GStrv) groups = g_key_file_get_groups(kf, NULL);
+        for (size_t i = 0; groups[i] != NULL; i++) {
+                PtagsContainer *c = container_from_group(r, kf, groups[i]);
+                if (c == NULL) {
+                        g_warning("%s: ignoring bad group [%s]", r->path, groups[i]);
+                        continue;
+                }
+                g_hash_table_replace(r->containers, &c->contid, c);
+        }
+        if (g_hash_table_size(r->containers) == 0)
+                return;
+        /* One scan finds the processes of every container at once. */
+        g_autoptr(GHashTable) found = scan_backend(r);
+        if (found == NULL)
+                return;
+        g_autoptr(GPtrArray) all = ptags_registry_list(r);
+        for (guint i = 0; i < all->len; i++)
+                container_settle(all->pdata[i], found);
+        g_message("container registry: %u live containers", g_hash_table_size(r->containers));
+}
+
+PtagsContainer *ptags_registry_add(PtagsRegistry *r, guint64 contid, guint64 parent,
+                                   const PtagsTarget *leader, uid_t owner_uid,
+                                   const PtagsTarget *owner, const guint8 *uuid, const char *name,
+                                   GArray *namespaces, GError **error)
+{
+        PtagsContainer *c = container_new(r, contid);
+
+        c->parent = parent;
+        if (uuid != NULL) {
+                c->has_uuid = TRUE;
+                memcpy(c->uuid, uuid, sizeof(c->uuid));
+        }
+        c->name = g_strdup(name);
+        c->leader = leader->pid;
+        c->owner_uid = owner_uid;
+        c->owner_pid = owner->pid;
+        c->owner_start = ptags_lineage_start_time(owner->pid);
+        c->registered_us = g_get_real_time();
+        if (namespaces != NULL) {
+                g_array_unref(c->namespaces);
+                c->namespaces = g_array_ref(namespaces);
+        }
+        g_hash_table_replace(r->containers, &c->contid, c);
+        if (!registry_save(r, error)) {
+                g_hash_table_remove(r->containers, &contid);
+                return NULL;
+        }
+        ptags_registry_watch(c, leader);
+        return c;
+}
+
+/* ------------------------------------------------------------ facts */
+
+GVariant *ptags_container_to_variant(const PtagsContainer *c)
+{
+        GVariantBuilder b, ns;
+
+        g_variant_builder_init(&b, G_VARIANT_TYPE("a{sv}"));
+        g_variant_builder_add(&b, "{sv}", "contid", g_variant_new_uint64(c->contid));
+        g_variant_builder_add(&b, "{sv}", "parent", g_variant_new_uint64(c->parent));
+        if (c->has_uuid)
+                g_variant_builder_add(&b, "{sv}", "uuid",
+                                      g_variant_new_fixed_array(G_VARIANT_TYPE_BYTE, c->uuid,
+                                                                sizeof(c->uuid), 1));
+        if (c->name != NULL)
+                g_variant_builder_add(&b, "{sv}", "name", g_variant_new_string(c->name));
+        g_variant_builder_add(&b, "{sv}", "leader", g_variant_new_uint32((guint32)c->leader));
+        g_variant_builder_add(&b, "{sv}", "owner", g_variant_new_uint32((guint32)c->owner_uid));
+        g_variant_builder_add(&b, "{sv}", "owner-pid", g_variant_new_uint32((guint32)c->owner_pid));
+        g_variant_builder_init(&ns, G_VARIANT_TYPE("a(stt)"));
+        for (guint i = 0; i < c->namespaces->len; i++) {
+                const PtagsNamespace *n = &g_array_index(c->namespaces, PtagsNamespace, i);
+                g_variant_builder_add(&ns, "(stt)", n->type, n->device, n->inode);
+        }
+        g_variant_builder_add(&b, "{sv}", "namespaces", g_variant_builder_end(&ns));
+        g_variant_builder_add(&b, "{sv}", "registered",
+                              g_variant_new_uint64((guint64)c->registered_us));
+        return g_variant_builder_end(&b);
+}
+
+GArray *ptags_namespaces_read(const PtagsTarget *t, GError **error)
+{
+        GArray *out = g_array_new(FALSE, TRUE, sizeof(PtagsNamespace));
+
+        for (size_t i = 0; i < G_N_ELEMENTS(ns_types); i++) {
+                g_autofree char *path = g_strdup_printf("/proc/%d/ns/%s", (int)t->pid, ns_types[i]);
+                struct stat st;
+                if (stat(path, &st) < 0)
+                        continue; /* a namespace type this kernel lacks */
+                PtagsNamespace n = {0};
+                g_strlcpy(n.type, ns_types[i], sizeof(n.type));
+                n.device = (guint64)st.st_dev;
+                n.inode = (guint64)st.st_ino;
+                g_array_append_val(out, n);
+        }
+        /* Read by pid: they are the target's only while it lives. */
+        if (!ptags_target_alive(t)) {
+                g_array_unref(out);
+                g_set_error(error, PTAGS_ERROR, PTAGS_ERROR_NO_SUCH_PROCESS,
+                            "process %d exited during registration", (int)t->pid);
+                return NULL;
+        }
+        return out;
+}
+
+void ptags_registry_forget(PtagsRegistry *r, guint64 contid)
+{
+        g_autoptr(GError) error = NULL;
+
+        if (!g_hash_table_remove(r->containers, &contid))
+                return;
+        if (!registry_save(r, &error))
+                g_warning("%s", error->message);
+}

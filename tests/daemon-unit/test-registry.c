@@ -1,0 +1,141 @@
+/* test-registry.c: the container registry against a stand-in backend: what
+ * is saved comes back after a restart, containers without a carrier are
+ * reported gone at load, and a member's exit leads to one scan. */
+#include <glib/gstdio.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "registry.h"
+
+/* A backend whose processes and IDs the test sets. */
+typedef struct {
+        PtagsBackend parent;
+        GHashTable *ids; /* pid -> guint64* */
+        guint scans;
+} FakeBackend;
+
+static int fake_read(PtagsBackend *b, int pidfd, pid_t pid, guint64 *out)
+{
+        guint64 *id = g_hash_table_lookup(((FakeBackend *)b)->ids, GINT_TO_POINTER(pid));
+
+        *out = id ? *id : PTAGS_CONTID_UNSET;
+        return 0;
+}
+
+static int fake_list(PtagsBackend *b, PtagsContidFunc cb, void *user_data)
+{
+        FakeBackend *f = (FakeBackend *)b;
+        GHashTableIter it;
+        gpointer pid, id;
+
+        f->scans++;
+        g_hash_table_iter_init(&it, f->ids);
+        while (g_hash_table_iter_next(&it, &pid, &id))
+                cb(GPOINTER_TO_INT(pid), *(guint64 *)id, user_data);
+        return 0;
+}
+
+static const PtagsBackendOps fake_ops = {
+        .name = "fake",
+        .read_contid = fake_read,
+        .list_contids = fake_list,
+};
+
+static void fake_set(FakeBackend *f, pid_t pid, guint64 id)
+{
+        g_hash_table_insert(f->ids, GINT_TO_POINTER(pid), g_memdup2(&id, sizeof(id)));
+}
+
+static void record_gone(const PtagsContainer *c, void *user_data)
+{
+        g_array_append_val((GArray *)user_data, c->contid);
+}
+
+static pid_t spawn_sleeper(void)
+{
+        pid_t pid = fork();
+        g_assert_cmpint(pid, >=, 0);
+        if (pid == 0) {
+                pause();
+                _exit(0);
+        }
+        return pid;
+}
+
+static void test_save_load_and_removal(void)
+{
+        g_autofree char *dir = g_dir_make_tmp("ptags-registry-XXXXXX", NULL);
+        g_autofree char *path = g_build_filename(dir, "sub", "containers", NULL);
+        FakeBackend fake = {{&fake_ops}, g_hash_table_new_full(NULL, NULL, NULL, g_free), 0};
+        g_autoptr(GArray) gone = g_array_new(FALSE, FALSE, sizeof(guint64));
+        pid_t kept = spawn_sleeper(), ended = spawn_sleeper();
+        PtagsTarget kept_t, ended_t, me;
+        const guint8 uuid[16] = {1, 2, 3};
+
+        g_assert_true(ptags_target_pin_pid(&kept_t, kept, NULL));
+        g_assert_true(ptags_target_pin_pid(&ended_t, ended, NULL));
+        g_assert_true(ptags_target_pin_pid(&me, getpid(), NULL));
+        PtagsRegistry *r = ptags_registry_new(&fake.parent, path, record_gone, gone);
+        g_autoptr(GArray) ns = ptags_namespaces_read(&kept_t, NULL);
+        g_assert_nonnull(ns);
+        g_assert_nonnull(ptags_registry_add(r, 5, PTAGS_CONTID_UNSET, &kept_t, 1000, &me, uuid,
+                                            "web", ns, NULL));
+        g_assert_nonnull(ptags_registry_add(r, 6, 5, &ended_t, 1000, &me, NULL, NULL, NULL, NULL));
+        g_assert_cmpuint(ptags_registry_count_for_uid(r, 1000), ==, 2);
+        g_assert_cmpuint(ptags_registry_count_for_uid(r, 0), ==, 0);
+        g_autoptr(GVariant) before =
+                g_variant_ref_sink(ptags_container_to_variant(ptags_registry_lookup(r, 5)));
+        ptags_registry_free(r); /* a restart, as far as the file is concerned */
+
+        /* Container 6 ended while nobody watched: gone at load. */
+        fake_set(&fake, kept, 5);
+        r = ptags_registry_new(&fake.parent, path, record_gone, gone);
+        ptags_registry_load(r);
+        g_assert_cmpuint(fake.scans, ==, 1);
+        g_assert_cmpuint(gone->len, ==, 1);
+        g_assert_cmpuint(g_array_index(gone, guint64, 0), ==, 6);
+        PtagsContainer *c = ptags_registry_lookup(r, 5);
+        g_assert_nonnull(c);
+        g_autoptr(GVariant) after = g_variant_ref_sink(ptags_container_to_variant(c));
+        g_assert_true(g_variant_equal(before, after));
+        g_assert_cmpuint(c->parent, ==, PTAGS_CONTID_UNSET);
+        g_assert_null(ptags_registry_lookup(r, 6));
+
+        /* The watched process exits and no other carries 5: one scan. */
+        g_hash_table_remove_all(fake.ids);
+        kill(kept, SIGKILL);
+        waitpid(kept, NULL, 0);
+        gint64 deadline = g_get_monotonic_time() + 10 * G_USEC_PER_SEC;
+        while (gone->len < 2 && g_get_monotonic_time() < deadline)
+                if (!g_main_context_iteration(NULL, FALSE))
+                        g_usleep(10000);
+        g_assert_cmpuint(gone->len, ==, 2);
+        g_assert_cmpuint(g_array_index(gone, guint64, 1), ==, 5);
+        g_assert_cmpuint(fake.scans, ==, 2);
+        ptags_registry_free(r);
+
+        /* And it stays gone after another restart. */
+        r = ptags_registry_new(&fake.parent, path, record_gone, gone);
+        ptags_registry_load(r);
+        g_assert_null(ptags_registry_lookup(r, 5));
+        ptags_registry_free(r);
+
+        kill(ended, SIGKILL);
+        waitpid(ended, NULL, 0);
+        ptags_target_clear(&kept_t);
+        ptags_target_clear(&ended_t);
+        ptags_target_clear(&me);
+        g_hash_table_unref(fake.ids);
+        g_unlink(path);
+        g_autofree char *sub = g_path_get_dirname(path);
+        g_rmdir(sub);
+        g_rmdir(dir);
+}
+
+int main(int argc, char **argv)
+{
+        g_test_init(&argc, &argv, NULL);
+        g_test_add_func("/registry/save-load-and-removal", test_save_load_and_removal);
+        return g_test_run();
+}

@@ -1,0 +1,574 @@
+# test_containers.py: audit container IDs through the real ptagsd on both
+# backends: the kernel's rules, polkit, the registry, removal and restart.
+#
+# Mirrors the container-ID checks of the audit test suite. On ptags-lsm the
+# kernel fixture serves /PID/audit_containerid (ptagsd is its trusted
+# delegate, see tests/fixture/README.md); on bpf the IDs live in task storage
+# of the real kernel.
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+
+from gi.repository import Gio, GLib
+
+import ptags_client
+import test_logging
+from ptags_harness import (NOBODY_UID, PYTHON, ClientProcess, HarnessError, PtagsTestCase,
+                           second_user_uid, unprivileged_argv, wait_until)
+
+UNSET = 2**64 - 1
+REGISTER = "org.ptags.container.register"
+INSPECT = "org.ptags.container.inspect"
+# From src/daemon/log.h and libaudit.h.
+MESSAGE_SET = "ad78356abe3048aaa71ad4a8241e2078"
+MESSAGE_REFUSED_SET = "297b1404a82e40e4ab70035a932b8586"
+MESSAGE_DROPPED = "bdd732546eb446778798009d294a0049"
+AUDIT_USYS_CONFIG = 1111
+WAIT_S = 5.0
+NS_TYPES = ("cgroup", "ipc", "mnt", "net", "pid", "time", "user", "uts")
+
+
+def kill_quietly(pid):
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+class ContainerSignals:
+    """ContainerRegistered and ContainerRemoved as ptagsd emits them."""
+
+    def __init__(self, conn):
+        self.registered = []
+        self.removed = []
+        self._conn = conn
+        self._ids = [
+            conn.signal_subscribe(ptags_client.BUS_NAME, ptags_client.INTERFACE, name,
+                                  ptags_client.OBJECT_PATH, None, Gio.DBusSignalFlags.NONE,
+                                  self._on_signal)
+            for name in ("ContainerRegistered", "ContainerRemoved")]
+        conn.call_sync("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
+                       "GetId", None, None, Gio.DBusCallFlags.NONE, 5000, None)
+
+    def _on_signal(self, _conn, _sender, _path, _iface, name, params):
+        if name == "ContainerRegistered":
+            self.registered.append(params.unpack())
+        else:
+            self.removed.append(params.unpack()[0])
+
+    def pump(self, duration=0.0):
+        ctx = GLib.MainContext.default()
+        deadline = time.monotonic() + duration
+        while True:
+            while ctx.iteration(False):
+                pass
+            if time.monotonic() >= deadline:
+                return
+            time.sleep(0.01)
+
+    def wait_removed(self, contid, timeout=10.0):
+        def seen():
+            self.pump()
+            return contid in self.removed
+        wait_until(seen, timeout, "ContainerRemoved(%d)" % contid)
+
+
+class ContainerTestCase(PtagsTestCase):
+    """A world whose ptagsd keeps its registry in a private directory and,
+    on ptags-lsm, has the fixture trust it as the contid writer."""
+
+    daemon_args = ()
+
+    def setUp(self):
+        run = tempfile.mkdtemp(prefix="ptags-contid-run-")
+        self.addCleanup(shutil.rmtree, run, True)
+        self.world_options = {"daemon_env": {"RUNTIME_DIRECTORY": run},
+                              "fixture_args": ["--contid-delegate"],
+                              "daemon_args": list(self.daemon_args)}
+        super().setUp()
+        self.signals = ContainerSignals(self.world.conn)
+
+    # ------------------------------------------------------------ calls
+
+    def register(self, pid, contid, name=None, uuid=None):
+        info = {}
+        if name is not None:
+            info["name"] = GLib.Variant("s", name)
+        if uuid is not None:
+            info["uuid"] = GLib.Variant("ay", uuid)
+        return self.world.root_call("RegisterContainer", "uta{sv}", [pid, contid, info])
+
+    def contid_of(self, pid):
+        return self.assertOk(self.world.root_call("GetContainerId", "u", [pid]))[0]
+
+    def container(self, contid):
+        return self.assertOk(self.world.root_call("GetContainer", "t", [contid]))[0]
+
+    # ------------------------------------------------------------ processes
+
+    def shell(self, script, *args):
+        """A root `sh -c SCRIPT` child in its own process group (killed
+        whole at the end) with pipes on stdin and stdout."""
+        proc = self.world.spawn("target", ["setsid", "sh", "-c", script, "sh"] + list(args),
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        self.addCleanup(self._kill_group, proc.pid)
+        wait_until(lambda: os.path.basename(os.readlink("/proc/%d/exe" % proc.pid)) != "setsid",
+                   10, "setsid to exec the shell")
+        return proc
+
+    @staticmethod
+    def _kill_group(pgid):
+        try:
+            os.killpg(pgid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+    @staticmethod
+    def read_line(proc):
+        line = proc.stdout.readline()
+        if not line:
+            raise HarnessError("the shell exited before reporting")
+        return int(line)
+
+    def client_with_child(self, uid=NOBODY_UID, before_exec="", child="sleep 600"):
+        """A ptags_client (as @uid) that has one child of its own running
+        @child (a shell command). Returns (client, child pid)."""
+        workdir = tempfile.mkdtemp(dir=self.world.tmp)
+        os.chmod(workdir, 0o777)
+        script = os.path.join(workdir, "ptags_client.py")
+        shutil.copy(os.path.join(os.path.dirname(ptags_client.__file__), "ptags_client.py"),
+                    script)
+        os.chmod(script, 0o644)
+        pidfile = os.path.join(workdir, "child")
+        body = (before_exec + '%s </dev/null >/dev/null 2>&1 & echo $! > "$1"; '
+                'exec %s -I "$2" "$3"' % (child, PYTHON))
+        argv = unprivileged_argv(uid, uid) + ["sh", "-c", body, "sh", pidfile, script,
+                                              self.world.address]
+        proc = self.world.spawn("client", argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        client = ClientProcess(proc)
+        self.world._clients.append(client)
+        child = int(open(pidfile).read())
+        self.addCleanup(kill_quietly, child)
+        return client, child
+
+    def orphan(self):
+        """A root `sleep` that is not a descendant of this test process."""
+        proc = subprocess.run(["setsid", "sh", "-c", "sleep 600 </dev/null >/dev/null 2>&1 & "
+                               "echo $!"], stdout=subprocess.PIPE, check=True, timeout=10)
+        pid = int(proc.stdout)
+        self.addCleanup(kill_quietly, pid)
+        wait_until(lambda: os.path.basename(os.readlink("/proc/%d/exe" % pid)) == "sleep", 10,
+                   "the orphan to exec sleep")
+        return pid
+
+
+class ContainerTests(ContainerTestCase):
+    def test_setting_own_id_fails(self):
+        # busctl is single-threaded and childless, so the self rule decides.
+        out = self.world.busctl(["call", ptags_client.BUS_NAME, ptags_client.OBJECT_PATH,
+                                 ptags_client.INTERFACE, "RegisterContainer", "uta{sv}", "0",
+                                 "700", "0"], unprivileged=False)
+        self.assertNotEqual(out.returncode, 0)
+        self.assertIn("is the caller itself", out.stderr)
+        self.assertEqual(self.assertOk(self.world.root_call("ListContainers"))[0], [])
+
+    def test_register_child(self):
+        self.assertIn("containers", self.world.get_property("Features"))
+        target = self.world.spawn_target()
+        uuid = bytes(range(16))
+        before = time.time()
+        self.assertOk(self.register(target, 100, name="web", uuid=uuid))
+        self.assertEqual(self.contid_of(target), 100)
+        info = self.container(100)
+        self.assertEqual(info["contid"], 100)
+        self.assertEqual(info["parent"], UNSET)
+        self.assertEqual(bytes(info["uuid"]), uuid)
+        self.assertEqual(info["name"], "web")
+        self.assertEqual(info["leader"], target)
+        self.assertEqual(info["owner"], 0)
+        self.assertEqual(info["owner-pid"], os.getpid())
+        self.assertLessEqual(abs(info["registered"] / 1e6 - before), 30)
+        expected = []
+        for kind in NS_TYPES:
+            try:
+                st = os.stat("/proc/%d/ns/%s" % (target, kind))
+            except FileNotFoundError:
+                continue
+            expected.append([kind, st.st_dev, st.st_ino])
+        self.assertEqual(sorted(info["namespaces"]), sorted(expected))
+        listed = self.assertOk(self.world.root_call("ListContainers"))[0]
+        self.assertEqual([c for c, _ in listed], [100])
+        self.signals.pump(0.3)
+        self.assertEqual([(c, p) for c, p, _ in self.signals.registered], [(100, target)])
+        self.assertEqual(self.signals.registered[0][2]["name"], "web")
+
+    def test_bad_info_is_refused(self):
+        target = self.world.spawn_target()
+        invalid = "org.freedesktop.DBus.Error.InvalidArgs"
+        self.assertError(self.register(target, 102, uuid=b"\x01" * 15), invalid)
+        self.assertError(self.register(target, 102, name="a\nb"), invalid)
+        self.assertError(self.register(target, 102, name="x" * 257), invalid)
+        reply = self.world.root_call("RegisterContainer", "uta{sv}",
+                                     [target, 102, {"colour": GLib.Variant("s", "red")}])
+        self.assertError(reply, invalid)
+        self.assertEqual(self.contid_of(target), UNSET)
+        self.assertOk(self.register(target, 102, name="x" * 256, uuid=b"\x01" * 16))
+
+    def test_register_by_pidfd(self):
+        target = self.world.spawn_target()
+        fd = os.pidfd_open(target)
+        try:
+            self.assertOk(self.world.root_call("RegisterContainerFd", "hta{sv}", [0, 101, {}],
+                                               fds=[fd]))
+        finally:
+            os.close(fd)
+        self.assertEqual(self.contid_of(target), 101)
+
+    def test_registrant_adds_second_child(self):
+        first, second = self.world.spawn_target(), self.world.spawn_target()
+        self.assertOk(self.register(first, 110))
+        self.assertOk(self.register(second, 110))
+        self.assertEqual((self.contid_of(first), self.contid_of(second)), (110, 110))
+        self.assertEqual(self.container(110)["leader"], first)
+
+    def test_value_in_use_by_another_registrant_fails(self):
+        self.assertOk(self.register(self.world.spawn_target(), 120))
+        self.world.polkit.set_allowed([REGISTER])
+        client, child = self.client_with_child()
+        self.assertError(client.call("RegisterContainer", "uta{sv}", [child, 120, {}]),
+                         "ContainerIdInUse")
+        self.assertEqual(self.contid_of(child), UNSET)
+        # The same caller and child with a free value succeed.
+        self.assertOk(client.call("RegisterContainer", "uta{sv}", [child, 121, {}]))
+        self.assertEqual(self.contid_of(child), 121)
+        self.assertEqual(self.container(121)["owner"], NOBODY_UID)
+
+    def test_unset_value_fails(self):
+        target = self.world.spawn_target()
+        self.assertError(self.register(target, UNSET), "InvalidContainerId")
+        self.assertEqual(self.contid_of(target), UNSET)
+        self.assertOk(self.register(target, UNSET - 1))
+
+    def test_setting_again_fails(self):
+        target = self.world.spawn_target()
+        self.assertOk(self.register(target, 130))
+        self.assertError(self.register(target, 131), "AlreadyRegistered")
+        self.assertError(self.register(target, 130), "AlreadyRegistered")
+        self.assertEqual(self.contid_of(target), 130)
+        self.assertError(self.world.root_call("GetContainer", "t", [131]), "NoSuchContainer")
+
+    def test_target_with_child_fails(self):
+        shell = self.shell("sleep 600 </dev/null >/dev/null 2>&1 & echo $!; wait")
+        self.read_line(shell)
+        self.assertError(self.register(shell.pid, 140), "TargetBusy")
+        self.assertEqual(self.contid_of(shell.pid), UNSET)
+
+    def test_multithreaded_target_fails(self):
+        code = ("import threading, time; "
+                "threading.Thread(target=time.sleep, args=(600,), daemon=True).start(); "
+                "print(1, flush=True); time.sleep(600)")
+        proc = self.world.spawn("target", [PYTHON, "-c", code], stdout=subprocess.PIPE)
+        proc.stdout.readline()
+        self.assertError(self.register(proc.pid, 150), "TargetBusy")
+        self.assertEqual(self.contid_of(proc.pid), UNSET)
+
+    def test_non_descendant_fails_for_non_root(self):
+        self.world.polkit.set_allowed([REGISTER])
+        client, child = self.client_with_child()
+        stranger = self.world.spawn_target(unprivileged=True)
+        self.assertError(client.call("RegisterContainer", "uta{sv}", [stranger, 160, {}]),
+                         "NotDescendant")
+        self.assertEqual(self.contid_of(stranger), UNSET)
+        self.assertOk(client.call("RegisterContainer", "uta{sv}", [child, 160, {}]))
+
+    def test_root_caller_is_exempt_from_the_descendant_rule_only(self):
+        orphan = self.orphan()
+        self.assertOk(self.register(orphan, 161))
+        self.assertEqual(self.contid_of(orphan), 161)
+
+    def test_nested_registration_shows_parent(self):
+        # A shell registered as 170 later becomes an orchestrator (the
+        # client) whose own child inherits 170 and is given 171 from inside.
+        self.world.polkit.set_allowed([REGISTER])
+        gate_dir = tempfile.mkdtemp(dir=self.world.tmp)
+        os.chmod(gate_dir, 0o777)
+        gate = os.path.join(gate_dir, "go")
+        os.mkfifo(gate, 0o666)
+        holder = os.open(gate, os.O_RDWR)  # the shell's read blocks until we write
+        self.addCleanup(os.close, holder)
+        # The shell waits (childless, one thread) until told to go on; the
+        # client starts in a thread because it answers only after that.
+        shell_wait = 'read go < "%s"; ' % gate
+        result = {}
+
+        def start():
+            result["client"] = self.client_with_child(before_exec=shell_wait)
+
+        t = threading.Thread(target=start)
+        t.start()
+        leader = wait_until(lambda: self._shell_waiting_on(gate), 10, "the shell to wait")
+        self.assertOk(self.register(leader, 170))
+        os.write(holder, b"go\n")
+        t.join(20)
+        client, child = result["client"]
+        self.assertEqual(client.pid, leader)
+        self.assertEqual(self.contid_of(child), 170, "the child inherits the container")
+        self.assertOk(client.call("RegisterContainer", "uta{sv}", [child, 171, {}]))
+        self.assertEqual(self.contid_of(child), 171)
+        self.assertEqual(self.container(171)["parent"], 170)
+        self.assertEqual(self.container(170)["parent"], UNSET)
+
+    def _shell_waiting_on(self, gate):
+        for name in os.listdir("/proc"):
+            if not name.isdigit():
+                continue
+            try:
+                with open("/proc/%s/cmdline" % name, "rb") as f:
+                    if gate.encode() in f.read() and os.readlink("/proc/%s/exe" % name).endswith(
+                            "sh"):
+                        return int(name)
+            except OSError:
+                continue
+        return None
+
+    def test_removed_after_last_process_exits(self):
+        shell = self.shell('read go; sleep 600 </dev/null >/dev/null 2>&1 & echo $!; read x')
+        self.assertOk(self.register(shell.pid, 180))
+        shell.stdin.write(b"go\n")
+        shell.stdin.flush()
+        child = self.read_line(shell)
+        self.assertEqual(self.contid_of(child), 180, "the child inherits the container")
+        os.kill(shell.pid, signal.SIGKILL)
+        shell.wait(timeout=10)
+        self.signals.pump(1.0)
+        self.assertEqual(self.signals.removed, [], "a process still carries 180")
+        self.container(180)
+        os.kill(child, signal.SIGKILL)
+        self.signals.wait_removed(180)
+        self.assertEqual(self.signals.removed, [180])
+        self.assertError(self.world.root_call("GetContainer", "t", [180]), "NoSuchContainer")
+
+    def test_registry_survives_sigkill_restart(self):
+        kept, ended = self.world.spawn_target(), self.world.spawn_target()
+        self.assertOk(self.register(kept, 190, name="kept", uuid=b"\x01" * 16))
+        self.assertOk(self.register(ended, 191))
+        before = self.container(190)
+        self.world.daemon.kill()
+        self.world.daemon.wait(timeout=10)
+        self.world.kill(ended)  # ends while ptagsd is down
+        self.world.start_daemon()
+        self.assertEqual(self.container(190), before)
+        self.assertEqual(self.contid_of(kept), 190)
+        self.assertError(self.world.root_call("GetContainer", "t", [191]), "NoSuchContainer")
+        # Still watched: its exit is noticed by the new ptagsd.
+        signals = ContainerSignals(self.world.conn)
+        self.world.kill(kept)
+        signals.wait_removed(190)
+
+    def test_register_needs_polkit(self):
+        client, child = self.client_with_child()
+        self.assertError(client.call("RegisterContainer", "uta{sv}", [child, 200, {}]),
+                         "NotAuthorized")
+        self.assertEqual(self.contid_of(child), UNSET)
+        checks = [c for c in self.world.polkit.checks() if c["action"] == REGISTER]
+        self.assertEqual(len(checks), 1)
+        details = checks[0]["details"]
+        self.assertEqual(details["contid"], "200")
+        self.assertEqual(details["container-name"], "")
+        self.assertEqual(details["pid"], str(child))
+        self.assertEqual(details["target-uid"], str(NOBODY_UID))
+        self.assertEqual(details["target-comm"], "sleep")
+        self.assertEqual(details["self"], "false")
+        self.world.polkit.set_allowed([REGISTER])
+        self.assertOk(client.call("RegisterContainer", "uta{sv}", [child, 200, {}]))
+        self.assertEqual(self.contid_of(child), 200)
+
+    def test_target_exec_during_authorization_is_checked_again(self):
+        gate_dir = tempfile.mkdtemp(dir=self.world.tmp)
+        os.chmod(gate_dir, 0o777)
+        gate = os.path.join(gate_dir, "go")
+        os.mkfifo(gate, 0o666)
+        holder = os.open(gate, os.O_RDWR)
+        self.addCleanup(os.close, holder)
+        client, child = self.client_with_child(
+            child="exec sh -c 'read go < %s; exec sleep 600'" % gate)
+        wait_until(lambda: os.readlink("/proc/%d/exe" % child).endswith("sh"), 10,
+                   "the child shell")
+        self.world.polkit.set_allowed([REGISTER])
+        self.world.polkit.set_hang([REGISTER])
+        client.send("RegisterContainer", "uta{sv}", [child, 220, {}])
+        self.world.polkit.wait_hanging(1)
+        os.write(holder, b"go\n")
+        wait_until(lambda: os.readlink("/proc/%d/exe" % child).endswith("sleep"), 10,
+                   "the child to exec sleep")
+        self.world.polkit.set_hang([])
+        self.world.polkit.release()
+        self.assertOk(client.receive())
+        checks = [c for c in self.world.polkit.checks() if c["action"] == REGISTER]
+        self.assertEqual([c["details"]["target-comm"] for c in checks], ["sh", "sleep"],
+                         "polkit is asked again about the program that now runs")
+        self.assertEqual(self.contid_of(child), 220)
+
+    def test_concurrent_registrations_of_one_value(self):
+        # Both pass polkit at once; the rules decide at the write, so the
+        # second finds the value taken by the first.
+        first, first_child = self.client_with_child()
+        second, second_child = self.client_with_child(uid=second_user_uid())
+        self.world.polkit.set_allowed([REGISTER])
+        self.world.polkit.set_hang([REGISTER])
+        first.send("RegisterContainer", "uta{sv}", [first_child, 230, {}])
+        second.send("RegisterContainer", "uta{sv}", [second_child, 230, {}])
+        self.world.polkit.wait_hanging(2)
+        self.world.polkit.set_hang([])
+        self.world.polkit.release()
+        replies = [first.receive(), second.receive()]
+        self.assertEqual(sorted(r.error or "ok" for r in replies),
+                         ["ok", "org.ptags.Error.ContainerIdInUse"], replies)
+        ids = {self.contid_of(first_child), self.contid_of(second_child)}
+        self.assertEqual(ids, {230, UNSET})
+        self.assertEqual(len(self.assertOk(self.world.root_call("ListContainers"))[0]), 1)
+
+    def test_inspect_needs_polkit_for_others(self):
+        target = self.world.spawn_target()
+        self.assertOk(self.register(target, 210))
+        client, child = self.client_with_child()
+        # Its own processes are free to read.
+        self.assertEqual(self.assertOk(client.call("GetContainerId", "u", [0]))[0], UNSET)
+        self.assertEqual(self.assertOk(client.call("GetContainerId", "u", [child]))[0], UNSET)
+        self.assertEqual([c["action"] for c in self.world.polkit.checks()], [])
+        self.assertError(client.call("GetContainerId", "u", [target]), "NotAuthorized")
+        self.assertError(client.call("GetContainer", "t", [210]), "NotAuthorized")
+        self.assertEqual(self.assertOk(client.call("ListContainers"))[0], [])
+        self.assertEqual({c["action"] for c in self.world.polkit.checks()}, {INSPECT})
+        self.world.polkit.set_allowed([INSPECT])
+        self.assertEqual(self.assertOk(client.call("GetContainerId", "u", [target]))[0], 210)
+        self.assertEqual(self.assertOk(client.call("GetContainer", "t", [210]))[0]["leader"],
+                         target)
+        listed = self.assertOk(client.call("ListContainers"))[0]
+        self.assertEqual([c for c, _ in listed], [210])
+
+
+class ContainerBoundTests(ContainerTestCase):
+    daemon_args = ("--max-containers-per-uid=2",)
+
+    def test_per_uid_bound(self):
+        self.assertEqual(self.world.get_property("MaxContainersPerUid"), 2)
+        targets = [self.world.spawn_target() for _ in range(3)]
+        self.assertOk(self.register(targets[0], 300))
+        self.assertOk(self.register(targets[1], 301))
+        reply = self.register(targets[2], 302)
+        self.assertError(reply, "LimitExceeded")
+        self.assertIn("MaxContainersPerUid", reply.message)
+        self.assertEqual(self.contid_of(targets[2]), UNSET)
+        # Adding to a container the caller holds is no new container.
+        self.assertOk(self.register(targets[2], 300))
+        # Another uid has its own bound.
+        self.world.polkit.set_allowed([REGISTER])
+        client, child = self.client_with_child()
+        self.assertOk(client.call("RegisterContainer", "uta{sv}", [child, 303, {}]))
+        # A container that ends frees its place.
+        fresh = self.world.spawn_target()
+        self.world.kill(targets[1])
+        self.signals.wait_removed(301)
+        self.assertOk(self.register(fresh, 304))
+
+
+class ContainerInheritanceTests(ContainerTestCase):
+    backends = ("bpf",)
+
+    def test_fork_clone_and_exec_inherit(self):
+        code = ("import threading, time, os; "
+                "t = threading.Thread(target=time.sleep, args=(600,), daemon=True); t.start(); "
+                "print(t.native_id, flush=True); time.sleep(600)")
+        shell = self.shell('read go; (sleep 600; true) </dev/null >/dev/null 2>&1 & echo $!; '
+                           '%s -c "$1" & echo $!; read x' % PYTHON, code)
+        self.assertOk(self.register(shell.pid, 400))
+        shell.stdin.write(b"go\n")
+        shell.stdin.flush()
+        forked = self.read_line(shell)
+        threaded = self.read_line(shell)
+        thread_id = self.read_line(shell)
+        self.assertEqual(self.contid_of(forked), 400, "fork without exec")
+        wait_until(lambda: os.readlink("/proc/%d/exe" % threaded).endswith(
+            os.path.basename(os.path.realpath(PYTHON))), 10, "the child to exec python")
+        self.assertEqual(self.contid_of(threaded), 400, "fork and exec")
+        # Records are per thread: the pinned iterator shows the thread's own.
+        with open(os.path.join(self.world.bpf_pin_dir, "tasks")) as f:
+            rows = [line.split() for line in f]
+        by_tid = {int(r[1]): int(r[3]) for r in rows}
+        self.assertEqual(by_tid.get(thread_id), 400, "a thread created after registration")
+        self.assertEqual(self.contid_of(shell.pid), 400)
+
+
+class ContainerLoggingTests(test_logging.LoggingTests):
+    """The journal entries and audit records of registrations, refused ones
+    and removals, as they leave ptagsd (the sinks of test_logging)."""
+
+    def setUp(self):
+        run = tempfile.mkdtemp(prefix="ptags-contid-run-")
+        self.addCleanup(shutil.rmtree, run, True)
+        self.world_options = {"daemon_env": {"RUNTIME_DIRECTORY": run},
+                              "fixture_args": ["--contid-delegate"]}
+        super().setUp()
+        self.audit = test_logging.AuditReader()
+        self.addCleanup(self.audit.close)
+
+    def container_records(self, timeout, count):
+        """Fields of ptagsd's container audit records, waiting for @count."""
+        found = []
+        deadline = time.monotonic() + timeout
+        while len(found) < count and time.monotonic() < deadline:
+            for kind, body in self.audit.records(0.2):
+                match = test_logging.USER_RECORD.match(body)
+                if kind != AUDIT_USYS_CONFIG or match is None:
+                    continue
+                # Names such as old-contid hold a dash.
+                fields = dict(re.findall(r'([\w-]+)=("[^"]*"|\S+)', match.group(2)))
+                if fields.get("op") in ("set", "drop"):
+                    fields["record-pid"] = match.group(1)
+                    found.append(fields)
+        return found
+
+    def test_container_audit_and_journal(self):
+        caller = os.getpid()
+        self.journal.drain()
+        self.assertOk(self.world.root_call("RegisterContainer", "uta{sv}",
+                                           [self.target, 800, {}]))
+        self.assertError(self.world.root_call("RegisterContainer", "uta{sv}",
+                                              [self.target, 801, {}]), "AlreadyRegistered")
+        done, refused = self.container_records(WAIT_S, 2)
+        for fields in (done, refused):
+            self.assertEqual(fields["record-pid"], str(self.daemon_pid))
+            self.assertEqual(fields["op"], "set")
+            self.assertEqual(fields["opid"], str(self.target))
+            self.assertEqual(fields["caller_pid"], str(caller))
+            self.assertEqual(fields["caller_uid"], "0")
+        self.assertEqual((done["contid"], done["old-contid"], done["res"]),
+                         ("800", "-1", "success"))
+        self.assertEqual((refused["contid"], refused["old-contid"], refused["res"]),
+                         ("801", "800", "failed"))
+
+        entry, _ = self.journal.wait_for(
+            lambda e: e.all("MESSAGE_ID") == [MESSAGE_SET], "a registration entry")
+        self.assertEqual(entry.sender_pid, self.daemon_pid)
+        self.assertEqual(entry.one("PTAGS_CONTID"), "800")
+        self.assertEqual(entry.one("PTAGS_PID"), str(self.target))
+        self.assertEqual(entry.one("PTAGS_CALLER_PID"), str(caller))
+        self.assertEqual(entry.one("PTAGS_RESULT"), "success")
+        entry, _ = self.journal.wait_for(
+            lambda e: e.all("MESSAGE_ID") == [MESSAGE_REFUSED_SET], "a refusal entry")
+        self.assertEqual(entry.one("PTAGS_CONTID"), "801")
+        self.assertEqual(entry.one("PTAGS_RESULT"), "org.ptags.Error.AlreadyRegistered")
+
+        self.world.kill(self.target)
+        (drop,) = self.container_records(WAIT_S, 1)
+        self.assertEqual((drop["op"], drop["contid"], drop["res"]), ("drop", "800", "success"))
+        entry, _ = self.journal.wait_for(
+            lambda e: e.all("MESSAGE_ID") == [MESSAGE_DROPPED], "a removal entry")
+        self.assertEqual(entry.one("PTAGS_CONTID"), "800")

@@ -23,6 +23,7 @@ static const GDBusErrorEntry error_entries[] = {
         {PTAGS_ERROR_CONTAINER_ID_IN_USE, "org.ptags.Error.ContainerIdInUse"},
         {PTAGS_ERROR_INVALID_CONTAINER_ID, "org.ptags.Error.InvalidContainerId"},
         {PTAGS_ERROR_NO_SUCH_CONTAINER, "org.ptags.Error.NoSuchContainer"},
+        {PTAGS_ERROR_LIMIT_EXCEEDED, "org.ptags.Error.LimitExceeded"},
         {PTAGS_ERROR_FAILED, "org.ptags.Error.Failed"},
         {PTAGS_ERROR_INTERACTIVE_AUTHORIZATION_REQUIRED,
          "org.freedesktop.DBus.Error.InteractiveAuthorizationRequired"},

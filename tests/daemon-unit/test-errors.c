@@ -27,7 +27,7 @@ static void test_api_names(void)
                 "TooManyTags",       "NotAuthorized",    "NotSupported",
                 "SelfTarget",        "NotDescendant",    "TargetBusy",
                 "AlreadyRegistered", "ContainerIdInUse", "InvalidContainerId",
-                "NoSuchContainer",   "Failed",
+                "NoSuchContainer",   "LimitExceeded",    "Failed",
         };
         for (size_t i = 0; i < G_N_ELEMENTS(api); i++) {
                 g_autofree char *full = g_strconcat("org.ptags.Error.", api[i], NULL);

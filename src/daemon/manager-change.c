@@ -82,6 +82,10 @@ static gboolean change_plan(Call *call, GError **error)
         }
         ptags_plan_free(call->plan);
         call->plan = plan;
+        /* Budgets are checked before polkit is asked; a user's sum (a scan)
+         * is taken again at commit, and only then for root. */
+        if (!change_check_budgets(call, call->caller->uid != 0, error))
+                return FALSE;
 
         /* What the backend cannot write is refused before anyone is asked. */
         size_t max = call->svc->backend->ops->max_line;
@@ -219,6 +223,12 @@ static void change_commit(Call *call)
                 return;
         }
 
+        /* Other processes of the target's user may have grown meanwhile. */
+        if (!change_check_budgets(call, TRUE, &error)) {
+                ptags_log_refused(&ctx, call->plan, error);
+                call_fail(call, error);
+                return;
+        }
         int r = ptags_backend_apply(call->svc->backend, call->target.pidfd, pid, call->plan);
         if (r < 0) {
                 error = ptags_errno_error(r, "cannot change the tags of", pid);
@@ -226,7 +236,6 @@ static void change_commit(Call *call)
                 call_fail(call, error);
                 return;
         }
-        g_autoptr(GPtrArray) lines = ptags_plan_lines(call->plan);
         ptags_log_changed(&ctx, call->plan);
         if (!ptags_target_alive(&call->target)) {
                 call_fail(call,
@@ -234,13 +243,16 @@ static void change_commit(Call *call)
                                       "process %d exited while its tags were changed", (int)pid));
                 return;
         }
-        /* Signal the tags the kernel now holds; fall back to the plan's result. */
-        GVariant *tags = call_read_current(call, NULL)
+        /* Signal the tags the kernel now holds; fall back to the plan's result
+         * (also when a writer around ptagsd grew them past what was sized). */
+        GVariant *tags = call_read_current(call, NULL) &&
+                                         ptags_set_wire_bound(call->current) <=
+                                                 ptags_set_wire_bound(ptags_plan_result(call->plan))
                                  ? ptags_set_to_variant(call->current)
                                  : ptags_set_to_variant(ptags_plan_result(call->plan));
-        g_ptr_array_add(lines, NULL);
+        g_auto(GStrv) lines = change_signal_lines(call);
         ptags_manager_emit_tags_changed(call->svc->skeleton, (guint32)pid,
-                                        (const char *const *)lines->pdata, tags);
+                                        (const char *const *)lines, tags);
         call_return(call, NULL);
 }
 

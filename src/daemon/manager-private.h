@@ -2,6 +2,8 @@
  * pipeline (manager-change.c) share: the service and one call in flight. */
 #pragma once
 
+#include "clients.h"
+#include "budgets.h"
 #include "manager.h"
 #include "ptags-manager-generated.h"
 #include "target.h"
@@ -14,10 +16,15 @@ struct _PtagsService {
         PtagsBackend *backend;
         PtagsAuthority *authority;
         GHashTable *reauthorizing; /* pid -> GQueue of Call waiting to apply */
+        PtagsLimits limits;
+        PtagsClients *clients;
 };
 
+typedef struct _Call Call;
+typedef void (*CallStepFn)(Call *call);
+
 /* One method call in flight; owned by whichever async step runs next. */
-typedef struct {
+struct _Call {
         PtagsService *svc;
         GDBusMethodInvocation *invocation;
         const char *method;
@@ -25,6 +32,11 @@ typedef struct {
         char *pattern; /* without the leading '@' */
         gboolean kept_only;
         gboolean want_bool;
+        guint32 read_pid;         /* GetTags's argument */
+        CallStepFn read_next;     /* what an admitted read does */
+        gboolean counts_replies;  /* its reply counts against the unread budgets */
+        gboolean holds_read_slot; /* one of its uid's MaxExpensiveCalls */
+        uid_t read_uid;
         /* changes */
         GStrv lines;          /* the input lines */
         const char *arg_name; /* single-argument methods: "tag"/"pattern"; NULL for Apply */
@@ -37,12 +49,13 @@ typedef struct {
         ptags_plan *plan;
         gboolean rebuilt;
         gboolean holds_target_lock;
+        gboolean summarize_lines; /* TagsChanged lists no lines: too many bytes */
         GCancellable *cancellable;
         guint owner_watch;
-} Call;
+};
 
 /* The next step of a call once its target is pinned. */
-typedef void (*CallStep)(Call *call);
+typedef CallStepFn CallStep;
 
 Call *call_new(PtagsService *svc, GDBusMethodInvocation *invocation);
 void call_free(Call *call);
@@ -68,6 +81,14 @@ char *ptags_shorten(const char *text);
  * call_free at the latest. */
 void target_lock_take(Call *call);
 void target_lock_release(Call *call);
+
+/* LimitExceeded unless the budgets (budgets.h) allow @call's plan, whose
+ * target now holds call->current; @scan_user also sums the bytes of every
+ * process of the target's uid (a scan of all tagged processes). */
+gboolean change_check_budgets(Call *call, gboolean scan_user, GError **error);
+/* The lines of @call's TagsChanged: the plan's, or one comment line saying
+ * how many were left out when they would not fit. (transfer full) */
+char **change_signal_lines(Call *call);
 
 /* Connect the change methods (manager-change.c) to the skeleton. */
 void ptags_manager_connect_changes(PtagsService *svc);

@@ -50,8 +50,21 @@ static void test_signal_and_properties(void)
         static const struct {
                 const char *name, *sig;
         } props[] = {
-                {"Version", "s"}, {"Backend", "s"},      {"Features", "as"},
-                {"MaxTags", "u"}, {"MaxTagLength", "u"}, {"MaxValueLength", "u"},
+                {"Version", "s"},
+                {"Backend", "s"},
+                {"Features", "as"},
+                {"MaxTags", "u"},
+                {"MaxTagLength", "u"},
+                {"MaxValueLength", "u"},
+                /* The budgets and the message bound (issue 9). */
+                {"MaxMessageBytes", "u"},
+                {"MaxProcessBytes", "u"},
+                {"MaxUserBytes", "u"},
+                {"MaxRootBytes", "u"},
+                {"MaxPolkitChanges", "u"},
+                {"MaxUnreadReplyBytes", "u"},
+                {"MaxUserUnreadReplyBytes", "u"},
+                {"MaxExpensiveCalls", "u"},
         };
 
         g_assert_nonnull(s);

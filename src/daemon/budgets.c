@@ -4,9 +4,13 @@
 
 #include "budgets.h"
 
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "errors.h"
 
@@ -98,13 +102,10 @@ guint64 ptags_set_wire_bound(const ptags_set *s)
 uid_t ptags_pid_uid(pid_t pid)
 {
         char path[64];
-        g_autofree char *status = NULL;
+        struct stat st;
 
-        snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-        if (!g_file_get_contents(path, &status, NULL, NULL))
-                return (uid_t)-1;
-        const char *line = strstr(status, "\nUid:");
-        return line != NULL ? (uid_t)strtoul(line + 5, NULL, 10) : (uid_t)-1;
+        snprintf(path, sizeof(path), "/proc/%d", (int)pid);
+        return stat(path, &st) == 0 ? st.st_uid : (uid_t)-1;
 }
 
 guint ptags_limits_for_uid(const PtagsLimits *l, uid_t uid, const char **property)
@@ -113,27 +114,28 @@ guint ptags_limits_for_uid(const PtagsLimits *l, uid_t uid, const char **propert
         return uid == 0 ? l->root_bytes : l->user_bytes;
 }
 
-typedef struct {
-        uid_t uid;
-        pid_t except;
-        guint64 total;
-} UserSum;
-
-static void add_holder(pid_t pid, const ptags_set *tags, void *user_data)
-{
-        UserSum *sum = user_data;
-
-        if (pid != sum->except && ptags_pid_uid(pid) == sum->uid)
-                sum->total += ptags_set_bytes(tags);
-}
-
 int ptags_user_bytes(PtagsBackend *backend, uid_t uid, pid_t except, guint64 *out)
 {
-        /* Only processes holding tags are reported, so this reads the uid of
-         * tagged processes only. */
-        UserSum sum = {uid, except, 0};
-        int r = backend->ops->find(backend, "", 0, add_holder, &sum);
+        /* The owner of /proc/PID is checked first (a stat, no file read), so
+         * only the processes of @uid have their tags read. */
+        DIR *dir = opendir("/proc");
+        struct dirent *de;
 
-        *out = sum.total;
-        return r;
+        *out = 0;
+        if (dir == NULL)
+                return -errno;
+        while ((de = readdir(dir)) != NULL) {
+                char *end = NULL;
+                long pid = strtol(de->d_name, &end, 10);
+                struct stat st;
+                if (end == de->d_name || *end != '\0' || pid <= 0 || pid == except ||
+                    fstatat(dirfd(dir), de->d_name, &st, 0) != 0 || st.st_uid != uid)
+                        continue;
+                ptags_set *tags = NULL;
+                if (ptags_backend_read(backend, -1, (pid_t)pid, &tags) == 0)
+                        *out += ptags_set_bytes(tags);
+                ptags_set_free(tags); /* exited meanwhile or unreadable: holds nothing */
+        }
+        closedir(dir);
+        return 0;
 }

@@ -1,6 +1,6 @@
 /* clients.h: what ptagsd keeps per bus client so that no client can stall
  * the others: the uid behind each connection, the bytes of replies it has not
- * read yet, and a fair queue of expensive reads per uid. */
+ * read yet, and a fair queue of reads per uid. */
 #pragma once
 
 #include <gio/gio.h>
@@ -32,7 +32,7 @@ gboolean ptags_clients_check_unread(PtagsClients *c, const char *sender, uid_t u
  * comes after the client has read every earlier reply, which un-counts them. */
 void ptags_clients_sent(PtagsClients *c, const char *sender, gsize bytes);
 
-/* Queue an expensive call of @uid: @run(@data) is called from the main loop,
+/* Queue a read (an "expensive call") of @uid: @run(@data) is called from the main loop,
  * in turn with the queued calls of other uids (round robin). LimitExceeded
  * when @uid already has MaxExpensiveCalls queued or running. */
 gboolean ptags_clients_queue_expensive(PtagsClients *c, uid_t uid, GSourceOnceFunc run,

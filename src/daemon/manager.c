@@ -340,8 +340,8 @@ static Call *yes_no_call_new(PtagsService *svc, GDBusMethodInvocation *inv, cons
 
 /* ------------------------------------------------ admission of reads
  *
- * Reads whose reply can be large (GetTags, GetTagsFd, GetPeerTags,
- * FindTagged) first learn the caller's uid, then wait in their uid's queue
+ * Every read parses whole tag lists and some replies are large, so reads
+ * first learn the caller's uid, then wait in their uid's queue
  * (at most MaxExpensiveCalls per uid) and run in turn with other uids'
  * reads; each is refused when too many bytes of earlier replies to its
  * connection or uid are still unread. So a client that floods ptagsd or stops
@@ -421,8 +421,10 @@ static gboolean handle_has_tag(PtagsManager *object, GDBusMethodInvocation *inv,
 {
         Call *call = yes_no_call_new(svc, inv, pattern);
 
-        if (call != NULL)
-                call_pin_pid(call, pid, read_step);
+        if (call != NULL) {
+                call->read_pid = pid;
+                read_admit(call, get_tags_step);
+        }
         return TRUE;
 }
 
@@ -457,8 +459,10 @@ static gboolean handle_peer_has_tag(PtagsManager *object, GDBusMethodInvocation 
 {
         Call *call = yes_no_call_new(svc, inv, pattern);
 
-        if (call != NULL && check_bus_name(call, bus_name))
-                call_lookup_peer(call, bus_name, peer_read_step);
+        if (call != NULL && check_bus_name(call, bus_name)) {
+                call->arg = g_strdup(bus_name);
+                read_admit(call, get_peer_tags_step);
+        }
         return TRUE;
 }
 

@@ -296,6 +296,30 @@ class OverBudgetStateTests(LimitWorld):
 
 
 class ExpensiveCallTests(LimitWorld):
+    def fill_big_target(self):
+        """An unprivileged process holding 4000 tags (188 KB, in budget)."""
+        big = self.world.spawn_target(unprivileged=True)
+        names = ["t:%04d:%s" % (i, "y" * 40) for i in range(4000)]
+        for i in range(0, 4000, 1000):
+            self.assertOk(self.world.root_call(
+                "Apply", "uas", [big, ["+" + n for n in names[i:i + 1000]]], timeout_ms=60000))
+        return big
+
+    def test_has_tag_flood_does_not_delay_root(self):
+        """Every HasTag reads and parses the whole list: a flood of them is
+        as expensive as one of FindTagged."""
+        big = self.fill_big_target()
+        small = self.world.spawn_target()
+        self.assertOk(self.world.root_call("AddTag", "usb", [small, "s", False]))
+        spawn_flood(self.world, "HasTag", "us", [big, "t:*"], calls=3000, no_reply=True)
+        worst = 0.0
+        for _ in range(5):
+            reply, took = timed_root_get_tags(self.world, small)
+            self.assertOk(reply)
+            worst = max(worst, took)
+        print("HasTag flood: root GetTags worst %.3f s" % worst)
+        self.assertLess(worst, 1.0)
+
     def test_find_tagged_flood_does_not_delay_root(self):
         """Issue 9 item 4: 1600 FindTagged by nobody against a process with
         4000 tags pushed root's GetTags to 1.6-2.2 s."""

@@ -341,8 +341,8 @@ static void change_authorize(Call *call)
                                         interactive, call->cancellable, authorized, call);
 }
 
-/* Runs once the caller is known and the target pinned. */
-static void change_start(Call *call)
+/* Runs in the caller's turn (see change_start). */
+static void change_read_and_plan(Call *call)
 {
         GError *error = NULL;
 
@@ -351,12 +351,22 @@ static void change_start(Call *call)
                 call_fail(call, error);
                 return;
         }
+        /* Waiting for polkit costs ptagsd nothing: free the turn. */
+        call_end_turn(call);
         if (ptags_plan_change_count(call->plan) == 0) {
                 g_debug("%s: nothing to change on process %d", call->method, (int)call->target.pid);
                 call_return(call, NULL);
                 return;
         }
         change_authorize(call);
+}
+
+/* Runs once the caller is known and the target pinned. Reading and planning
+ * parse whole tag lists, so they wait for the caller uid's turn like reads:
+ * a flood of changes (even ones that change nothing) delays nobody else. */
+static void change_start(Call *call)
+{
+        call_take_turn(call, call->caller->uid, change_read_and_plan);
 }
 
 /* Pin a "u pid" target (0 = the caller), then learn who the caller is. */

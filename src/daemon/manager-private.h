@@ -77,6 +77,13 @@ GError *ptags_errno_error(int neg_errno, const char *what, pid_t pid);
 /* @text cut to a readable length for messages. (transfer full) */
 char *ptags_shorten(const char *text);
 
+/* Run @next once it is @uid's turn in the per-uid queue of work that
+ * parses tag lists (budgets.h, MaxExpensiveCalls); LimitExceeded (and @call
+ * answered) when @uid has too much queued. call_end_turn gives the slot
+ * back early, call_free at the latest. */
+void call_take_turn(Call *call, uid_t uid, CallStepFn next);
+void call_end_turn(Call *call);
+
 /* The target's re-authorization lock (manager-change.c); released by
  * call_free at the latest. */
 void target_lock_take(Call *call);

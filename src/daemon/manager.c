@@ -119,8 +119,7 @@ Call *call_new(PtagsService *svc, GDBusMethodInvocation *invocation)
 void call_free(Call *call)
 {
         target_lock_release(call);
-        if (call->holds_read_slot)
-                ptags_clients_expensive_done(call->svc->clients, call->read_uid);
+        call_end_turn(call);
         if (call->owner_watch != 0)
                 g_dbus_connection_signal_unsubscribe(call->svc->connection, call->owner_watch);
         g_clear_object(&call->invocation);
@@ -377,6 +376,33 @@ static void read_uid_known(gpointer data, uid_t uid, const GError *lookup_error)
                 return;
         }
         call->holds_read_slot = TRUE;
+}
+
+static void turn_run(gpointer data)
+{
+        Call *call = data;
+
+        call->read_next(call);
+}
+
+void call_take_turn(Call *call, uid_t uid, CallStepFn next)
+{
+        GError *error = NULL;
+
+        call->read_uid = uid;
+        call->read_next = next;
+        if (!ptags_clients_queue_expensive(call->svc->clients, uid, turn_run, call, &error)) {
+                call_fail(call, error);
+                return;
+        }
+        call->holds_read_slot = TRUE;
+}
+
+void call_end_turn(Call *call)
+{
+        if (call->holds_read_slot)
+                ptags_clients_expensive_done(call->svc->clients, call->read_uid);
+        call->holds_read_slot = FALSE;
 }
 
 static void read_admit(Call *call, CallStepFn next)

@@ -43,7 +43,7 @@ static const PtagsLimitInfo infos[] = {
          "The same for all connections of one user other than root (default 16777216)"},
         {"max-expensive-calls", "MaxExpensiveCalls", G_STRUCT_OFFSET(PtagsLimits, expensive_calls),
          1, 1024, 32,
-         "Reads (GetTags ... FindTagged) one user may have queued or running (default 32)"},
+         "Reads and changes being planned one user may have queued or running (default 32)"},
 };
 
 const PtagsLimitInfo *ptags_limit_infos(gsize *n)

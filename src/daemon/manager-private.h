@@ -32,7 +32,6 @@ struct _Call {
         char *pattern; /* without the leading '@' */
         gboolean kept_only;
         gboolean want_bool;
-        guint32 read_pid;         /* GetTags's argument */
         CallStepFn read_next;     /* what an admitted read does */
         gboolean counts_replies;  /* its reply counts against the unread budgets */
         gboolean holds_read_slot; /* one of its uid's MaxExpensiveCalls */

@@ -413,9 +413,11 @@ static void read_admit(Call *call, CallStepFn next)
                               call);
 }
 
-static void get_tags_step(Call *call)
+/* The target is pinned on arrival, not when the turn comes, so a pid that
+ * is freed and reused while the call waits is never read. */
+static void admit_read_step(Call *call)
 {
-        call_pin_pid(call, call->read_pid, read_step);
+        read_admit(call, read_step);
 }
 
 static gboolean handle_get_tags(PtagsManager *object, GDBusMethodInvocation *inv, guint32 pid,
@@ -423,8 +425,7 @@ static gboolean handle_get_tags(PtagsManager *object, GDBusMethodInvocation *inv
 {
         Call *call = call_new(svc, inv);
 
-        call->read_pid = pid;
-        read_admit(call, get_tags_step);
+        call_pin_pid(call, pid, admit_read_step);
         return TRUE;
 }
 
@@ -447,10 +448,8 @@ static gboolean handle_has_tag(PtagsManager *object, GDBusMethodInvocation *inv,
 {
         Call *call = yes_no_call_new(svc, inv, pattern);
 
-        if (call != NULL) {
-                call->read_pid = pid;
-                read_admit(call, get_tags_step);
-        }
+        if (call != NULL)
+                call_pin_pid(call, pid, admit_read_step);
         return TRUE;
 }
 

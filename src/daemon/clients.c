@@ -34,6 +34,7 @@ typedef struct {
 
 typedef struct {
         GSourceOnceFunc run;
+        GDestroyNotify drop;
         gpointer data;
 } Pending;
 
@@ -155,6 +156,28 @@ void ptags_clients_free(PtagsClients *c)
         if (c->runner != 0)
                 g_source_remove(c->runner);
         g_queue_clear(&c->turns);
+        /* Dropped calls give their turn back into tables still alive. */
+        GHashTableIter iter;
+        gpointer value;
+        g_autoptr(GError) stopping =
+                g_error_new(PTAGS_ERROR, PTAGS_ERROR_FAILED, "ptagsd is stopping");
+        g_hash_table_iter_init(&iter, c->clients);
+        while (g_hash_table_iter_next(&iter, NULL, &value)) {
+                GSList *waiting = g_steal_pointer(&((Client *)value)->waiting);
+                for (GSList *l = waiting; l != NULL; l = l->next) {
+                        UidWait *w = l->data;
+                        w->done(w->data, (uid_t)-1, stopping);
+                }
+                g_slist_free_full(waiting, g_free);
+        }
+        g_hash_table_iter_init(&iter, c->users);
+        while (g_hash_table_iter_next(&iter, NULL, &value)) {
+                Pending *p;
+                while ((p = g_queue_pop_head(&((User *)value)->queue)) != NULL) {
+                        p->drop(p->data);
+                        g_free(p);
+                }
+        }
         g_hash_table_unref(c->clients);
         g_hash_table_unref(c->users);
         g_object_unref(c->bus);
@@ -333,7 +356,7 @@ static gboolean run_next(gpointer data)
 }
 
 gboolean ptags_clients_queue_expensive(PtagsClients *c, uid_t uid, GSourceOnceFunc run,
-                                       gpointer data, GError **error)
+                                       GDestroyNotify drop, gpointer data, GError **error)
 {
         User *u = user_get(c, uid);
 
@@ -346,6 +369,7 @@ gboolean ptags_clients_queue_expensive(PtagsClients *c, uid_t uid, GSourceOnceFu
         }
         Pending *p = g_new0(Pending, 1);
         p->run = run;
+        p->drop = drop;
         p->data = data;
         u->expensive++;
         g_queue_push_tail(&u->queue, p);

@@ -34,8 +34,9 @@ void ptags_clients_sent(PtagsClients *c, const char *sender, gsize bytes);
 
 /* Queue a read (an "expensive call") of @uid: @run(@data) is called from the main loop,
  * in turn with the queued calls of other uids (round robin). LimitExceeded
- * when @uid already has MaxExpensiveCalls queued or running. */
+ * when @uid already has MaxExpensiveCalls queued or running. Calls still
+ * queued when @c is freed get @drop(@data) instead. */
 gboolean ptags_clients_queue_expensive(PtagsClients *c, uid_t uid, GSourceOnceFunc run,
-                                       gpointer data, GError **error);
+                                       GDestroyNotify drop, gpointer data, GError **error);
 /* A queued call of @uid has finished (replied). */
 void ptags_clients_expensive_done(PtagsClients *c, uid_t uid);

@@ -346,6 +346,12 @@ static Call *yes_no_call_new(PtagsService *svc, GDBusMethodInvocation *inv, cons
  * connection or uid are still unread. So a client that floods ptagsd or stops
  * reading delays nobody else, and what ptagsd has in flight stays bounded. */
 
+/* ptagsd stops with the call still queued. */
+static void turn_drop(gpointer data)
+{
+        call_fail(data, g_error_new(PTAGS_ERROR, PTAGS_ERROR_FAILED, "ptagsd is stopping"));
+}
+
 static void read_run(gpointer data)
 {
         Call *call = data;
@@ -371,7 +377,8 @@ static void read_uid_known(gpointer data, uid_t uid, const GError *lookup_error)
         }
         call->read_uid = uid;
         call->counts_replies = TRUE;
-        if (!ptags_clients_queue_expensive(call->svc->clients, uid, read_run, call, &error)) {
+        if (!ptags_clients_queue_expensive(call->svc->clients, uid, read_run, turn_drop, call,
+                                           &error)) {
                 call_fail(call, error);
                 return;
         }
@@ -391,7 +398,8 @@ void call_take_turn(Call *call, uid_t uid, CallStepFn next)
 
         call->read_uid = uid;
         call->read_next = next;
-        if (!ptags_clients_queue_expensive(call->svc->clients, uid, turn_run, call, &error)) {
+        if (!ptags_clients_queue_expensive(call->svc->clients, uid, turn_run, turn_drop, call,
+                                           &error)) {
                 call_fail(call, error);
                 return;
         }

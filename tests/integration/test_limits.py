@@ -38,6 +38,13 @@ def daemon_rss_kib(world):
     raise AssertionError("no VmRSS for ptagsd")
 
 
+def daemon_has_asan(world):
+    """An ASan build runs 2-3 times slower and keeps freed memory in its
+    quarantine (256 MB), so timing and RSS bounds are widened for it."""
+    with open("/proc/%d/maps" % world.daemon.pid) as f:
+        return "libasan" in f.read()
+
+
 def spawn_flood(world, method, sig, args, calls, connections=1, no_reply=False, uid=65534):
     """ptags_flood.py as @uid: @calls calls per connection, all at once.
     Returns the Popen once every call was sent."""
@@ -288,8 +295,9 @@ class OverBudgetStateTests(LimitWorld):
             os.kill(flood.pid, signal.SIGCONT)
         print("stopped reader: root GetTags worst %.3f s, ptagsd RSS %d -> %d KiB"
               % (worst, rss_before, rss_after))
-        self.assertLess(worst, 1.0)
-        self.assertLess(rss_after - rss_before, 128 * 1024)
+        asan = daemon_has_asan(self.world)
+        self.assertLess(worst, 3.0 if asan else 1.0)
+        self.assertLess(rss_after - rss_before, (512 if asan else 128) * 1024)
         summary = json.loads(flood.stdout.readline())["replies"]
         self.assertGreater(summary.get("org.ptags.Error.LimitExceeded", 0), 0, summary)
         self.assertGreater(summary.get("ok", 0), 0, summary)
@@ -318,7 +326,7 @@ class ExpensiveCallTests(LimitWorld):
             self.assertOk(reply)
             worst = max(worst, took)
         print("HasTag flood: root GetTags worst %.3f s" % worst)
-        self.assertLess(worst, 1.0)
+        self.assertLess(worst, 3.0 if daemon_has_asan(self.world) else 1.0)
 
     def test_no_op_change_flood_does_not_delay_root(self):
         """A change that changes nothing needs no polkit but still reads and
@@ -333,7 +341,7 @@ class ExpensiveCallTests(LimitWorld):
             self.assertOk(reply)
             worst = max(worst, took)
         print("no-op Apply flood: root GetTags worst %.3f s" % worst)
-        self.assertLess(worst, 1.0)
+        self.assertLess(worst, 3.0 if daemon_has_asan(self.world) else 1.0)
 
     def test_find_tagged_flood_does_not_delay_root(self):
         """Issue 9 item 4: 1600 FindTagged by nobody against a process with
@@ -352,7 +360,7 @@ class ExpensiveCallTests(LimitWorld):
             self.assertOk(reply)
             worst = max(worst, took)
         print("FindTagged flood: root GetTags worst %.3f s" % worst)
-        self.assertLess(worst, 1.0)
+        self.assertLess(worst, 3.0 if daemon_has_asan(self.world) else 1.0)
 
     def test_expensive_calls_per_user_are_capped(self):
         target = self.world.spawn_target(unprivileged=True)

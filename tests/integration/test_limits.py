@@ -303,6 +303,41 @@ class OverBudgetStateTests(LimitWorld):
         self.assertGreater(summary.get("ok", 0), 0, summary)
 
 
+class UserUnreadTests(LimitWorld):
+    """Only the per-user bound: each connection may leave 64 MiB unread."""
+
+    backends = ("ptags-lsm",)
+    world_options = {"daemon_args": ["--max-expensive-calls=1024",
+                                     "--max-unread-reply-bytes=67108864"]}
+
+    def test_stopped_readers_of_one_user_are_bounded_together(self):
+        big = self.world.spawn_target(unprivileged=True)
+        small = self.world.spawn_target()
+        self.fixture_write(big, ["+app:%04d:%s" % (i, "x" * 3980) for i in range(950)])
+        self.assertOk(self.world.root_call("AddTag", "usb", [small, "s", False]))
+        flood = spawn_flood(self.world, "GetTags", "u", [big], calls=5, connections=10)
+        os.kill(flood.pid, signal.SIGSTOP)
+        try:
+            time.sleep(3)
+            reply, took = timed_root_get_tags(self.world, small)
+            self.assertOk(reply)
+        finally:
+            os.kill(flood.pid, signal.SIGCONT)
+        self.assertLess(took, 3.0 if daemon_has_asan(self.world) else 1.0)
+        summary = json.loads(flood.stdout.readline())["replies"]
+        self.assertGreater(summary.get("org.ptags.Error.LimitExceeded", 0), 0, summary)
+        # 16 MiB of 3.8 MB replies: four or five got through, not fifty.
+        self.assertLess(summary.get("ok", 0), 10, summary)
+
+    def test_a_reader_that_reads_is_never_refused(self):
+        target = self.world.spawn_target(unprivileged=True)
+        self.assertOk(self.world.root_call("Apply", "uas", [
+            target, ["+app:%03d:%s" % (i, "x" * 1000) for i in range(200)]]))
+        client = self.world.spawn_client()
+        for i in range(100):  # 20 MB, over both unread budgets
+            self.assertOk(client.call("GetTags", "u", [target]), "read %d" % i)
+
+
 class ExpensiveCallTests(LimitWorld):
     def fill_big_target(self):
         """An unprivileged process holding 4000 tags (188 KB, in budget)."""

@@ -113,28 +113,94 @@ guint ptags_limits_for_uid(const PtagsLimits *l, uid_t uid, const char **propert
         return uid == 0 ? l->root_bytes : l->user_bytes;
 }
 
-int ptags_user_bytes(PtagsBackend *backend, uid_t uid, pid_t except, guint64 *out)
+typedef struct {
+        ino_t ino;
+        guint64 bytes;
+        guint seen; /* the scan that last found it alive */
+} CachedProcess;
+
+struct _PtagsByteCache {
+        GHashTable *procs; /* pid -> CachedProcess */
+        guint scan;
+};
+
+PtagsByteCache *ptags_byte_cache_new(void)
+{
+        PtagsByteCache *cache = g_new0(PtagsByteCache, 1);
+
+        cache->procs = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, g_free);
+        return cache;
+}
+
+void ptags_byte_cache_free(PtagsByteCache *cache)
+{
+        if (cache == NULL)
+                return;
+        g_hash_table_unref(cache->procs);
+        g_free(cache);
+}
+
+void ptags_byte_cache_expect(PtagsByteCache *cache, pid_t pid, guint64 bytes)
+{
+        CachedProcess *p = g_hash_table_lookup(cache->procs, GINT_TO_POINTER(pid));
+
+        if (p != NULL)
+                p->bytes = bytes;
+}
+
+int ptags_user_bytes(PtagsBackend *backend, PtagsByteCache *cache, uid_t uid, pid_t except,
+                     gboolean fresh, guint64 *out)
 {
         /* The owner of /proc/PID is checked first (a stat, no file read), so
-         * only the processes of @uid have their tags read. */
+         * only the processes of @uid have their tags read, and only those
+         * not read before. */
         DIR *dir = opendir("/proc");
         struct dirent *de;
+        guint alive = 0;
 
         *out = 0;
         if (dir == NULL)
                 return -errno;
+        cache->scan++;
         while ((de = readdir(dir)) != NULL) {
                 char *end = NULL;
                 long pid = strtol(de->d_name, &end, 10);
                 struct stat st;
-                if (end == de->d_name || *end != '\0' || pid <= 0 || pid == except ||
-                    fstatat(dirfd(dir), de->d_name, &st, 0) != 0 || st.st_uid != uid)
+                if (end == de->d_name || *end != '\0' || pid <= 0 ||
+                    fstatat(dirfd(dir), de->d_name, &st, 0) != 0)
                         continue;
-                ptags_set *tags = NULL;
-                if (ptags_backend_read(backend, -1, (pid_t)pid, &tags) == 0)
-                        *out += ptags_set_bytes(tags);
-                ptags_set_free(tags); /* exited meanwhile or unreadable: holds nothing */
+                alive++;
+                gpointer key = GINT_TO_POINTER((int)pid);
+                CachedProcess *p = g_hash_table_lookup(cache->procs, key);
+                if (p != NULL)
+                        p->seen = cache->scan;
+                if (pid == except || st.st_uid != uid)
+                        continue;
+                if (p == NULL || p->ino != st.st_ino || fresh) {
+                        ptags_set *tags = NULL;
+                        if (p == NULL) {
+                                p = g_new0(CachedProcess, 1);
+                                g_hash_table_insert(cache->procs, key, p);
+                        }
+                        p->ino = st.st_ino;
+                        p->seen = cache->scan;
+                        /* Exited meanwhile or unreadable: it holds nothing. */
+                        p->bytes = ptags_backend_read(backend, -1, (pid_t)pid, &tags) == 0
+                                           ? ptags_set_bytes(tags)
+                                           : 0;
+                        ptags_set_free(tags);
+                }
+                *out += p->bytes;
         }
         closedir(dir);
+        /* Forget processes that have exited once they are many. */
+        if (g_hash_table_size(cache->procs) > 2 * alive + 64) {
+                GHashTableIter iter;
+                gpointer value;
+                g_hash_table_iter_init(&iter, cache->procs);
+                while (g_hash_table_iter_next(&iter, NULL, &value))
+                        if (((CachedProcess *)value)->seen != cache->scan)
+                                g_hash_table_iter_remove(&iter);
+        }
         return 0;
 }

@@ -58,6 +58,20 @@ guint64 ptags_set_wire_bound(const ptags_set *s);
 uid_t ptags_pid_uid(pid_t pid);
 /* The budget for the bytes of all processes of @uid. */
 guint ptags_limits_for_uid(const PtagsLimits *l, uid_t uid, const char **property);
+/* What the per-uid sums remember of each process: its bytes as last read,
+ * keyed by pid and the inode of its /proc directory (a new process under a
+ * reused pid gets a new one), so a sum reads only processes it has not seen.
+ * (transfer full: ptags_byte_cache_free) */
+typedef struct _PtagsByteCache PtagsByteCache;
+PtagsByteCache *ptags_byte_cache_new(void);
+void ptags_byte_cache_free(PtagsByteCache *cache);
+/* Remember that @pid will hold @bytes once a change is applied (an
+ * over-estimate if the change then fails, which a fresh sum corrects). */
+void ptags_byte_cache_expect(PtagsByteCache *cache, pid_t pid, guint64 bytes);
+
 /* Sum into *@out the bytes of every live process of @uid except @except, as
- * @backend reports them. 0 or -errno. */
-int ptags_user_bytes(PtagsBackend *backend, uid_t uid, pid_t except, guint64 *out);
+ * @backend reports them; @fresh reads every one again instead of trusting
+ * @cache (which exec, shrinking a list behind ptagsd, leaves high).
+ * 0 or -errno. */
+int ptags_user_bytes(PtagsBackend *backend, PtagsByteCache *cache, uid_t uid, pid_t except,
+                     gboolean fresh, guint64 *out);

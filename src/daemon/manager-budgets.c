@@ -64,15 +64,22 @@ gboolean change_check_budgets(Call *call, gboolean scan_user, GError **error)
         uid_t uid = ptags_pid_uid(call->target.pid);
         if (uid == (uid_t)-1)
                 return TRUE; /* exited: the write fails with NoSuchProcess */
-        guint64 others = 0;
-        int r = ptags_user_bytes(call->svc->backend, uid, call->target.pid, &others);
-        if (r < 0) {
-                g_set_error(error, PTAGS_ERROR, ptags_error_from_errno(-r),
-                            "cannot sum the tags of uid %u: %s", (unsigned)uid, g_strerror(-r));
-                return FALSE;
-        }
         const char *property;
         guint limit = ptags_limits_for_uid(l, uid, &property);
+        guint64 others = 0;
+        /* Remembered sums first; a refusal is only ever made on fresh ones. */
+        for (int fresh = 0; fresh < 2; fresh++) {
+                int r = ptags_user_bytes(call->svc->backend, call->svc->byte_cache, uid,
+                                         call->target.pid, fresh, &others);
+                if (r < 0) {
+                        g_set_error(error, PTAGS_ERROR, ptags_error_from_errno(-r),
+                                    "cannot sum the tags of uid %u: %s", (unsigned)uid,
+                                    g_strerror(-r));
+                        return FALSE;
+                }
+                if (others + after <= limit)
+                        break;
+        }
         if (others + after > limit) {
                 g_set_error(error, PTAGS_ERROR, PTAGS_ERROR_LIMIT_EXCEEDED,
                             "the processes of uid %u would hold %" G_GUINT64_FORMAT " bytes of "
@@ -80,6 +87,8 @@ gboolean change_check_budgets(Call *call, gboolean scan_user, GError **error)
                             (unsigned)uid, others + after, property, limit);
                 return FALSE;
         }
+        /* The target is about to hold @after (it is in others' sums). */
+        ptags_byte_cache_expect(call->svc->byte_cache, call->target.pid, after);
         return TRUE;
 }
 

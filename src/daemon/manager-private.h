@@ -18,6 +18,7 @@ struct _PtagsService {
         GHashTable *reauthorizing; /* pid -> GQueue of Call waiting to apply */
         PtagsLimits limits;
         PtagsClients *clients;
+        PtagsByteCache *byte_cache; /* for the per-uid budgets */
 };
 
 typedef struct _Call Call;

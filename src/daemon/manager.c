@@ -624,6 +624,7 @@ PtagsService *ptags_service_new(GDBusConnection *connection, PtagsBackend *backe
         svc->connection = g_object_ref(connection);
         svc->limits = *limits;
         svc->clients = ptags_clients_new(connection, &svc->limits);
+        svc->byte_cache = ptags_byte_cache_new();
         svc->backend = backend;
         svc->authority = authority;
         svc->reauthorizing = g_hash_table_new(g_direct_hash, g_direct_equal);
@@ -666,6 +667,7 @@ void ptags_service_free(PtagsService *svc)
                 g_dbus_interface_skeleton_unexport(G_DBUS_INTERFACE_SKELETON(svc->skeleton));
         g_clear_object(&svc->skeleton);
         ptags_clients_free(svc->clients);
+        ptags_byte_cache_free(svc->byte_cache);
         g_hash_table_unref(svc->reauthorizing);
         g_clear_object(&svc->connection);
         g_free(svc);

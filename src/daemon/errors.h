@@ -26,6 +26,7 @@ typedef enum {
         PTAGS_ERROR_CONTAINER_ID_IN_USE,
         PTAGS_ERROR_INVALID_CONTAINER_ID,
         PTAGS_ERROR_NO_SUCH_CONTAINER,
+        /* A budget or size bound (budgets.h) would be exceeded. */
         PTAGS_ERROR_LIMIT_EXCEEDED,
         PTAGS_ERROR_FAILED,
         /* The standard D-Bus name for "polkit would ask, but the caller did

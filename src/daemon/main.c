@@ -7,11 +7,13 @@
 #include <glib-unix.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <systemd/sd-daemon.h>
 
 #include "authority.h"
 #include "backend-select.h"
 #include "backend.h"
+#include "budgets.h"
 #include "manager.h"
 #include "registry.h"
 
@@ -78,6 +80,49 @@ static void name_lost(GDBusConnection *connection, const char *name, gpointer us
         g_main_loop_quit(d->loop);
 }
 
+/* --max-...=N: one budget of budgets.h, checked against its range. */
+static gboolean parse_limit(const char *option, const char *value, gpointer data, GError **error)
+{
+        PtagsLimits *limits = data;
+        gsize n;
+        const PtagsLimitInfo *infos = ptags_limit_infos(&n);
+        gint64 number;
+
+        for (gsize i = 0; i < n; i++) {
+                if (!g_str_has_prefix(option, "--") || strcmp(option + 2, infos[i].option) != 0)
+                        continue;
+                if (!g_ascii_string_to_signed(value, 10, G_MININT64, G_MAXINT64, &number, NULL)) {
+                        g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
+                                    "%s=%s: not a number", option, value);
+                        return FALSE;
+                }
+                return ptags_limit_set(limits, &infos[i], number, error);
+        }
+        g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_UNKNOWN_OPTION, "%s: no such budget",
+                    option);
+        return FALSE;
+}
+
+/* The budget options, one per entry of budgets.h's table. (transfer full) */
+static GOptionGroup *limit_options(PtagsLimits *limits)
+{
+        gsize n;
+        const PtagsLimitInfo *infos = ptags_limit_infos(&n);
+        GOptionGroup *group = g_option_group_new("limits", "Budgets (see the D-Bus properties):",
+                                                 "Show the budget options", limits, NULL);
+        g_autofree GOptionEntry *entries = g_new0(GOptionEntry, n + 1);
+
+        for (gsize i = 0; i < n; i++) {
+                entries[i].long_name = infos[i].option;
+                entries[i].arg = G_OPTION_ARG_CALLBACK;
+                entries[i].arg_data = (gpointer)parse_limit;
+                entries[i].description = infos[i].help;
+                entries[i].arg_description = "N";
+        }
+        g_option_group_add_entries(group, entries);
+        return group;
+}
+
 static gboolean quit_on_signal(gpointer user_data)
 {
         Daemon *d = user_data;
@@ -116,8 +161,11 @@ int main(int argc, char **argv)
         };
         g_autoptr(GOptionContext) context = g_option_context_new("- the ptags D-Bus service");
         g_autoptr(GError) error = NULL;
+        PtagsLimits limits;
 
+        ptags_limits_init(&limits);
         g_option_context_add_main_entries(context, entries, NULL);
+        g_option_context_add_group(context, limit_options(&limits));
         if (!g_option_context_parse(context, &argc, &argv, &error)) {
                 g_printerr("ptagsd: %s\n", error->message);
                 return 2;
@@ -165,7 +213,7 @@ int main(int argc, char **argv)
 
         d.authority = ptags_authority_new((guint)polkit_timeout);
         /* Exported before the name is owned, so the first call finds it. */
-        d.service = ptags_service_new(bus, d.backend, d.authority, &error);
+        d.service = ptags_service_new(bus, d.backend, d.authority, &limits, &error);
         if (d.service == NULL) {
                 g_printerr("ptagsd: cannot export /org/ptags/Manager: %s\n", error->message);
                 ptags_authority_free(d.authority);

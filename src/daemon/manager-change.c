@@ -82,6 +82,10 @@ static gboolean change_plan(Call *call, GError **error)
         }
         ptags_plan_free(call->plan);
         call->plan = plan;
+        /* Budgets are checked before polkit is asked; a user's sum (a scan)
+         * is taken again at commit, and only then for root. */
+        if (!change_check_budgets(call, call->caller->uid != 0, error))
+                return FALSE;
 
         /* What the backend cannot write is refused before anyone is asked. */
         size_t max = call->svc->backend->ops->max_line;
@@ -230,6 +234,12 @@ static void change_commit(Call *call)
                 return;
         }
 
+        /* Other processes of the target's user may have grown meanwhile. */
+        if (!change_check_budgets(call, TRUE, &error)) {
+                ptags_log_refused(&ctx, call->plan, error);
+                call_fail(call, error);
+                return;
+        }
         int r = ptags_backend_apply(call->svc->backend, call->target.pidfd, pid, call->plan);
         if (r < 0) {
                 error = ptags_errno_error(r, "cannot change the tags of", pid);
@@ -237,7 +247,6 @@ static void change_commit(Call *call)
                 call_fail(call, error);
                 return;
         }
-        g_autoptr(GPtrArray) lines = ptags_plan_lines(call->plan);
         ptags_log_changed(&ctx, call->plan);
         if (!ptags_target_alive(&call->target)) {
                 call_fail(call,
@@ -245,13 +254,16 @@ static void change_commit(Call *call)
                                       "process %d exited while its tags were changed", (int)pid));
                 return;
         }
-        /* Signal the tags the kernel now holds; fall back to the plan's result. */
-        GVariant *tags = call_read_current(call, NULL)
+        /* Signal the tags the kernel now holds; fall back to the plan's result
+         * (also when a writer around ptagsd grew them past what was sized). */
+        GVariant *tags = call_read_current(call, NULL) &&
+                                         ptags_set_wire_bound(call->current) <=
+                                                 ptags_set_wire_bound(ptags_plan_result(call->plan))
                                  ? ptags_set_to_variant(call->current)
                                  : ptags_set_to_variant(ptags_plan_result(call->plan));
-        g_ptr_array_add(lines, NULL);
+        g_auto(GStrv) lines = change_signal_lines(call);
         ptags_manager_emit_tags_changed(call->svc->skeleton, (guint32)pid,
-                                        (const char *const *)lines->pdata, tags);
+                                        (const char *const *)lines, tags);
         call_return(call, NULL);
 }
 
@@ -351,8 +363,8 @@ static void change_authorize(Call *call)
                                         interactive, call->cancellable, authorized, call);
 }
 
-/* Runs once the caller is known and the target pinned. */
-static void change_start(Call *call)
+/* Runs in the caller's turn (see change_start). */
+static void change_read_and_plan(Call *call)
 {
         GError *error = NULL;
 
@@ -361,12 +373,22 @@ static void change_start(Call *call)
                 call_fail(call, error);
                 return;
         }
+        /* Waiting for polkit costs ptagsd nothing: free the turn. */
+        call_end_turn(call);
         if (ptags_plan_change_count(call->plan) == 0) {
                 g_debug("%s: nothing to change on process %d", call->method, (int)call->target.pid);
                 call_return(call, NULL);
                 return;
         }
         change_authorize(call);
+}
+
+/* Runs once the caller is known and the target pinned. Reading and planning
+ * parse whole tag lists, so they wait for the caller uid's turn like reads:
+ * a flood of changes (even ones that change nothing) delays nobody else. */
+static void change_start(Call *call)
+{
+        call_take_turn(call, call->caller->uid, change_read_and_plan);
 }
 
 /* Pin a "u pid" target (0 = the caller), then learn who the caller is. */

@@ -119,6 +119,7 @@ Call *call_new(PtagsService *svc, GDBusMethodInvocation *invocation)
 void call_free(Call *call)
 {
         target_lock_release(call);
+        call_end_turn(call);
         if (call->owner_watch != 0)
                 g_dbus_connection_signal_unsubscribe(call->svc->connection, call->owner_watch);
         g_clear_object(&call->invocation);
@@ -138,10 +139,25 @@ void call_free(Call *call)
         g_free(call);
 }
 
+/* Count a reply of about @bytes (framing included) against the unread
+ * budgets of the caller's connection, when anything is sent at all. */
+static void call_count_reply(Call *call, gsize bytes)
+{
+        GDBusMessage *msg = g_dbus_method_invocation_get_message(call->invocation);
+
+        if (!call->counts_replies ||
+            (g_dbus_message_get_flags(msg) & G_DBUS_MESSAGE_FLAGS_NO_REPLY_EXPECTED) != 0)
+                return;
+        ptags_clients_sent(call->svc->clients,
+                           g_dbus_method_invocation_get_sender(call->invocation),
+                           bytes + PTAGS_WIRE_HEADER_OVERHEAD);
+}
+
 void call_fail(Call *call, GError *error)
 {
         g_debug("%s from %s failed: %s", call->method,
                 g_dbus_method_invocation_get_sender(call->invocation), error->message);
+        call_count_reply(call, strlen(error->message));
         g_dbus_method_invocation_return_gerror(call->invocation, error);
         g_error_free(error);
         call_free(call);
@@ -149,7 +165,12 @@ void call_fail(Call *call, GError *error)
 
 void call_return(Call *call, GVariant *value)
 {
+        if (value != NULL)
+                g_variant_ref_sink(value);
+        call_count_reply(call, value != NULL ? g_variant_get_size(value) : 0);
         g_dbus_method_invocation_return_value(call->invocation, value);
+        if (value != NULL)
+                g_variant_unref(value);
         call_free(call);
 }
 
@@ -268,13 +289,25 @@ static void read_step(Call *call)
                 call_fail(call, error);
                 return;
         }
-        if (call->want_bool)
+        if (call->want_bool) {
                 call_return(call,
                             g_variant_new("(b)", ptags_set_matches(call->current, call->pattern,
                                                                    strlen(call->pattern),
                                                                    call->kept_only)));
-        else
-                call_return(call, g_variant_new("(@a(sbs))", ptags_set_to_variant(call->current)));
+                return;
+        }
+        /* State written around ptagsd may be too big for one message: refuse
+         * it by name rather than be disconnected by the bus. */
+        guint64 size = ptags_set_wire_bound(call->current) + PTAGS_WIRE_HEADER_OVERHEAD;
+        if (size > PTAGS_MAX_MESSAGE_BYTES) {
+                call_fail(call, g_error_new(PTAGS_ERROR, PTAGS_ERROR_LIMIT_EXCEEDED,
+                                            "the tags of process %d take %" G_GUINT64_FORMAT
+                                            " bytes, over the MaxMessageBytes limit of %u of "
+                                            "one reply; query them with HasTag",
+                                            (int)call->target.pid, size, PTAGS_MAX_MESSAGE_BYTES));
+                return;
+        }
+        call_return(call, g_variant_new("(@a(sbs))", ptags_set_to_variant(call->current)));
 }
 
 /* Peer reads: the looked-up peer becomes the target. */
@@ -325,10 +358,103 @@ static Call *yes_no_call_new(PtagsService *svc, GDBusMethodInvocation *inv, cons
         return call;
 }
 
+/* ------------------------------------------------ admission of reads
+ *
+ * Every read parses whole tag lists and some replies are large, so reads
+ * first learn the caller's uid, then wait in their uid's queue
+ * (at most MaxExpensiveCalls per uid) and run in turn with other uids'
+ * reads; each is refused when too many bytes of earlier replies to its
+ * connection or uid are still unread. So a client that floods ptagsd or stops
+ * reading delays nobody else, and what ptagsd has in flight stays bounded. */
+
+/* ptagsd stops with the call still queued. */
+static void turn_drop(gpointer data)
+{
+        call_fail(data, g_error_new(PTAGS_ERROR, PTAGS_ERROR_FAILED, "ptagsd is stopping"));
+}
+
+static void read_run(gpointer data)
+{
+        Call *call = data;
+        GError *error = NULL;
+
+        if (!ptags_clients_check_unread(call->svc->clients,
+                                        g_dbus_method_invocation_get_sender(call->invocation),
+                                        call->read_uid, &error)) {
+                call_fail(call, error);
+                return;
+        }
+        call->read_next(call);
+}
+
+static void read_uid_known(gpointer data, uid_t uid, const GError *lookup_error)
+{
+        Call *call = data;
+        GError *error = NULL;
+
+        if (lookup_error != NULL) {
+                call_fail(call, g_error_copy(lookup_error));
+                return;
+        }
+        call->read_uid = uid;
+        call->counts_replies = TRUE;
+        if (!ptags_clients_queue_expensive(call->svc->clients, uid, read_run, turn_drop, call,
+                                           &error)) {
+                call_fail(call, error);
+                return;
+        }
+        call->holds_read_slot = TRUE;
+}
+
+static void turn_run(gpointer data)
+{
+        Call *call = data;
+
+        call->read_next(call);
+}
+
+void call_take_turn(Call *call, uid_t uid, CallStepFn next)
+{
+        GError *error = NULL;
+
+        call->read_uid = uid;
+        call->read_next = next;
+        if (!ptags_clients_queue_expensive(call->svc->clients, uid, turn_run, turn_drop, call,
+                                           &error)) {
+                call_fail(call, error);
+                return;
+        }
+        call->holds_read_slot = TRUE;
+}
+
+void call_end_turn(Call *call)
+{
+        if (call->holds_read_slot)
+                ptags_clients_expensive_done(call->svc->clients, call->read_uid);
+        call->holds_read_slot = FALSE;
+}
+
+static void read_admit(Call *call, CallStepFn next)
+{
+        call->read_next = next;
+        ptags_clients_get_uid(call->svc->clients,
+                              g_dbus_method_invocation_get_sender(call->invocation), read_uid_known,
+                              call);
+}
+
+/* The target is pinned on arrival, not when the turn comes, so a pid that
+ * is freed and reused while the call waits is never read. */
+static void admit_read_step(Call *call)
+{
+        read_admit(call, read_step);
+}
+
 static gboolean handle_get_tags(PtagsManager *object, GDBusMethodInvocation *inv, guint32 pid,
                                 PtagsService *svc)
 {
-        call_pin_pid(call_new(svc, inv), pid, read_step);
+        Call *call = call_new(svc, inv);
+
+        call_pin_pid(call, pid, admit_read_step);
         return TRUE;
 }
 
@@ -342,7 +468,7 @@ static gboolean handle_get_tags_fd(PtagsManager *object, GDBusMethodInvocation *
                 call_fail(call, error);
                 return TRUE;
         }
-        read_step(call);
+        read_admit(call, read_step);
         return TRUE;
 }
 
@@ -352,7 +478,7 @@ static gboolean handle_has_tag(PtagsManager *object, GDBusMethodInvocation *inv,
         Call *call = yes_no_call_new(svc, inv, pattern);
 
         if (call != NULL)
-                call_pin_pid(call, pid, read_step);
+                call_pin_pid(call, pid, admit_read_step);
         return TRUE;
 }
 
@@ -365,6 +491,11 @@ static gboolean check_bus_name(Call *call, const char *bus_name)
         return FALSE;
 }
 
+static void get_peer_tags_step(Call *call)
+{
+        call_lookup_peer(call, call->peer_name, peer_read_step);
+}
+
 static gboolean handle_get_peer_tags(PtagsManager *object, GDBusMethodInvocation *inv,
                                      const char *bus_name, PtagsService *svc)
 {
@@ -372,7 +503,7 @@ static gboolean handle_get_peer_tags(PtagsManager *object, GDBusMethodInvocation
 
         if (check_bus_name(call, bus_name)) {
                 call->peer_name = g_strdup(bus_name);
-                call_lookup_peer(call, bus_name, peer_read_step);
+                read_admit(call, get_peer_tags_step);
         }
         return TRUE;
 }
@@ -384,29 +515,57 @@ static gboolean handle_peer_has_tag(PtagsManager *object, GDBusMethodInvocation 
 
         if (call != NULL && check_bus_name(call, bus_name)) {
                 call->peer_name = g_strdup(bus_name);
-                call_lookup_peer(call, bus_name, peer_read_step);
+                read_admit(call, get_peer_tags_step);
         }
         return TRUE;
 }
 
 typedef struct {
         pid_t pid;
-        GVariant *tags; /* a(sbs) */
+        GVariant *tags; /* a(sbs): the matching tags only */
 } FoundProcess;
 
 typedef struct {
         GArray *found; /* FoundProcess */
         gboolean kept_only;
         const char *pattern;
+        guint64 size;     /* the reply's wire size so far, at most */
+        gboolean too_big; /* over PTAGS_MAX_MESSAGE_BYTES: collect no more */
 } FoundList;
 
 static void found_one(pid_t pid, const ptags_set *tags, void *user_data)
 {
         FoundList *list = user_data;
+        size_t len = strlen(list->pattern);
+        GVariantBuilder b;
+        gboolean any = FALSE;
 
-        if (list->kept_only && !ptags_set_matches(tags, list->pattern, strlen(list->pattern), true))
+        if (list->too_big)
                 return;
-        FoundProcess p = {pid, g_variant_ref_sink(ptags_set_to_variant(tags))};
+        /* Only the matching tags: what the caller asked about, and a reply
+         * that grows with the matches rather than with everything else the
+         * processes hold. */
+        g_variant_builder_init(&b, G_VARIANT_TYPE("a(sbs)"));
+        for (size_t i = 0; i < ptags_set_count(tags); i++) {
+                const ptags_entry *e = ptags_set_at(tags, i);
+                if ((list->kept_only && !e->keep) ||
+                    !ptags_pattern_match(list->pattern, len, e->name, e->name_len))
+                        continue;
+                list->size += e->name_len + e->value_len + PTAGS_WIRE_TAG_OVERHEAD;
+                if (list->size > PTAGS_MAX_MESSAGE_BYTES) {
+                        list->too_big = TRUE;
+                        g_variant_builder_clear(&b);
+                        return;
+                }
+                g_variant_builder_add(&b, "(sbs)", e->name, (gboolean)e->keep, e->value);
+                any = TRUE;
+        }
+        if (!any) {
+                g_variant_builder_clear(&b);
+                return;
+        }
+        list->size += PTAGS_WIRE_PROCESS_OVERHEAD;
+        FoundProcess p = {pid, g_variant_ref_sink(g_variant_builder_end(&b))};
         g_array_append_val(list->found, p);
 }
 
@@ -422,25 +581,28 @@ static void found_clear(gpointer p)
         g_variant_unref(((FoundProcess *)p)->tags);
 }
 
-static gboolean handle_find_tagged(PtagsManager *object, GDBusMethodInvocation *inv,
-                                   const char *pattern, PtagsService *svc)
+static void find_step(Call *call)
 {
-        Call *call = call_new(svc, inv);
-        GError *error = NULL;
-
-        if (!call_set_query_pattern(call, pattern, &error)) {
-                call_fail(call, error);
-                return TRUE;
-        }
+        PtagsService *svc = call->svc;
         g_autoptr(GArray) found = g_array_new(FALSE, FALSE, sizeof(FoundProcess));
         g_array_set_clear_func(found, found_clear);
-        FoundList list = {found, call->kept_only, call->pattern};
+        FoundList list = {found, call->kept_only, call->pattern, PTAGS_WIRE_HEADER_OVERHEAD, FALSE};
         int r = svc->backend->ops->find(svc->backend, call->pattern, strlen(call->pattern),
                                         found_one, &list);
         if (r < 0) {
                 call_fail(call, g_error_new(PTAGS_ERROR, ptags_error_from_errno(-r),
                                             "cannot list tagged processes: %s", g_strerror(-r)));
-                return TRUE;
+                return;
+        }
+        if (list.too_big) {
+                g_autofree char *text = ptags_shorten(call->pattern);
+                call_fail(call,
+                          g_error_new(PTAGS_ERROR, PTAGS_ERROR_LIMIT_EXCEEDED,
+                                      "argument pattern (\"%s%s\"): the matching tags take "
+                                      "more than the MaxMessageBytes limit of %u of one "
+                                      "reply; use a narrower pattern",
+                                      call->kept_only ? "@" : "", text, PTAGS_MAX_MESSAGE_BYTES));
+                return;
         }
         /* Sorted by pid, whatever order the backend found them in. */
         g_array_sort(found, found_by_pid);
@@ -451,20 +613,39 @@ static gboolean handle_find_tagged(PtagsManager *object, GDBusMethodInvocation *
                 g_variant_builder_add(&b, "(u@a(sbs))", (guint32)p->pid, p->tags);
         }
         call_return(call, g_variant_new("(@a(ua(sbs)))", g_variant_builder_end(&b)));
+}
+
+static gboolean handle_find_tagged(PtagsManager *object, GDBusMethodInvocation *inv,
+                                   const char *pattern, PtagsService *svc)
+{
+        Call *call = call_new(svc, inv);
+        GError *error = NULL;
+
+        if (!call_set_query_pattern(call, pattern, &error)) {
+                call_fail(call, error);
+                return TRUE;
+        }
+        read_admit(call, find_step);
         return TRUE;
 }
 
 /* ---------------------------------------------------------------- service */
 
-static const char *const features[] = {"tags",        "atomic-apply", "pidfd",
-                                       "find-tagged", "peer-tags",    NULL};
+static const char *const features[] = {"tags",      "atomic-apply", "pidfd", "find-tagged",
+                                       "peer-tags", "limits",       NULL};
 
 PtagsService *ptags_service_new(GDBusConnection *connection, PtagsBackend *backend,
-                                PtagsAuthority *authority, GError **error)
+                                PtagsAuthority *authority, const PtagsLimits *limits,
+                                GError **error)
 {
         PtagsService *svc = g_new0(PtagsService, 1);
+        gsize n_limits;
+        const PtagsLimitInfo *infos = ptags_limit_infos(&n_limits);
 
         svc->connection = g_object_ref(connection);
+        svc->limits = *limits;
+        svc->clients = ptags_clients_new(connection, &svc->limits);
+        svc->byte_cache = ptags_byte_cache_new();
         svc->backend = backend;
         svc->authority = authority;
         svc->reauthorizing = g_hash_table_new(g_direct_hash, g_direct_equal);
@@ -476,6 +657,11 @@ PtagsService *ptags_service_new(GDBusConnection *connection, PtagsBackend *backe
         ptags_manager_set_max_tags(svc->skeleton, PTAGS_MAX_TAGS);
         ptags_manager_set_max_tag_length(svc->skeleton, PTAGS_MAX_TAG_LEN);
         ptags_manager_set_max_value_length(svc->skeleton, PTAGS_MAX_VALUE_LEN);
+        ptags_manager_set_max_message_bytes(svc->skeleton, PTAGS_MAX_MESSAGE_BYTES);
+        /* Each budget's property is named like its option. */
+        for (gsize i = 0; i < n_limits; i++)
+                g_object_set(svc->skeleton, infos[i].option, ptags_limit_get(limits, &infos[i]),
+                             NULL);
 
         g_signal_connect(svc->skeleton, "handle-get-tags", G_CALLBACK(handle_get_tags), svc);
         g_signal_connect(svc->skeleton, "handle-get-tags-fd", G_CALLBACK(handle_get_tags_fd), svc);
@@ -504,6 +690,8 @@ void ptags_service_free(PtagsService *svc)
                 g_dbus_interface_skeleton_unexport(G_DBUS_INTERFACE_SKELETON(svc->skeleton));
         g_clear_object(&svc->skeleton);
         ptags_manager_free_containers(svc);
+        ptags_clients_free(svc->clients);
+        ptags_byte_cache_free(svc->byte_cache);
         g_hash_table_unref(svc->reauthorizing);
         ptags_peer_cache_free(svc->peers);
         g_clear_object(&svc->connection);

@@ -6,6 +6,7 @@
 
 #include "authority.h"
 #include "backend.h"
+#include "budgets.h"
 
 /* Limits of one Apply batch, checked before any work (documented in the
  * interface XML). */
@@ -14,10 +15,12 @@
 
 typedef struct _PtagsService PtagsService;
 
-/* Export the manager on @connection. Borrows @backend and @authority, which
- * must outlive the service. (transfer full: ptags_service_free) */
+/* Export the manager on @connection with the budgets @limits (copied).
+ * Borrows @backend and @authority, which must outlive the service.
+ * (transfer full: ptags_service_free) */
 PtagsService *ptags_service_new(GDBusConnection *connection, PtagsBackend *backend,
-                                PtagsAuthority *authority, GError **error);
+                                PtagsAuthority *authority, const PtagsLimits *limits,
+                                GError **error);
 void ptags_service_free(PtagsService *svc);
 
 /* The a(sbs) form of a tag list. (transfer floating) */

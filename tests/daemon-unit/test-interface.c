@@ -73,6 +73,15 @@ static void test_signal_and_properties(void)
                   {"MaxTagLength", "u"},
                   {"MaxValueLength", "u"},
                   {"MaxContainersPerUid", "u"},
+                  /* The budgets and the message bound. */
+                  {"MaxMessageBytes", "u"},
+                  {"MaxProcessBytes", "u"},
+                  {"MaxUserBytes", "u"},
+                  {"MaxRootBytes", "u"},
+                  {"MaxPolkitChanges", "u"},
+                  {"MaxUnreadReplyBytes", "u"},
+                  {"MaxUserUnreadReplyBytes", "u"},
+                  {"MaxExpensiveCalls", "u"},
           };
 
         for (size_t i = 0; i < G_N_ELEMENTS(signals); i++) {

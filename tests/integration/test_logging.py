@@ -287,6 +287,10 @@ def decoded_tag(encoded):
 
 
 class LoggingTests(PtagsTestCase):
+    # The largest entry comes from a 0.9 MB Apply: raise the per-process
+    # budget (256 KiB by default) to its maximum so the batch is accepted.
+    world_options = {"daemon_args": ["--max-process-bytes=2097152"]}
+
     def setUp(self):
         if shutil.which("unshare") is None:
             raise HarnessError("unshare (util-linux) is missing: ptagsd cannot get a private "

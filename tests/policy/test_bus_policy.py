@@ -62,6 +62,20 @@ class BusAllowedCalls(PolicyTestCase):
         self.assertError(reply, "NotAuthorized")
 
 
+class BusReadConfirmation(PolicyTestCase):
+    def test_replies_read_are_confirmed_under_the_real_policy(self):
+        """ptagsd counts unread reply bytes per connection and learns they
+        were read from the client's answer to Peer.Ping: the policy must let
+        that ping through, or a reader is refused for good after 4 MiB."""
+        target = self.world.spawn_target()
+        self.assertOk(self.world.root_call("Apply", "uas", [
+            target, ["+app:%03d:%s" % (i, "x" * 1000) for i in range(200)]]))
+        client = self.world.spawn_client()
+        for i in range(40):  # 8 MB in all, twice MaxUnreadReplyBytes
+            reply = client.call("GetTags", "u", [target])
+            self.assertOk(reply, "read %d: %r" % (i, reply))
+
+
 class BusDeniedCalls(PolicyTestCase):
     def test_other_interfaces_are_refused_by_the_bus(self):
         w = self.world

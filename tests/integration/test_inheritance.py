@@ -45,8 +45,11 @@ class InheritanceTests(PtagsTestCase):
         self.addCleanup(self.kill_group, shell.pid)
         # Tag the shell, not setsid before it execs the shell (that exec
         # would drop the unkept tag and the test would prove nothing).
-        wait_until(lambda: os.path.basename(os.readlink("/proc/%d/exe" % shell.pid))
-                   in ("sh", "dash", "bash"), 10, "setsid to exec the shell")
+        def shell_reads():  # exec done: the shell waits in read(2) (syscall 0)
+            with open("/proc/%d/syscall" % shell.pid) as f:
+                return (os.path.basename(os.readlink("/proc/%d/exe" % shell.pid))
+                        in ("sh", "dash", "bash") and f.read().split(" ", 1)[0] == "0")
+        wait_until(shell_reads, 10, "setsid to exec the shell")
         signals = self.world.record_signals()
         self.assertOk(self.world.root_call(
             "Apply", "uas", [shell.pid, ["+plain", "+@kept", "!kept=v", "!plain=p"]]))

@@ -559,8 +559,14 @@ class World:
         proc = self.spawn("target", argv)
 
         def running_sleep():
+            # /proc/PID/exe names sleep before the exec has finished (and
+            # before the kernel's exec hook drops unkept tags): wait until
+            # sleep itself sleeps, in clock_nanosleep (230) or nanosleep (35).
             try:
-                return os.path.basename(os.readlink("/proc/%d/exe" % proc.pid)) == "sleep"
+                if os.path.basename(os.readlink("/proc/%d/exe" % proc.pid)) != "sleep":
+                    return False
+                with open("/proc/%d/syscall" % proc.pid) as f:
+                    return f.read().split(" ", 1)[0] in ("230", "35")
             except OSError:
                 return False
 

@@ -51,13 +51,14 @@ rm -f "$top/unprivileged-testlog.json"
 unpriv=$(mktemp -d /tmp/ptags-nobody.XXXXXX)
 chown nobody: "$unpriv"
 chmod 755 "$unpriv"
-tar --exclude='./build*' --exclude=./.git -cf - . | runuser -u nobody -- tar -C "$unpriv" -xf -
+runuser -u nobody -- mkdir "$unpriv/src"
+tar --exclude='./build*' --exclude=./.git -cf - . | runuser -u nobody -- tar -C "$unpriv/src" -xf -
 as_nobody() { runuser -u nobody -- env HOME="$unpriv" PATH="$PATH" "$@"; }
-if as_nobody meson setup "$unpriv/_build" "$unpriv" -Dwerror=true >"$unpriv.log" 2>&1 &&
-   as_nobody ninja -C "$unpriv/_build" >>"$unpriv.log" 2>&1; then
-  as_nobody meson test -C "$unpriv/_build" --num-processes 2 --no-suite bpf-qemu >>"$unpriv.log" 2>&1 ||
+if as_nobody meson setup "$unpriv/build" "$unpriv/src" -Dwerror=true >"$unpriv.log" 2>&1 &&
+   as_nobody ninja -C "$unpriv/build" >>"$unpriv.log" 2>&1; then
+  as_nobody meson test -C "$unpriv/build" --num-processes 2 --no-suite bpf-qemu >>"$unpriv.log" 2>&1 ||
     { status=1; tail -40 "$unpriv.log"; }
-  cp "$unpriv/_build/meson-logs/testlog.json" "$top/unprivileged-testlog.json" 2>/dev/null || true
+  cp "$unpriv/build/meson-logs/testlog.json" "$top/unprivileged-testlog.json" 2>/dev/null || true
 else
   status=1
   tail -40 "$unpriv.log"

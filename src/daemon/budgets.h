@@ -67,7 +67,7 @@ PtagsByteCache *ptags_byte_cache_new(void);
 void ptags_byte_cache_free(PtagsByteCache *cache);
 /* Remember that @pid will hold @bytes once a change is applied (an
  * over-estimate if the change then fails, which a fresh sum corrects). */
-void ptags_byte_cache_expect(PtagsByteCache *cache, pid_t pid, guint64 bytes);
+void ptags_byte_cache_expect(PtagsByteCache *cache, pid_t pid, uid_t uid, guint64 bytes);
 
 /* Sum into *@out the bytes of every live process of @uid except @except, as
  * @backend reports them; @fresh reads every one again instead of trusting

@@ -88,7 +88,7 @@ gboolean change_check_budgets(Call *call, gboolean scan_user, GError **error)
                 return FALSE;
         }
         /* The target is about to hold @after (it is in others' sums). */
-        ptags_byte_cache_expect(call->svc->byte_cache, call->target.pid, after);
+        ptags_byte_cache_expect(call->svc->byte_cache, call->target.pid, uid, after);
         return TRUE;
 }
 

@@ -239,6 +239,11 @@ class PolkitMock:
     def cancellations(self):
         return json.loads(self._call("GetCancellationsJson")[0])
 
+    def set_cancel_fails(self, fails):
+        """Make cancellations fail the way polkitd's do when its answer has
+        already left (see the mock's SetCancelFails)."""
+        self._call("SetCancelFails", "b", [bool(fails)])
+
 
 class SignalRecorder:
     """Records TagsChanged(u, as, a(sbs)) from ptagsd on a connection."""

@@ -23,6 +23,10 @@
 #   GetChecksJson() -> s    JSON list of every check so far
 #   ClearChecks()           forget the recorded checks
 #   GetCancellationsJson() -> s  JSON list of cancellation ids cancelled
+#   SetCancelFails(b)       when true, CancelCheckAuthorization answers a
+#                           hanging check normally and then fails the cancel
+#                           with "No such cancellation_id", as polkitd does
+#                           when its answer crossed the cancel on the bus
 # Anything not allowed or challenged is denied (polkit's "no").
 
 import json
@@ -60,6 +64,7 @@ def load(mock, _parameters):
     mock.ptags_hanging = []  # [(ok_cb, err_cb, action_id, flags, cancellation_id, details)]
     mock.ptags_checks = []
     mock.ptags_cancelled = []
+    mock.ptags_cancel_fails = False
 
 
 def _plain(value):
@@ -120,11 +125,17 @@ def CancelCheckAuthorization(self, cancellation_id):
     self.ptags_cancelled.append(str(cancellation_id))
     still = []
     for entry in self.ptags_hanging:
-        if entry[4] == cancellation_id and cancellation_id != "":
-            entry[1](dbus.exceptions.DBusException("check cancelled", name=CANCELLED_ERROR))
-        else:
+        if entry[4] != cancellation_id or cancellation_id == "":
             still.append(entry)
+        elif self.ptags_cancel_fails:
+            entry[0](_answer(self, entry[2], entry[3], entry[5]))
+        else:
+            entry[1](dbus.exceptions.DBusException("check cancelled", name=CANCELLED_ERROR))
     self.ptags_hanging = still
+    if self.ptags_cancel_fails:
+        raise dbus.exceptions.DBusException(
+            "No such cancellation_id `%s'" % cancellation_id,
+            name="org.freedesktop.PolicyKit1.Error.Failed")
 
 
 @dbus.service.method(MAIN_IFACE, in_signature="(sa{sv})ss", out_signature="")
@@ -177,6 +188,11 @@ def GetChecksJson(self):
 @dbus.service.method(MOCK_IFACE, in_signature="", out_signature="")
 def ClearChecks(self):
     self.ptags_checks = []
+
+
+@dbus.service.method(MOCK_IFACE, in_signature="b", out_signature="")
+def SetCancelFails(self, fails):
+    self.ptags_cancel_fails = bool(fails)
 
 
 @dbus.service.method(MOCK_IFACE, in_signature="", out_signature="s")

@@ -11,6 +11,7 @@
 
 #include "authority.h"
 #include "backend-select.h"
+#include "log.h"
 #include "manager.h"
 
 #define BUS_NAME               "org.ptags.Manager"
@@ -107,6 +108,7 @@ int main(int argc, char **argv)
         g_autoptr(GOptionContext) context = g_option_context_new("- the ptags D-Bus service");
         g_autoptr(GError) error = NULL;
 
+        ptags_log_install_writer(); /* before anything is logged */
         g_option_context_add_main_entries(context, entries, NULL);
         if (!g_option_context_parse(context, &argc, &argv, &error)) {
                 g_printerr("ptagsd: %s\n", error->message);

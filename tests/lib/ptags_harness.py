@@ -239,6 +239,11 @@ class PolkitMock:
     def cancellations(self):
         return json.loads(self._call("GetCancellationsJson")[0])
 
+    def set_random_tags(self, prefixes, probability, seed):
+        """Checks for tags starting with one of @prefixes are authorized
+        with @probability, else denied (seeded pseudo-random)."""
+        self._call("SetRandomTags", "asdu", [list(prefixes), float(probability), int(seed)])
+
     def set_cancel_fails(self, fails):
         """Make cancellations fail the way polkitd's do when its answer has
         already left (see the mock's SetCancelFails)."""

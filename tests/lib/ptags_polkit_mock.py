@@ -27,9 +27,14 @@
 #                           hanging check normally and then fails the cancel
 #                           with "No such cancellation_id", as polkitd does
 #                           when its answer crossed the cancel on the bus
+#   SetRandomTags(as, d, u) checks whose "tag" detail starts with one of
+#                           these prefixes are answered "authorized" with the
+#                           given probability, else denied (seeded, for load
+#                           tests whose callers cannot know the outcome)
 # Anything not allowed or challenged is denied (polkit's "no").
 
 import json
+import random
 
 import dbus
 
@@ -65,6 +70,9 @@ def load(mock, _parameters):
     mock.ptags_checks = []
     mock.ptags_cancelled = []
     mock.ptags_cancel_fails = False
+    mock.ptags_random_prefixes = ()
+    mock.ptags_random_p = 0.0
+    mock.ptags_random = random.Random(0)
 
 
 def _plain(value):
@@ -84,8 +92,11 @@ def _plain(value):
 
 def _answer(mock, action_id, flags, details):
     """The (is_authorized, is_challenge, details) for one check, now."""
-    if str(details.get("tag", "")) in mock.ptags_denied_tags:
+    tag = str(details.get("tag", ""))
+    if tag in mock.ptags_denied_tags:
         return (False, False, {})
+    if mock.ptags_random_prefixes and tag.startswith(mock.ptags_random_prefixes):
+        return (mock.ptags_random.random() < mock.ptags_random_p, False, {})
     if action_id in mock.ptags_allowed:
         return (True, False, {})
     if action_id in mock.ptags_challenge:
@@ -188,6 +199,13 @@ def GetChecksJson(self):
 @dbus.service.method(MOCK_IFACE, in_signature="", out_signature="")
 def ClearChecks(self):
     self.ptags_checks = []
+
+
+@dbus.service.method(MOCK_IFACE, in_signature="asdu", out_signature="")
+def SetRandomTags(self, prefixes, probability, seed):
+    self.ptags_random_prefixes = tuple(str(p) for p in prefixes)
+    self.ptags_random_p = float(probability)
+    self.ptags_random = random.Random(int(seed))
 
 
 @dbus.service.method(MOCK_IFACE, in_signature="b", out_signature="")

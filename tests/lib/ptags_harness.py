@@ -478,6 +478,17 @@ class World:
         wait_until(ready, 10, "the kernel fixture at %s" % probe)
 
     def start_daemon(self, extra_args=()):
+        wrapper = self.spawn_daemon(extra_args)
+        wait_until(lambda: self.name_has_owner(ptags_client.BUS_NAME)
+                   or self.daemon.poll() is not None, 60 if wrapper else 15,
+                   "ptagsd to own org.ptags.Manager")
+        if self.daemon.poll() is not None:
+            raise HarnessError("ptagsd exited with %s at start:\n%s"
+                               % (self.daemon.returncode, self.read_log("ptagsd.log")))
+
+    def spawn_daemon(self, extra_args=()):
+        """Start ptagsd without waiting for it (tests that time its start);
+        returns the wrapper prefix used, if any."""
         wrapper = os.environ.get("PTAGS_DAEMON_WRAPPER", "").split()
         argv = wrapper + [self.ptagsd, "--backend=" + self.backend, "--verbose"]
         if self.backend == "ptags-lsm":
@@ -489,12 +500,7 @@ class World:
         env = self.child_env({"G_DEBUG": "fatal-criticals", **self.daemon_env})
         self.daemon_log_path = os.path.join(self.tmp, "ptagsd.log")
         self.daemon = self.spawn("ptagsd", argv, log_name="ptagsd.log", env=env)
-        wait_until(lambda: self.name_has_owner(ptags_client.BUS_NAME)
-                   or self.daemon.poll() is not None, 60 if wrapper else 15,
-                   "ptagsd to own org.ptags.Manager")
-        if self.daemon.poll() is not None:
-            raise HarnessError("ptagsd exited with %s at start:\n%s"
-                               % (self.daemon.returncode, self.read_log("ptagsd.log")))
+        return wrapper
 
     # ------------------------------------------------------------ teardown
 

@@ -317,8 +317,8 @@ static GLogWriterOutput log_writer(GLogLevelFlags level, const GLogField *fields
                 return G_LOG_WRITER_HANDLED;
         if (suppressed == 0)
                 return g_log_writer_default(level, fields, n_fields, user_data);
-        g_autofree char *noted = g_strdup_printf(
-                "%s (%u more like this were suppressed)", message, suppressed);
+        g_autofree char *noted =
+                g_strdup_printf("%s (%u more like this were suppressed)", message, suppressed);
         copy[message_at] = (GLogField){"MESSAGE", noted, -1};
         return g_log_writer_default(level, copy, n_fields, user_data);
 }

@@ -109,7 +109,8 @@ static void test_limiter_bucket(void)
                 g_assert_cmpuint(suppressed, ==, 0);
         }
         for (int i = 0; i < 500; i++)
-                g_assert_false(ptags_log_limiter_allow(l, "ptagsd", "reading 7: gone", t, &suppressed));
+                g_assert_false(
+                        ptags_log_limiter_allow(l, "ptagsd", "reading 7: gone", t, &suppressed));
         /* Other sites (other text or domain) have their own buckets. */
         g_assert_true(ptags_log_limiter_allow(l, "ptagsd", "listing tasks: x", t, &suppressed));
         g_assert_true(ptags_log_limiter_allow(l, "other", "reading 7: gone", t, &suppressed));

@@ -17,7 +17,7 @@ from ptags_harness import PYTHON, UNPRIVILEGED, PtagsTestCase
 CALLS = int(os.environ.get("PTAGS_DBUS_FUZZ_CALLS", "50000"))
 SENDERS = 2
 RSS_GROWTH_LIMIT_KIB = 128 * 1024  # the heap's high-water mark after oversized calls
-RSS_LEAK_LIMIT_KIB = 16 * 1024
+RSS_LEAK_LIMIT_KIB = 8 * 1024
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 

@@ -109,7 +109,7 @@ class DaemonRestartTests(PtagsTestCase):
         restarts, acked_total, whole_unacked, sent_total = [], 0, 0, 0
         # Many kills at spread delays: some land between the pages of a
         # batch, where only crash-consistent storage keeps it whole.
-        for delay_ms in (2, 4, 6, 8, 10, 12, 15, 18, 21, 25, 30, 35, 40):
+        for delay_ms in list(range(2, 26, 2)) + list(range(27, 51, 2)):
             target = self.world.spawn_target(unprivileged=True)  # room for every batch
             clients = [self.world.spawn_client(unprivileged=False) for _ in range(4)]
             acked, sent = set(), []

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # The one test command: installs missing Debian packages, configures with
-# -Werror, builds, and runs every test (plus the model under ASan/UBSan).
+# -Werror, builds, and runs every test (plus the model, fixture, daemon and
+# integration suites under ASan/UBSan, 60 s of the model parser's libFuzzer
+# target, and `meson test` as an unprivileged user on a fresh build).
 # Usage (as root on Debian 12): tests/check.sh [extra meson test args]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,6 +16,8 @@ export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:$PATH
 
 builddir=${BUILDDIR:-$top/build}
 asandir=${ASANDIR:-$top/build-asan}
+fuzzdir=${FUZZDIR:-$top/build-fuzz}
+fuzz_seconds=${PTAGS_FUZZ_SECONDS:-60}
 
 # 2. Main build: every component, warnings are errors.
 if [ ! -f "$builddir/build.ninja" ]; then
@@ -33,18 +37,44 @@ else
 fi
 ninja -C "$asandir"
 
-# 4. The LSM-path tests boot Debian's 6.1 kernel under QEMU; the tests never
+# 4. The parser fuzz target (libFuzzer, clang): built here, run below.
+if [ ! -f "$fuzzdir/build.ninja" ]; then
+  CC=clang meson setup "$fuzzdir" -Dwerror=true -Dcomponents=model -Dfuzzing=true
+fi
+meson compile -C "$fuzzdir" fuzz-model
+
+# 5. The LSM-path tests boot Debian's 6.1 kernel under QEMU; the tests never
 #    download anything themselves, so the kernel is fetched here.
 PTAGS_QEMU_KERNEL=$(tests/bpf/fetch-qemu-kernel.sh "$top/build-qemu-kernel")
 export PTAGS_QEMU_KERNEL
 
 status=0
+# The model parser is fuzzed for a fixed time in every run; a crash, leak or
+# sanitizer finding fails the run (libFuzzer exits non-zero and writes the
+# input as crash-*/leak-* in the work dir, kept for reproduction). New
+# inputs go to a scratch copy, never into the seed corpus.
+fuzz_failed=0
+fuzzwork=$(mktemp -d "${TMPDIR:-/tmp}/ptags-fuzz.XXXXXX")
+cp -r tests/fuzz/corpus "$fuzzwork/corpus"
+if (cd "$fuzzwork" && "$fuzzdir/tests/fuzz/fuzz-model" -dict="$top/tests/fuzz/model.dict" \
+      -max_total_time="$fuzz_seconds" -print_final_stats=1 corpus \
+      >fuzz.log 2>&1); then
+  tail -n 3 "$fuzzwork/fuzz.log"
+  echo "fuzz-model: ${fuzz_seconds} s without a finding"
+  rm -rf "$fuzzwork"
+else
+  tail -n 60 "$fuzzwork/fuzz.log"
+  echo "fuzz-model: FAILED (input and log kept in $fuzzwork)"
+  fuzz_failed=1
+  status=1
+fi
+
 meson test -C "$builddir" --print-errorlogs --num-processes 2 "$@" || status=1
 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
   meson test -C "$asandir" --print-errorlogs --num-processes 2 \
     --suite model --suite fixture --suite daemon --suite integration "$@" || status=1
 
-# 5. What a distribution's build user sees: a fresh build and `meson test` as
+# 6. What a distribution's build user sees: a fresh build and `meson test` as
 #    nobody, from a copy of the tree nobody can read. Tests that need root
 #    skip there (exit 77, naming why); nothing may fail.
 rm -f "$top/unprivileged-testlog.json"
@@ -66,8 +96,9 @@ else
 fi
 rm -rf "$unpriv" "$unpriv.log"
 
-# The plain closing line CI reads, summed over every run.
-python3 - "$builddir" "$asandir" "$top/unprivileged-testlog.json" <<'PY'
+# The plain closing line CI reads, summed over every run (and the fuzz run).
+PTAGS_FUZZ_FAILED=$fuzz_failed python3 - "$builddir" "$asandir" \
+    "$top/unprivileged-testlog.json" <<'PY'
 import json, sys, os
 passed = failed = 0
 def results(path):
@@ -86,6 +117,7 @@ u_bad = len(unpriv) - u_ok - u_skip
 print(f"unprivileged meson test: {u_ok} passed, {u_skip} skipped (need root), {u_bad} failed")
 if not unpriv:
     u_bad = 1
-print(f"{passed + u_ok} passed, {failed + u_bad} failed")
+fuzz_failed = int(os.environ.get("PTAGS_FUZZ_FAILED", "0"))
+print(f"{passed + u_ok + 1 - fuzz_failed} passed, {failed + u_bad + fuzz_failed} failed")
 PY
 exit $status

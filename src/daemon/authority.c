@@ -75,6 +75,8 @@ PolkitDetails *ptags_authority_details(const PtagsCheckFacts *f)
         polkit_details_insert(d, "target-comm", f->target->comm ? f->target->comm : "");
         if (f->target->unit != NULL)
                 polkit_details_insert(d, "target-unit", f->target->unit);
+        if (f->target->user_unit != NULL)
+                polkit_details_insert(d, "target-user-unit", f->target->user_unit);
         polkit_details_insert(d, "self", f->self ? "true" : "false");
         polkit_details_insert(d, "caller-holds-right", f->caller_holds_right ? "true" : "false");
         return d;

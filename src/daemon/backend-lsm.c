@@ -5,6 +5,7 @@
 
 #include "backend.h"
 #include "errors.h"
+#include "lsm-intent.h"
 #include "page-writer.h"
 #include "target.h"
 
@@ -20,7 +21,8 @@
 
 typedef struct {
         PtagsBackend parent;
-        char *proc_root; /* where attr/ptags files live: "/proc" or a test fixture */
+        char *proc_root;   /* where attr/ptags files live: "/proc" or a test fixture */
+        char *intent_path; /* the crash journal of multi-page changes */
 } BackendLsm;
 
 /* The daemon's own rights: add, remove and set any tag (rights tags too) of
@@ -111,18 +113,86 @@ static ssize_t write_page(const char *buf, size_t len, void *user_data)
         return r < 0 ? -saved : r;
 }
 
+/* A change that fits one page is one write, which the kernel applies whole
+ * or stops at a failing line that the undo reverts. Longer ones are several
+ * writes: the tags before are noted first (lsm-intent.h), so a ptagsd
+ * killed between two pages puts them back at its next start. */
+static gboolean plan_needs_pages(const ptags_plan *plan)
+{
+        g_autoptr(GPtrArray) lines = ptags_plan_lines(plan);
+        size_t total = 0;
+
+        for (guint i = 0; i < lines->len; i++)
+                total += strlen(lines->pdata[i]) + 1;
+        return total > PTAGS_WRITE_MAX;
+}
+
 static int lsm_apply(PtagsBackend *b, int pidfd, pid_t pid, const ptags_plan *plan)
 {
         BackendLsm *self = (BackendLsm *)b;
         g_autofree char *path = attr_path(self, pid);
         WriteTarget t = {path, pidfd};
         gboolean undo_failed = FALSE;
+        gboolean journalled = FALSE;
 
+        if (plan_needs_pages(plan)) {
+                ptags_set *before = NULL;
+                guint64 start = ptags_process_start_time(pid);
+                int r = lsm_read(b, pidfd, pid, &before);
+                if (r == 0 && start == 0)
+                        r = -ESRCH;
+                if (r == 0)
+                        r = ptags_intent_write(self->intent_path, pid, start, before);
+                ptags_set_free(before);
+                if (r < 0)
+                        return r;
+                journalled = TRUE;
+        }
         int r = ptags_plan_write(plan, PTAGS_WRITE_MAX, write_page, &t, &undo_failed);
         if (r < 0)
                 g_debug("writing %s failed: %s%s", path, g_strerror(-r),
                         undo_failed ? " (and the undo failed)" : "");
+        /* Done, or undone: nothing to restore. (A failed undo keeps the
+         * note, so the next start tries once more.) */
+        if (journalled && !undo_failed)
+                unlink(self->intent_path);
         return r;
+}
+
+/* A multi-page change a killed ptagsd left midway: put the process's tags
+ * back as they were before it, one line per write so that each line stands
+ * alone. Changes made by others since are lost with it. */
+static void lsm_recover(BackendLsm *self)
+{
+        pid_t pid = 0;
+        guint64 start = 0;
+        ptags_set *before = NULL, *now = NULL;
+        int r = ptags_intent_read(self->intent_path, &pid, &start, &before);
+
+        if (r == -ENOENT)
+                return;
+        int pidfd = r == 0 ? (int)syscall(SYS_pidfd_open, pid, 0) : -1;
+        if (r < 0) {
+                g_warning("%s: unreadable, ignored", self->intent_path);
+        } else if (pidfd < 0 || ptags_process_start_time(pid) != start) {
+                g_debug("process %d of an interrupted change is gone", (int)pid);
+        } else if (lsm_read(&self->parent, pidfd, pid, &now) == 0) {
+                g_autofree char *path = attr_path(self, pid);
+                WriteTarget t = {path, pidfd};
+                g_autoptr(GPtrArray) lines = ptags_restore_lines(now, before);
+                for (guint i = 0; i < lines->len; i++) {
+                        g_autofree char *line = g_strconcat(lines->pdata[i], "\n", NULL);
+                        write_page(line, strlen(line), &t);
+                }
+                g_message("process %d: restored its tags as they were before a change "
+                          "interrupted by ptagsd's exit (%u lines)",
+                          (int)pid, lines->len);
+        }
+        if (pidfd >= 0)
+                close(pidfd);
+        ptags_set_free(before);
+        ptags_set_free(now);
+        unlink(self->intent_path);
 }
 
 static int lsm_find(PtagsBackend *b, const char *pattern, size_t len, PtagsFoundFunc cb,
@@ -245,6 +315,7 @@ static void lsm_free(PtagsBackend *b)
         BackendLsm *self = (BackendLsm *)b;
 
         g_free(self->proc_root);
+        g_free(self->intent_path);
         g_free(self);
 }
 
@@ -298,5 +369,7 @@ PtagsBackend *ptags_backend_lsm_new(const char *proc_root, GError **error)
                 g_free(self->proc_root);
                 return NULL;
         }
+        self->intent_path = ptags_runtime_path("lsm-intent");
+        lsm_recover(self);
         return (PtagsBackend *)g_steal_pointer(&self);
 }

@@ -1,6 +1,7 @@
-/* log.c: journal and audit records for tag changes and container IDs. Either
- * sink may be missing (containers, tests): that is noted once at debug level
- * and never fails a call. */
+/* log.c: journal and audit records for tag changes and container IDs, and
+ * the rate-limited writer for ptagsd's own diagnostics. Either sink may be
+ * missing (containers, tests): that is noted once at debug level, never
+ * fails a call. */
 #define G_LOG_DOMAIN "ptagsd-log"
 
 #include "log.h"
@@ -268,4 +269,156 @@ void ptags_log_container_drop(guint64 contid, pid_t registrant_pid, uid_t regist
         container_journal(PTAGS_MESSAGE_CONTAINER_DROPPED, LOG_NOTICE, message, "success", contid,
                           NULL);
         audit_send(PTAGS_AUDIT_CONTAINER_TYPE, msg, TRUE);
+}
+
+/* ------------------------------------------------------------ diagnostics */
+
+/* Past this many sites, unknown ones share one bucket: the table stays small
+ * whatever text callers manage to put into messages. */
+#define PTAGS_LOG_MAX_SITES 256
+
+typedef struct {
+        double tokens;
+        gint64 last_us;
+        guint suppressed;
+} Bucket;
+
+struct _PtagsLogLimiter {
+        GHashTable *sites; /* site key -> Bucket */
+};
+
+PtagsLogLimiter *ptags_log_limiter_new(void)
+{
+        PtagsLogLimiter *l = g_new0(PtagsLogLimiter, 1);
+
+        l->sites = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+        return l;
+}
+
+void ptags_log_limiter_free(PtagsLogLimiter *l)
+{
+        if (l == NULL)
+                return;
+        g_hash_table_unref(l->sites);
+        g_free(l);
+}
+
+/* "domain|message" with digit runs as '#', cut at 80 bytes: pids, sizes and
+ * counts vary between calls from one site, the words do not. */
+static char *site_key(const char *domain, const char *message)
+{
+        GString *key = g_string_new(domain != NULL ? domain : "");
+
+        g_string_append_c(key, '|');
+        for (const char *p = message; *p != '\0' && key->len < 80; p++) {
+                if (g_ascii_isdigit(*p)) {
+                        g_string_append_c(key, '#');
+                        while (g_ascii_isdigit(p[1]))
+                                p++;
+                } else {
+                        g_string_append_c(key, *p);
+                }
+        }
+        return g_string_free(key, FALSE);
+}
+
+gboolean ptags_log_limiter_allow(PtagsLogLimiter *l, const char *domain, const char *message,
+                                 gint64 now_us, guint *suppressed)
+{
+        g_autofree char *key = site_key(domain, message != NULL ? message : "");
+        Bucket *b = g_hash_table_lookup(l->sites, key);
+
+        *suppressed = 0;
+        if (b == NULL) {
+                if (g_hash_table_size(l->sites) >= PTAGS_LOG_MAX_SITES) {
+                        g_free(key);
+                        key = g_strdup("");
+                        b = g_hash_table_lookup(l->sites, key);
+                }
+                if (b == NULL) {
+                        b = g_new0(Bucket, 1);
+                        b->tokens = PTAGS_LOG_BURST;
+                        b->last_us = now_us;
+                        g_hash_table_insert(l->sites, g_steal_pointer(&key), b);
+                }
+        }
+        if (now_us > b->last_us) {
+                b->tokens += (double)(now_us - b->last_us) / PTAGS_LOG_REFILL_US;
+                if (b->tokens > PTAGS_LOG_BURST)
+                        b->tokens = PTAGS_LOG_BURST;
+                b->last_us = now_us;
+        }
+        if (b->tokens < 1.0) {
+                b->suppressed++;
+                return FALSE;
+        }
+        b->tokens -= 1.0;
+        *suppressed = b->suppressed;
+        b->suppressed = 0;
+        return TRUE;
+}
+
+gboolean ptags_log_is_noise(const char *domain, const char *message)
+{
+        /* libpolkit (no log domain) asks polkitd to cancel a check that is
+         * no longer needed; polkitd refuses when its answer is already on
+         * the way. The check is settled either way, and callers can cause
+         * this at will (disconnecting, or one denial ending a batch). */
+        return domain == NULL && message != NULL &&
+               g_str_has_prefix(message, "Error cancelling authorization check");
+}
+
+static PtagsLogLimiter *limiter;
+G_LOCK_DEFINE_STATIC(limiter);
+
+static GLogWriterOutput log_writer(GLogLevelFlags level, const GLogField *fields, gsize n_fields,
+                                   gpointer user_data)
+{
+        const char *domain = NULL;
+        const char *message = NULL;
+        gsize message_at = 0;
+        gsize priority_at = n_fields;
+
+        for (gsize i = 0; i < n_fields; i++) {
+                if (g_strcmp0(fields[i].key, "GLIB_DOMAIN") == 0)
+                        domain = fields[i].value;
+                else if (g_strcmp0(fields[i].key, "MESSAGE") == 0) {
+                        message = fields[i].value;
+                        message_at = i;
+                } else if (g_strcmp0(fields[i].key, "PRIORITY") == 0)
+                        priority_at = i;
+        }
+        if (message == NULL)
+                return g_log_writer_default(level, fields, n_fields, user_data);
+
+        g_autofree GLogField *copy = g_memdup2(fields, n_fields * sizeof(*fields));
+        if (ptags_log_is_noise(domain, message)) {
+                if (priority_at < n_fields)
+                        copy[priority_at] = (GLogField){"PRIORITY", "7", -1};
+                return g_log_writer_default(G_LOG_LEVEL_DEBUG, copy, n_fields, user_data);
+        }
+        if ((level & (G_LOG_LEVEL_CRITICAL | G_LOG_LEVEL_WARNING | G_LOG_LEVEL_MESSAGE)) == 0 ||
+            (level & G_LOG_LEVEL_ERROR) != 0)
+                return g_log_writer_default(level, fields, n_fields, user_data);
+
+        guint suppressed = 0;
+        G_LOCK(limiter);
+        if (limiter == NULL)
+                limiter = ptags_log_limiter_new();
+        gboolean allow = ptags_log_limiter_allow(limiter, domain, message, g_get_monotonic_time(),
+                                                 &suppressed);
+        G_UNLOCK(limiter);
+        if (!allow)
+                return G_LOG_WRITER_HANDLED;
+        if (suppressed == 0)
+                return g_log_writer_default(level, fields, n_fields, user_data);
+        g_autofree char *noted =
+                g_strdup_printf("%s (%u more like this were suppressed)", message, suppressed);
+        copy[message_at] = (GLogField){"MESSAGE", noted, -1};
+        return g_log_writer_default(level, copy, n_fields, user_data);
+}
+
+void ptags_log_install_writer(void)
+{
+        g_log_set_writer_func(log_writer, NULL, NULL);
 }

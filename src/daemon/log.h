@@ -50,3 +50,30 @@ void ptags_log_container_drop(guint64 contid, pid_t registrant_pid, uid_t regist
 /* The audit body of a container record, @ctx NULL for op=drop. (transfer full) */
 char *ptags_audit_container_message(const char *op, const PtagsLogContext *ctx, guint64 contid,
                                     guint64 old);
+/* Rate limiting of ptagsd's own diagnostics (warnings, criticals, messages):
+ * one token bucket per message site, so a caller who can provoke a warning
+ * cannot flood the journal. A site is the log domain plus the message with
+ * its numbers blanked out. Each bucket holds PTAGS_LOG_BURST tokens and gains
+ * one every PTAGS_LOG_REFILL_US; the first message let through after a
+ * suppression says how many were dropped. */
+#define PTAGS_LOG_BURST     10
+#define PTAGS_LOG_REFILL_US (6 * (gint64)G_USEC_PER_SEC)
+
+typedef struct _PtagsLogLimiter PtagsLogLimiter;
+
+PtagsLogLimiter *ptags_log_limiter_new(void);
+void ptags_log_limiter_free(PtagsLogLimiter *l);
+
+/* Whether a message of @domain (may be NULL) reading @message may be written
+ * at @now_us (monotonic); when it may and earlier ones of its site were
+ * dropped, *@suppressed is their number (else 0). */
+gboolean ptags_log_limiter_allow(PtagsLogLimiter *l, const char *domain, const char *message,
+                                 gint64 now_us, guint *suppressed);
+
+/* Messages other code logs as warnings that are no fault of ptagsd's (a
+ * polkit check cancelled after polkitd answered it): logged at debug. */
+gboolean ptags_log_is_noise(const char *domain, const char *message);
+
+/* Install the process's log writer: noise demoted to debug, warnings and
+ * above rate-limited, the rest to GLib's default writer. Call first in main(). */
+void ptags_log_install_writer(void);

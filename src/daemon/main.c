@@ -14,6 +14,7 @@
 #include "backend-select.h"
 #include "backend.h"
 #include "budgets.h"
+#include "log.h"
 #include "manager.h"
 #include "registry.h"
 
@@ -164,6 +165,7 @@ int main(int argc, char **argv)
         PtagsLimits limits;
 
         ptags_limits_init(&limits);
+        ptags_log_install_writer(); /* before anything is logged */
         g_option_context_add_main_entries(context, entries, NULL);
         g_option_context_add_group(context, limit_options(&limits));
         if (!g_option_context_parse(context, &argc, &argv, &error)) {

@@ -3,6 +3,7 @@
 #define G_LOG_DOMAIN "ptagsd-registry"
 
 #include "registry.h"
+#include "lsm-intent.h"
 
 #include "errors.h"
 #include "lineage.h"
@@ -83,14 +84,7 @@ static PtagsContainer *container_new(PtagsRegistry *r, guint64 contid)
 
 char *ptags_registry_default_path(void)
 {
-        const char *dir = g_getenv("RUNTIME_DIRECTORY");
-
-        /* systemd may list several directories: the first is ours. */
-        if (dir != NULL && *dir != '\0') {
-                g_autofree char *first = g_strndup(dir, strcspn(dir, ":"));
-                return g_build_filename(first, "containers", NULL);
-        }
-        return g_strdup("/run/ptags/containers");
+        return ptags_runtime_path("containers");
 }
 
 PtagsRegistry *ptags_registry_new(PtagsBackend *backend, const char *path,

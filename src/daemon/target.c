@@ -15,7 +15,9 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <stdlib.h>
 #include <sys/syscall.h>
+#include <systemd/sd-login.h>
 #include <unistd.h>
 
 #ifndef SYS_pidfd_open
@@ -158,34 +160,6 @@ void ptags_target_clear(PtagsTarget *t)
         t->pid = 0;
 }
 
-char *ptags_cgroup_parse_unit(const char *cgroup)
-{
-        g_auto(GStrv) lines = g_strsplit(cgroup, "\n", -1);
-        char *unit = NULL;
-
-        for (size_t i = 0; lines[i] != NULL; i++) {
-                /* cgroup v2 line "0::/path"; v1 lines "N:controllers:/path" also
-                 * carry unit names in the name=systemd hierarchy. */
-                const char *path = strchr(lines[i], ':');
-                path = path != NULL ? strchr(path + 1, ':') : NULL;
-                if (path == NULL)
-                        continue;
-                g_auto(GStrv) parts = g_strsplit(path + 1, "/", -1);
-                const char *deepest = NULL;
-                for (size_t j = 0; parts[j] != NULL; j++)
-                        if (g_str_has_suffix(parts[j], ".service") ||
-                            g_str_has_suffix(parts[j], ".scope"))
-                                deepest = parts[j];
-                if (deepest != NULL) {
-                        g_free(unit);
-                        unit = g_strdup(deepest);
-                        if (g_str_has_prefix(lines[i], "0::"))
-                                break; /* the unified hierarchy is authoritative */
-                }
-        }
-        return unit;
-}
-
 static char *read_proc_text(pid_t pid, const char *name)
 {
         g_autofree char *path = g_strdup_printf("/proc/%d/%s", (int)pid, name);
@@ -199,7 +173,6 @@ static char *read_proc_text(pid_t pid, const char *name)
 gboolean ptags_process_info_read(const PtagsTarget *t, PtagsProcessInfo *info, GError **error)
 {
         g_autofree char *status = read_proc_text(t->pid, "status");
-        g_autofree char *cgroup = read_proc_text(t->pid, "cgroup");
         g_autofree char *exe_path = g_strdup_printf("/proc/%d/exe", (int)t->pid);
 
         memset(info, 0, sizeof(*info));
@@ -213,7 +186,14 @@ gboolean ptags_process_info_read(const PtagsTarget *t, PtagsProcessInfo *info, G
         if (info->comm != NULL)
                 g_strchomp(info->comm);
         info->exe = g_file_read_link(exe_path, NULL);
-        info->unit = cgroup != NULL ? ptags_cgroup_parse_unit(cgroup) : NULL;
+        /* sd-login, as systemd itself reads them: the system unit is the
+         * first unit below the slices (user@UID.service for everything a
+         * user's manager runs), the user unit the one below that manager.
+         * A user's unit named like a system service thus stays a user unit. */
+        if (sd_pid_get_unit(t->pid, &info->unit) < 0)
+                info->unit = NULL;
+        if (sd_pid_get_user_unit(t->pid, &info->user_unit) < 0)
+                info->user_unit = NULL;
 
         /* Everything above came from a pid; it only describes our target if the
          * target is still alive now. */
@@ -253,7 +233,7 @@ gboolean ptags_process_info_equal(const PtagsProcessInfo *a, const PtagsProcessI
 {
         return a->uid == b->uid && g_strcmp0(a->user, b->user) == 0 &&
                g_strcmp0(a->exe, b->exe) == 0 && g_strcmp0(a->comm, b->comm) == 0 &&
-               g_strcmp0(a->unit, b->unit) == 0;
+               g_strcmp0(a->unit, b->unit) == 0 && g_strcmp0(a->user_unit, b->user_unit) == 0;
 }
 
 void ptags_process_info_clear(PtagsProcessInfo *info)
@@ -261,7 +241,8 @@ void ptags_process_info_clear(PtagsProcessInfo *info)
         g_clear_pointer(&info->user, g_free);
         g_clear_pointer(&info->exe, g_free);
         g_clear_pointer(&info->comm, g_free);
-        g_clear_pointer(&info->unit, g_free);
+        g_clear_pointer(&info->unit, free); /* from sd-login: malloc()ed */
+        g_clear_pointer(&info->user_unit, free);
 }
 
 static PtagsPeer *peer_new(uid_t uid)

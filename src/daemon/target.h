@@ -31,17 +31,14 @@ void ptags_target_clear(PtagsTarget *t);
  * (exited) or -2 when the text has no such field (not a pidfd). */
 int ptags_fdinfo_parse_pid(const char *fdinfo);
 
-/* The systemd unit (the deepest "*.service" or "*.scope" path component) in
- * the text of /proc/PID/cgroup, or NULL. (transfer full) */
-char *ptags_cgroup_parse_unit(const char *cgroup);
-
 /* What polkit rules and logs see of a process, read from the real /proc. */
 typedef struct {
         uid_t uid;  /* real uid */
         char *user; /* NULL when the uid has no name */
         char *exe;  /* NULL for kernel threads or unreadable links */
         char *comm;
-        char *unit; /* NULL when none */
+        char *unit;      /* system unit (sd_pid_get_unit), NULL when none */
+        char *user_unit; /* unit of a user's manager (sd_pid_get_user_unit), or NULL */
 } PtagsProcessInfo;
 
 /* Fill @info for the pinned target; fails with NoSuchProcess if the process

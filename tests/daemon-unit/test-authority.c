@@ -82,7 +82,8 @@ static void test_details(void)
                                  .user = "alice",
                                  .exe = "/usr/bin/cam",
                                  .comm = "cam",
-                                 .unit = "cam.service"};
+                                 .unit = "user@1000.service",
+                                 .user_unit = "cam.service"};
         PtagsCheckFacts facts = {
                 .change = change_for(plan, "app:cam:front", PTAGS_CHANGE_ADD_KEPT),
                 .pid = 4242,
@@ -101,7 +102,8 @@ static void test_details(void)
         assert_detail(d, "target-user", "alice");
         assert_detail(d, "target-exe", "/usr/bin/cam");
         assert_detail(d, "target-comm", "cam");
-        assert_detail(d, "target-unit", "cam.service");
+        assert_detail(d, "target-unit", "user@1000.service");
+        assert_detail(d, "target-user-unit", "cam.service");
         assert_detail(d, "self", "false");
         assert_detail(d, "caller-holds-right", "true");
 
@@ -121,6 +123,7 @@ static void test_details(void)
         g_assert_null(polkit_details_lookup(d2, "target-user"));
         g_assert_null(polkit_details_lookup(d2, "target-exe"));
         g_assert_null(polkit_details_lookup(d2, "target-unit"));
+        g_assert_null(polkit_details_lookup(d2, "target-user-unit"));
         assert_detail(d2, "self", "true");
         assert_detail(d2, "caller-holds-right", "false");
         ptags_plan_free(plan);

@@ -1,6 +1,7 @@
 /* test-log.c: audit record bodies (tags encoded by libaudit so a tag cannot
- * forge fields; container records in the contid proposal's shape) and
- * logging without journal or audit never failing. */
+ * forge fields; container records in the contid proposal's shape), logging
+ * without journal or audit (run by without-sinks.sh), and the rate limiter
+ * of ptagsd's own warnings. */
 #include <string.h>
 
 #include "errors.h"
@@ -39,9 +40,37 @@ static void test_container_message(void)
         g_assert_cmpstr(drop, ==, "op=drop contid=18446744073709551614");
 }
 
-static void test_logging_without_sinks(void)
+/* What reached the log writer, as "LEVEL message" lines. */
+static GPtrArray *captured;
+
+static GLogWriterOutput capture_writer(GLogLevelFlags level, const GLogField *fields,
+                                       gsize n_fields, gpointer user_data)
 {
-        /* Tests have neither journal nor audit: logging must simply return. */
+        const char *message = "";
+
+        for (gsize i = 0; i < n_fields; i++)
+                if (g_strcmp0(fields[i].key, "MESSAGE") == 0)
+                        message = fields[i].value;
+        const char *name = (level & G_LOG_LEVEL_DEBUG)     ? "DEBUG"
+                           : (level & G_LOG_LEVEL_INFO)    ? "INFO"
+                           : (level & G_LOG_LEVEL_MESSAGE) ? "MESSAGE"
+                                                           : "WARNING-OR-WORSE";
+        g_ptr_array_add(captured, g_strdup_printf("%s %s", name, message));
+        return G_LOG_WRITER_HANDLED;
+}
+
+static guint count_captured(const char *prefix)
+{
+        guint n = 0;
+
+        for (guint i = 0; i < captured->len; i++)
+                if (g_str_has_prefix(captured->pdata[i], prefix))
+                        n++;
+        return n;
+}
+
+static void log_one_round(void)
+{
         const char *const lines[] = {"+app:a", "!app:a=v"};
         ptags_set *set = ptags_set_new();
         ptags_plan *plan = NULL;
@@ -60,11 +89,106 @@ static void test_logging_without_sinks(void)
         ptags_set_free(set);
 }
 
+static void test_logging_without_sinks(void)
+{
+        /* Neither sink is reachable here (without-sinks.sh): every call
+         * returns, a failing sink is noted once at debug level, nothing is a
+         * warning, however often it is tried. Outside the wrapper this test
+         * would write real records, so it insists on being inside. */
+        g_assert_false(g_file_test("/run/systemd/journal/socket", G_FILE_TEST_EXISTS));
+        g_ptr_array_set_size(captured, 0);
+        for (int i = 0; i < 3; i++)
+                log_one_round();
+        for (guint i = 0; i < captured->len; i++)
+                g_test_message("logged: %s", (char *)captured->pdata[i]);
+        g_assert_cmpuint(count_captured("WARNING-OR-WORSE"), ==, 0);
+        g_assert_cmpuint(count_captured("MESSAGE"), ==, 0);
+        /* A missing journal socket is silent in sd-journal; the refused
+         * audit socket is noted exactly once (none: the kernel took the
+         * records, so this did not run inside the wrapper). */
+        g_assert_cmpuint(count_captured("DEBUG cannot write audit records") +
+                                 count_captured("DEBUG audit is unavailable"),
+                         ==, 1);
+        g_assert_cmpuint(count_captured("DEBUG Apply: Tags of process 1 changed"), ==, 3);
+        g_assert_cmpuint(count_captured("DEBUG Apply: Change of process 1"), ==, 6);
+}
+
+static void test_limiter_bucket(void)
+{
+        PtagsLogLimiter *l = ptags_log_limiter_new();
+        gint64 t = 1000 * G_USEC_PER_SEC;
+        guint suppressed = 99;
+
+        /* A burst, then silence for the site; the numbers do not make a
+         * message a new site. */
+        for (int i = 0; i < PTAGS_LOG_BURST; i++) {
+                g_autofree char *m = g_strdup_printf("reading %d: gone", 100 + i);
+                g_assert_true(ptags_log_limiter_allow(l, "ptagsd", m, t, &suppressed));
+                g_assert_cmpuint(suppressed, ==, 0);
+        }
+        for (int i = 0; i < 500; i++)
+                g_assert_false(
+                        ptags_log_limiter_allow(l, "ptagsd", "reading 7: gone", t, &suppressed));
+        /* Other sites (other text or domain) have their own buckets. */
+        g_assert_true(ptags_log_limiter_allow(l, "ptagsd", "listing tasks: x", t, &suppressed));
+        g_assert_true(ptags_log_limiter_allow(l, "other", "reading 7: gone", t, &suppressed));
+        /* Just short of one refill: still silent. */
+        g_assert_false(ptags_log_limiter_allow(l, "ptagsd", "reading 7: gone",
+                                               t + PTAGS_LOG_REFILL_US - 1, &suppressed));
+        /* One refill later one passes and reports what was dropped. */
+        t += PTAGS_LOG_REFILL_US;
+        g_assert_true(ptags_log_limiter_allow(l, "ptagsd", "reading 8: gone", t, &suppressed));
+        g_assert_cmpuint(suppressed, ==, 501);
+        g_assert_false(ptags_log_limiter_allow(l, "ptagsd", "reading 9: gone", t, &suppressed));
+        /* A long quiet spell refills the burst, never more. */
+        t += 1000 * PTAGS_LOG_REFILL_US;
+        int passed = 0;
+        for (int i = 0; i < 3 * PTAGS_LOG_BURST; i++)
+                passed += ptags_log_limiter_allow(l, "ptagsd", "reading 1: gone", t, &suppressed);
+        g_assert_cmpint(passed, ==, PTAGS_LOG_BURST);
+        ptags_log_limiter_free(l);
+}
+
+static void test_limiter_sites_bounded(void)
+{
+        PtagsLogLimiter *l = ptags_log_limiter_new();
+        guint suppressed;
+        int passed = 0;
+
+        /* Ten thousand distinct texts (letters, not numbers) cannot make ten
+         * thousand buckets: past the table's size they share one. */
+        for (int i = 0; i < 10000; i++) {
+                char m[16];
+                g_snprintf(m, sizeof(m), "x%c%c%c", 'a' + i % 26, 'a' + (i / 26) % 26,
+                           'a' + (i / 676) % 26);
+                passed += ptags_log_limiter_allow(l, NULL, m, 0, &suppressed);
+        }
+        g_assert_cmpint(passed, <=, 256 * PTAGS_LOG_BURST + PTAGS_LOG_BURST);
+        ptags_log_limiter_free(l);
+}
+
+static void test_cancel_noise(void)
+{
+        g_assert_true(ptags_log_is_noise(NULL, "Error cancelling authorization check: "
+                                               "GDBus.Error:org.freedesktop.PolicyKit1.Error."
+                                               "Failed: No such cancellation_id"));
+        /* Only libpolkit's (domainless) message, nothing of ptagsd's own. */
+        g_assert_false(ptags_log_is_noise("ptagsd", "Error cancelling authorization check: x"));
+        g_assert_false(ptags_log_is_noise(NULL, "reading 5: gone"));
+        g_assert_false(ptags_log_is_noise(NULL, NULL));
+}
+
 int main(int argc, char **argv)
 {
+        g_setenv("G_MESSAGES_DEBUG", "all", TRUE);
+        captured = g_ptr_array_new_with_free_func(g_free);
+        g_log_set_writer_func(capture_writer, NULL, NULL);
         g_test_init(&argc, &argv, NULL);
         g_test_add_func("/log/audit-message", test_audit_message);
         g_test_add_func("/log/container-message", test_container_message);
         g_test_add_func("/log/without-sinks", test_logging_without_sinks);
+        g_test_add_func("/log/limiter-bucket", test_limiter_bucket);
+        g_test_add_func("/log/limiter-sites-bounded", test_limiter_sites_bounded);
+        g_test_add_func("/log/cancel-noise", test_cancel_noise);
         return g_test_run();
 }

@@ -1,5 +1,5 @@
 /* test-target.c: pinning processes by pid and by pidfd, and the facts read
- * about them (fdinfo Pid:, cgroup unit, comm, uid). */
+ * about them (fdinfo Pid:, comm, uid). */
 #include <fcntl.h>
 #include <linux/capability.h>
 #include <signal.h>
@@ -22,22 +22,6 @@ static void test_fdinfo_parse(void)
         g_assert_cmpint(ptags_fdinfo_parse_pid("NSpid:\t7\n"), ==, -2);
         g_assert_cmpint(ptags_fdinfo_parse_pid("Pid:\tx\n"), ==, -2);
         g_assert_cmpint(ptags_fdinfo_parse_pid(""), ==, -2);
-}
-
-static void test_cgroup_unit(void)
-{
-        g_autofree char *service = ptags_cgroup_parse_unit("0::/system.slice/foo.service\n");
-        g_assert_cmpstr(service, ==, "foo.service");
-        g_autofree char *scope = ptags_cgroup_parse_unit(
-                "0::/user.slice/user-1000.slice/user@1000.service/app.slice/app-x-1.scope\n");
-        g_assert_cmpstr(scope, ==, "app-x-1.scope");
-        g_autofree char *none = ptags_cgroup_parse_unit("0::/\n");
-        g_assert_null(none);
-        g_autofree char *slice = ptags_cgroup_parse_unit("0::/system.slice\n");
-        g_assert_null(slice);
-        g_autofree char *v1 =
-                ptags_cgroup_parse_unit("12:cpu:/\n1:name=systemd:/system.slice/bar.service\n");
-        g_assert_cmpstr(v1, ==, "bar.service");
 }
 
 static void test_pin_self(void)
@@ -310,7 +294,6 @@ int main(int argc, char **argv)
 {
         g_test_init(&argc, &argv, NULL);
         g_test_add_func("/target/fdinfo-parse", test_fdinfo_parse);
-        g_test_add_func("/target/cgroup-unit", test_cgroup_unit);
         g_test_add_func("/target/capability-mask", test_capability_mask);
         g_test_add_func("/target/pin-self", test_pin_self);
         g_test_add_func("/target/exited-process", test_exited_process);

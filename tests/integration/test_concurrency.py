@@ -8,7 +8,7 @@
 import os
 import unittest
 
-from ptags_harness import PtagsTestCase
+from ptags_harness import PtagsTestCase, wait_until
 
 ADD = "org.ptags.tag.add"
 REMOVE = "org.ptags.tag.remove"
@@ -121,13 +121,44 @@ class ConcurrencyTests(TargetWorld):
         client = self.world.spawn_client()
         client.send("AddTag", "usb", [self.target, "app:gone", False])
         polkit.wait_hanging(1)
+        (check,) = polkit.checks()
         self.world.kill(client.pid)
+        # The caller left: ptagsd must withdraw its question from polkit
+        # (so an agent's dialog goes away) and never apply the change.
+        wait_until(lambda: check["cancellation_id"] in polkit.cancellations(), 10,
+                   "ptagsd to cancel the check of the caller that left")
+        self.assertEqual(polkit.hanging_count(), 0)
         polkit.set_hang([])
         polkit.release()
-        # ptagsd survives replying to a vanished caller and keeps serving.
+        # ptagsd survives the vanished caller and keeps serving.
         self.assertOk(self.world.root_call("AddTag", "usb", [self.target, "after", False]))
-        self.assertIn(("after", False, ""), self.world.get_tags(self.target))
+        self.assertEqual(self.world.get_tags(self.target),
+                         [("after", False, ""), ("app:a", False, "v")],
+                         "the change of a caller that left was applied")
         self.assertTrue(self.world.daemon_alive())
+
+    def test_cancelled_checks_are_not_warnings(self):
+        """A batch decided early cancels its other checks; polkitd refuses
+        to cancel what it has just answered, which libpolkit reports as a
+        warning. A caller can cause that at will, so it must not reach the
+        log as one warning per check."""
+        polkit = self.world.polkit
+        polkit.set_hang([ADD])
+        polkit.set_cancel_fails(True)
+        client = self.world.spawn_client()
+        rounds, hanging = 6, 7
+        for r in range(rounds):
+            # Seven checks hang; the eighth (set-value) is denied at once.
+            batch = ["+w%d:%d" % (r, i) for i in range(hanging)] + ["!app:a=x%d" % r]
+            self.assertError(client.call("Apply", "uas", [self.target, batch], timeout=30),
+                             "NotAuthorized")
+        wait_until(lambda: len(polkit.cancellations()) >= rounds * hanging, 10,
+                   "ptagsd to cancel %d checks" % (rounds * hanging))
+        self.assertOk(self.world.root_call("GetTags", "u", [self.target]))
+        log = self.world.read_log("ptagsd.log", tail_lines=100000)
+        warnings = [line for line in log.splitlines() if "WARNING" in line]
+        self.assertEqual(warnings, [], "cancelled checks logged as warnings")
+        self.assertEqual(self.world.get_tags(self.target), [("app:a", False, "v")])
 
 
 class KernelWriteRaceTests(TargetWorld):

@@ -11,7 +11,7 @@ import tempfile
 import time
 import unittest
 
-from ptags_harness import PtagsTestCase
+from ptags_harness import PtagsTestCase, wait_until
 
 
 class DaemonLifecycleTests(PtagsTestCase):
@@ -33,14 +33,40 @@ class DaemonLifecycleTests(PtagsTestCase):
         self.assertOk(self.world.root_call("AddTag", "usb", [target, "still", False]))
         self.assertEqual(self.world.get_tags(target), [("still", False, "")])
 
+    def stop_world_daemon(self):
+        """Stop the world's ptagsd and wait until its name is free, so a
+        second run fails only for what it was given."""
+        self.world.daemon.terminate()
+        self.assertEqual(self.world.daemon.wait(timeout=30), 0)
+        wait_until(lambda: not self.world.name_has_owner("org.ptags.Manager"), 10,
+                   "org.ptags.Manager to be released")
+
     def test_bad_options_are_refused(self):
-        for args in (["--backend=nope"], ["--polkit-timeout=0"], ["--polkit-timeout=x"],
-                     ["--proc-root=/nonexistent"], ["--no-such-option"]):
+        self.stop_world_daemon()
+        # Each refusal must name what was wrong, not some other failure
+        # (such as the bus name being taken).
+        cases = (
+            (["--backend=nope"], "nope"),
+            (["--polkit-timeout=0"], "--polkit-timeout"),
+            (["--polkit-timeout=-5"], "--polkit-timeout"),
+            (["--polkit-timeout=x"], "polkit-timeout"),
+            (["--backend=ptags-lsm", "--proc-root=/nonexistent"], "/nonexistent"),
+            (["--no-such-option"], "--no-such-option"),
+        )
+        for args, named in cases:
             with self.subTest(args=args):
                 result = self.run_ptagsd(*args)
-                self.assertNotEqual(result.returncode, 0)
+                self.assertNotEqual(result.returncode, 0, result.stdout)
                 self.assertIn("ptagsd", result.stderr, "the refusal must say why")
-        self.assertTrue(self.world.daemon_alive())
+                self.assertIn(named, result.stderr, "the refusal must name the bad option")
+                self.assertNotIn("already serves", result.stderr)
+                self.assertFalse(self.world.name_has_owner("org.ptags.Manager"),
+                                 "a refused ptagsd must not serve")
+        # The control: in the same environment good options do serve, so
+        # the refusals above came from the options alone.
+        self.world.start_daemon()
+        target = self.world.spawn_target()
+        self.assertOk(self.world.root_call("AddTag", "usb", [target, "good", False]))
 
 
 class ReadinessTests(PtagsTestCase):

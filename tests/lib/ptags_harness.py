@@ -239,6 +239,16 @@ class PolkitMock:
     def cancellations(self):
         return json.loads(self._call("GetCancellationsJson")[0])
 
+    def set_random_tags(self, prefixes, probability, seed):
+        """Checks for tags starting with one of @prefixes are authorized
+        with @probability, else denied (seeded pseudo-random)."""
+        self._call("SetRandomTags", "asdu", [list(prefixes), float(probability), int(seed)])
+
+    def set_cancel_fails(self, fails):
+        """Make cancellations fail the way polkitd's do when its answer has
+        already left (see the mock's SetCancelFails)."""
+        self._call("SetCancelFails", "b", [bool(fails)])
+
 
 class SignalRecorder:
     """Records TagsChanged(u, as, a(sbs)) from ptagsd on a connection."""
@@ -330,6 +340,12 @@ class World:
         os.chmod(self.tmp, 0o755)
         if self.backend == "bpf":
             self._isolate_bpf_state()
+        else:
+            # ptagsd's runtime state (container registry, crash journal)
+            # stays in this world, never in the host's /run/ptags.
+            run_dir = os.path.join(self.tmp, "run")
+            os.mkdir(run_dir, 0o700)
+            self.daemon_env.setdefault("RUNTIME_DIRECTORY", run_dir)
         self.start_bus()
         if self.polkit_kind == "mock":
             self.start_polkit_mock()
@@ -468,6 +484,17 @@ class World:
         wait_until(ready, 10, "the kernel fixture at %s" % probe)
 
     def start_daemon(self, extra_args=()):
+        wrapper = self.spawn_daemon(extra_args)
+        wait_until(lambda: self.name_has_owner(ptags_client.BUS_NAME)
+                   or self.daemon.poll() is not None, 60 if wrapper else 15,
+                   "ptagsd to own org.ptags.Manager")
+        if self.daemon.poll() is not None:
+            raise HarnessError("ptagsd exited with %s at start:\n%s"
+                               % (self.daemon.returncode, self.read_log("ptagsd.log")))
+
+    def spawn_daemon(self, extra_args=()):
+        """Start ptagsd without waiting for it (tests that time its start);
+        returns the wrapper prefix used, if any."""
         wrapper = os.environ.get("PTAGS_DAEMON_WRAPPER", "").split()
         argv = wrapper + [self.ptagsd, "--backend=" + self.backend]
         # Debug logging by default (tests read it); benchmarks turn it off.
@@ -482,12 +509,7 @@ class World:
         env = self.child_env({"G_DEBUG": "fatal-criticals", **self.daemon_env})
         self.daemon_log_path = os.path.join(self.tmp, "ptagsd.log")
         self.daemon = self.spawn("ptagsd", argv, log_name="ptagsd.log", env=env)
-        wait_until(lambda: self.name_has_owner(ptags_client.BUS_NAME)
-                   or self.daemon.poll() is not None, 60 if wrapper else 15,
-                   "ptagsd to own org.ptags.Manager")
-        if self.daemon.poll() is not None:
-            raise HarnessError("ptagsd exited with %s at start:\n%s"
-                               % (self.daemon.returncode, self.read_log("ptagsd.log")))
+        return wrapper
 
     # ------------------------------------------------------------ teardown
 

@@ -23,9 +23,18 @@
 #   GetChecksJson() -> s    JSON list of every check so far
 #   ClearChecks()           forget the recorded checks
 #   GetCancellationsJson() -> s  JSON list of cancellation ids cancelled
+#   SetCancelFails(b)       when true, CancelCheckAuthorization answers a
+#                           hanging check normally and then fails the cancel
+#                           with "No such cancellation_id", as polkitd does
+#                           when its answer crossed the cancel on the bus
+#   SetRandomTags(as, d, u) checks whose "tag" detail starts with one of
+#                           these prefixes are answered "authorized" with the
+#                           given probability, else denied (seeded, for load
+#                           tests whose callers cannot know the outcome)
 # Anything not allowed or challenged is denied (polkit's "no").
 
 import json
+import random
 
 import dbus
 
@@ -60,6 +69,10 @@ def load(mock, _parameters):
     mock.ptags_hanging = []  # [(ok_cb, err_cb, action_id, flags, cancellation_id, details)]
     mock.ptags_checks = []
     mock.ptags_cancelled = []
+    mock.ptags_cancel_fails = False
+    mock.ptags_random_prefixes = ()
+    mock.ptags_random_p = 0.0
+    mock.ptags_random = random.Random(0)
 
 
 def _plain(value):
@@ -79,8 +92,11 @@ def _plain(value):
 
 def _answer(mock, action_id, flags, details):
     """The (is_authorized, is_challenge, details) for one check, now."""
-    if str(details.get("tag", "")) in mock.ptags_denied_tags:
+    tag = str(details.get("tag", ""))
+    if tag in mock.ptags_denied_tags:
         return (False, False, {})
+    if mock.ptags_random_prefixes and tag.startswith(mock.ptags_random_prefixes):
+        return (mock.ptags_random.random() < mock.ptags_random_p, False, {})
     if action_id in mock.ptags_allowed:
         return (True, False, {})
     if action_id in mock.ptags_challenge:
@@ -120,11 +136,17 @@ def CancelCheckAuthorization(self, cancellation_id):
     self.ptags_cancelled.append(str(cancellation_id))
     still = []
     for entry in self.ptags_hanging:
-        if entry[4] == cancellation_id and cancellation_id != "":
-            entry[1](dbus.exceptions.DBusException("check cancelled", name=CANCELLED_ERROR))
-        else:
+        if entry[4] != cancellation_id or cancellation_id == "":
             still.append(entry)
+        elif self.ptags_cancel_fails:
+            entry[0](_answer(self, entry[2], entry[3], entry[5]))
+        else:
+            entry[1](dbus.exceptions.DBusException("check cancelled", name=CANCELLED_ERROR))
     self.ptags_hanging = still
+    if self.ptags_cancel_fails:
+        raise dbus.exceptions.DBusException(
+            "No such cancellation_id `%s'" % cancellation_id,
+            name="org.freedesktop.PolicyKit1.Error.Failed")
 
 
 @dbus.service.method(MAIN_IFACE, in_signature="(sa{sv})ss", out_signature="")
@@ -177,6 +199,18 @@ def GetChecksJson(self):
 @dbus.service.method(MOCK_IFACE, in_signature="", out_signature="")
 def ClearChecks(self):
     self.ptags_checks = []
+
+
+@dbus.service.method(MOCK_IFACE, in_signature="asdu", out_signature="")
+def SetRandomTags(self, prefixes, probability, seed):
+    self.ptags_random_prefixes = tuple(str(p) for p in prefixes)
+    self.ptags_random_p = float(probability)
+    self.ptags_random = random.Random(int(seed))
+
+
+@dbus.service.method(MOCK_IFACE, in_signature="b", out_signature="")
+def SetCancelFails(self, fails):
+    self.ptags_cancel_fails = bool(fails)
 
 
 @dbus.service.method(MOCK_IFACE, in_signature="", out_signature="s")

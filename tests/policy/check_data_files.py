@@ -24,8 +24,8 @@ ACTION_DEFAULTS = {
     "org.ptags.container.inspect": ("no", "no", "yes"),
 }
 DETAILS = ("tag", "prefix", "value", "keep", "pid", "target-uid", "target-user", "target-exe",
-           "target-comm", "target-unit", "self", "caller-holds-right", "contid",
-           "container-name")
+           "target-comm", "target-unit", "target-user-unit", "self", "caller-holds-right",
+           "contid", "container-name")
 PLACEHOLDER = re.compile(r"\$\(([^)]*)\)")
 
 

@@ -1,0 +1,90 @@
+/* test-lsm-intent.c: the ptags-lsm crash journal: what it records reads back
+ * whole, and the restore lines turn any state back into the recorded one. */
+#include "lsm-intent.h"
+
+#include <errno.h>
+#include <glib/gstdio.h>
+#include <string.h>
+#include <unistd.h>
+
+static ptags_set *set_of(const char *text)
+{
+        ptags_set *s = NULL;
+        g_assert_cmpint(ptags_set_parse(text, strlen(text), &s, NULL), ==, PTAGS_OK);
+        return s;
+}
+
+/* Applies @lines to @s as the kernel would, line by line. */
+static void apply_lines(ptags_set *s, GPtrArray *lines)
+{
+        for (guint i = 0; i < lines->len; i++) {
+                ptags_writer w = {NULL, true, false};
+                g_autofree char *line = g_strconcat(lines->pdata[i], "\n", NULL);
+                size_t done = 0;
+                ptags_result r = ptags_apply_kernel(s, line, strlen(line), &w, &done);
+                g_assert_cmpint(r, ==, PTAGS_OK);
+        }
+}
+
+static void test_restore_lines(void)
+{
+        static const char *const states[] = {
+                "",
+                "a\n",
+                "@a=1\nb\n",
+                "a=2\n@c\nd=x y\n",
+                "@a\n@b=v\n@c=w\n",
+        };
+        for (size_t i = 0; i < G_N_ELEMENTS(states); i++) {
+                for (size_t j = 0; j < G_N_ELEMENTS(states); j++) {
+                        ptags_set *now = set_of(states[i]), *want = set_of(states[j]);
+                        g_autoptr(GPtrArray) lines = ptags_restore_lines(now, want);
+                        apply_lines(now, lines);
+                        g_assert_true(ptags_set_equal(now, want));
+                        ptags_set_free(now);
+                        ptags_set_free(want);
+                }
+        }
+}
+
+static void test_intent_round_trip(void)
+{
+        g_autofree char *dir = g_dir_make_tmp("ptags-intent-XXXXXX", NULL);
+        g_autofree char *path = g_build_filename(dir, "sub", "lsm-intent", NULL);
+        ptags_set *before = set_of("@a=1\nb\n"), *read = NULL;
+        pid_t pid = 0;
+        guint64 start = 0;
+
+        g_assert_cmpint(ptags_intent_read(path, &pid, &start, &read), ==, -ENOENT);
+        g_assert_cmpint(ptags_intent_write(path, 1234, 987654321, before), ==, 0);
+        g_assert_cmpint(ptags_intent_read(path, &pid, &start, &read), ==, 0);
+        g_assert_cmpint(pid, ==, 1234);
+        g_assert_cmpuint(start, ==, 987654321);
+        g_assert_true(ptags_set_equal(read, before));
+        g_assert_true(g_file_set_contents(path, "garbage", -1, NULL));
+        ptags_set_free(read);
+        read = NULL;
+        g_assert_cmpint(ptags_intent_read(path, &pid, &start, &read), ==, -EBADMSG);
+        ptags_set_free(before);
+        g_unlink(path);
+        g_autofree char *sub = g_path_get_dirname(path);
+        g_rmdir(sub);
+        g_rmdir(dir);
+}
+
+static void test_start_time(void)
+{
+        guint64 mine = ptags_process_start_time(getpid());
+        g_assert_cmpuint(mine, >, 0);
+        g_assert_cmpuint(ptags_process_start_time(getpid()), ==, mine);
+        g_assert_cmpuint(ptags_process_start_time(0x7ffffff0), ==, 0);
+}
+
+int main(int argc, char **argv)
+{
+        g_test_init(&argc, &argv, NULL);
+        g_test_add_func("/lsm-intent/restore-lines", test_restore_lines);
+        g_test_add_func("/lsm-intent/round-trip", test_intent_round_trip);
+        g_test_add_func("/lsm-intent/start-time", test_start_time);
+        return g_test_run();
+}

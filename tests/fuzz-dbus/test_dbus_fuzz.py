@@ -1,0 +1,113 @@
+# test_dbus_fuzz.py: at least 50,000 random, oversized and ill-typed calls by
+# an unprivileged caller (ptags_dbus_fuzz.py as nobody) against ptagsd on a
+# real bus: it never crashes, answers every call, changes nothing, and its
+# RSS stays bounded. Registered in suite integration, so check.sh runs it
+# against the ASan/UBSan build too.
+
+import json
+import os
+import select
+import shutil
+import stat
+import time
+import unittest
+
+from ptags_harness import PYTHON, UNPRIVILEGED, PtagsTestCase
+
+CALLS = int(os.environ.get("PTAGS_DBUS_FUZZ_CALLS", "50000"))
+SENDERS = 2
+RSS_GROWTH_LIMIT_KIB = 128 * 1024  # the heap's high-water mark after oversized calls
+RSS_LEAK_LIMIT_KIB = 8 * 1024
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def rss_kib(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    raise AssertionError("no VmRSS for %d" % pid)
+
+
+class DbusFuzzTests(PtagsTestCase):
+    # Under ASan, freed memory is held in quarantine (256 MiB by default),
+    # which would hide any growth worth seeing: keep it small here.
+    world_options = {"daemon_env": {"ASAN_OPTIONS": (os.environ.get("ASAN_OPTIONS", "")
+                                                     + ":quarantine_size_mb=16").lstrip(":")}}
+
+    def run_senders(self, script, targets, round_):
+        per_sender = (CALLS + 2 * SENDERS - 1) // (2 * SENDERS)
+        procs = []
+        for i in range(SENDERS):
+            argv = UNPRIVILEGED + [PYTHON, "-I", script, self.world.address,
+                                   str(100 + 10 * round_ + i), str(per_sender)]
+            argv += [str(p) for p in targets]
+            procs.append(self.world.spawn("fuzz-sender", argv, stdout=-1))
+        outputs = {p.stdout.fileno(): [p, b""] for p in procs}
+        reports = []
+        start = time.monotonic()
+        while outputs:
+            self.assertLess(time.monotonic() - start, 600, "the fuzz senders hang")
+            ready, _, _ = select.select(list(outputs), [], [], 1.0)
+            for fd in ready:
+                chunk = os.read(fd, 1 << 16)
+                if chunk:
+                    outputs[fd][1] += chunk
+                    continue
+                proc, out = outputs.pop(fd)
+                self.assertEqual(proc.wait(timeout=30), 0, "a sender failed: %r" % out[-2000:])
+                reports.append(json.loads(out))
+            self.assertTrue(self.world.daemon_alive(), "ptagsd died under fuzzing")
+        return reports
+
+    def test_random_calls_by_nobody(self):
+        targets = [self.world.spawn_target(unprivileged=True) for _ in range(2)]
+        for pid in targets:
+            self.assertOk(self.world.root_call("Apply", "uas", [pid, ["+fz:1", "!fz:1=v",
+                                                                      "+@fz:2"]]))
+        before_tags = {pid: self.world.get_tags(pid) for pid in targets}
+        script = os.path.join(self.world.tmp, "ptags_dbus_fuzz.py")
+        shutil.copy(os.path.join(HERE, "ptags_dbus_fuzz.py"), script)
+        os.chmod(script, stat.S_IRUSR | stat.S_IWUSR | stat.S_IRGRP | stat.S_IROTH)
+        daemon = self.world.daemon.pid
+        rss = [rss_kib(daemon)]
+        start = time.monotonic()
+        reports = []
+        # Two rounds: the first sets the heap's high-water mark, the second
+        # must not add to it (a leak grows with the calls).
+        for round_ in range(2):
+            reports += self.run_senders(script, targets, round_)
+            rss.append(rss_kib(daemon))
+        elapsed = time.monotonic() - start
+        answers = {}
+        for r in reports:
+            for name, n in r["answers"].items():
+                answers[name] = answers.get(name, 0) + n
+        sent = sum(r["sent"] for r in reports)
+        print("\ndbus fuzz: %d calls in %.1f s (%.0f/s); ptagsd RSS %d -> %d -> %d KiB "
+              "(start, half, end); answers %s"
+              % (sent, elapsed, sent / elapsed, rss[0], rss[1], rss[2],
+                 json.dumps(answers, sort_keys=True)))
+        self.assertGreaterEqual(sent, CALLS)
+        self.assertEqual(sum(answers.values()), sent, "calls without an answer")
+        # Every call was answered by ptagsd itself: no timeouts, no "the
+        # service vanished".
+        lost = {k: v for k, v in answers.items()
+                if k.startswith("local:") or k in ("org.freedesktop.DBus.Error.NoReply",
+                                                   "org.freedesktop.DBus.Error.ServiceUnknown",
+                                                   "org.freedesktop.DBus.Error.NameHasNoOwner")}
+        self.assertEqual(lost, {}, "calls ptagsd did not answer")
+        self.assertTrue(self.world.daemon_alive())
+        self.assertEqual(self.world.daemon.pid, daemon)
+        self.assertLess(rss[2] - rss[0], RSS_GROWTH_LIMIT_KIB,
+                        "ptagsd grew by %d KiB" % (rss[2] - rss[0]))
+        self.assertLess(rss[2] - rss[1], RSS_LEAK_LIMIT_KIB,
+                        "ptagsd grew by %d KiB in the second half: a leak" % (rss[2] - rss[1]))
+        # nobody was authorized for nothing: nothing changed.
+        for pid in targets:
+            self.assertEqual(self.world.get_tags(pid), before_tags[pid])
+        self.assertOk(self.world.root_call("AddTag", "usb", [targets[0], "after", False]))
+
+
+if __name__ == "__main__":
+    unittest.main()

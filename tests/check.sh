@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+# SPDX-FileCopyrightText: 2026 The ptags authors
 # The one test command: installs missing Debian packages, configures with
 # -Werror, builds, and runs every test (plus the model, fixture, daemon and
 # integration suites under ASan/UBSan, 60 s of the model parser's libFuzzer

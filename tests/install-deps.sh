@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+# SPDX-FileCopyrightText: 2026 The ptags authors
 # Installs whichever Debian packages of the given lists in tests/deps/ are missing (apt-get update
 # once, only when something is missing). Needs root.
 # Usage: tests/install-deps.sh [LIST...]   LIST: build, run, test, dev (default: build run test)

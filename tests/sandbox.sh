@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+# SPDX-FileCopyrightText: 2026 The ptags authors
 # ptags: the README Quick start: installs what is missing, builds, and shows ptagsd working in a
 # throwaway sandbox (private system bus with our real policy, the real polkitd, ptagsd), then a shell.
 #

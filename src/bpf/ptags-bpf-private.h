@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// SPDX-FileCopyrightText: 2026 The ptags authors
 /* ptags-bpf-private.h: the loader handle's insides, shared by the loader
  * (ptags-bpf.c) and the record/set operations (ptags-bpf-tasks.c). */
 #pragma once

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// SPDX-FileCopyrightText: 2026 The ptags authors
 /* ptags-bpf-record.h: the per-task record and iterator parameters shared by
  * the kernel programs (ptags.bpf.c) and the user-space loader (ptags-bpf.c).
  * Both sides include it, so the layout can never disagree. */

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// SPDX-FileCopyrightText: 2026 The ptags authors
 /* ptags-bpf-sets.c: the tag-set table behind the BPF backend's set ids: two
  * hash indexes in memory, an append-only checksummed journal on disk. */
 #include "ptags-bpf-sets.h"

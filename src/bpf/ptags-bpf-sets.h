@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// SPDX-FileCopyrightText: 2026 The ptags authors
 /* ptags-bpf-sets.h: the daemon-side table of tag sets (id <-> contents and
  * kept subset), shared by identical sets and kept in an append-only journal. */
 #pragma once

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// SPDX-FileCopyrightText: 2026 The ptags authors
 /* ptags-bpf-tasks.c: the BPF backend's writes and walks: interning sets,
  * retagging every thread of a process, enumerating and collecting. */
 #include <errno.h>

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// SPDX-FileCopyrightText: 2026 The ptags authors
 /* ptags-bpf.c: loads, pins and upgrades the BPF backend's kernel programs
  * and reads/writes per-task records; the set table lives in ptags-bpf-sets.c. */
 #include "ptags-bpf.h"

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// SPDX-FileCopyrightText: 2026 The ptags authors
 /* ptags-bpf.h: the BPF backend's loader library. Loads and pins the kernel
  * programs, keeps the tag-set table, reads and writes per-task records. */
 #pragma once

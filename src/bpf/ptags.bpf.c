@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// SPDX-FileCopyrightText: 2026 The ptags authors
 /* ptags.bpf.c: kernel half of the BPF backend. Keeps each task's tag-set id
  * and container ID in task storage, copies it at fork and filters it at exec. */
 #include "vmlinux.h"

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// SPDX-FileCopyrightText: 2026 The ptags authors
 /* ctl-agent.c: starts and stops pkttyagent (polkit's text agent) around the
  * calls that may need a password, the way systemd's tools do. */
 #include "ctl-agent.h"

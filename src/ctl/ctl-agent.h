@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// SPDX-FileCopyrightText: 2026 The ptags authors
 /* ctl-agent.h: the text polkit agent ptagsctl starts, as systemctl does,
  * when a person at a terminal may be asked for a password. */
 #pragma once

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// SPDX-FileCopyrightText: 2026 The ptags authors
 /* ctl-bus.c: ptagsctl's sd-bus calls to org.ptags.Manager and the decoding
  * of their replies (tag lists, FindTagged results, properties, signals). */
 #include "ctl-bus.h"

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// SPDX-FileCopyrightText: 2026 The ptags authors
 /* ctl-bus.h: every org.ptags.Manager call ptagsctl makes, in one place, so a
  * change of the interface's shapes touches this module only. */
 #pragma once

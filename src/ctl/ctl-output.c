@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// SPDX-FileCopyrightText: 2026 The ptags authors
 /* ctl-output.c: aligned tables and JSON text for ptagsctl, with no library
  * beyond libc (the output shapes are documented in man/ptagsctl.1). */
 #include "ctl-output.h"

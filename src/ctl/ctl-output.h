@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// SPDX-FileCopyrightText: 2026 The ptags authors
 /* ctl-output.h: how ptagsctl prints: aligned tables for people, JSON (one
  * documented shape per command, see man/ptagsctl.1) for programs. */
 #pragma once

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// SPDX-FileCopyrightText: 2026 The ptags authors
 /* ptagsctl.c: the command line of ptags: reads and changes process tags
  * through ptagsd (org.ptags.Manager); options, commands and exit codes. */
 #include "config.h"

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// SPDX-FileCopyrightText: 2026 The ptags authors
 /* authority.c: the one place ptagsd decides who may change what: the
  * change-kind -> polkit action table, the details, and async polkit checks. */
 #define G_LOG_DOMAIN "ptagsd-authority"

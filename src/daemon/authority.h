@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// SPDX-FileCopyrightText: 2026 The ptags authors
 /* authority.h: every authorization decision of ptagsd: the one table from
  * change kind to polkit action, the details polkit rules see, and the async
  * checks (timeout, cancellation, interactive flag). */

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// SPDX-FileCopyrightText: 2026 The ptags authors
 /* backend-bpf.c: the bpf backend: tags and audit container IDs kept in BPF
  * task storage by the programs of src/bpf, for stock kernels. */
 #define G_LOG_DOMAIN "ptagsd-bpf"

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// SPDX-FileCopyrightText: 2026 The ptags authors
 /* backend-lsm.c: the ptags-lsm backend: tags live in the kernel's
  * /proc/PID/attr/ptags files of a kernel carrying the ptags LSM, container
  * IDs in /proc/PID/audit_containerid of a kernel carrying audit contid. */

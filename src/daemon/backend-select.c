@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// SPDX-FileCopyrightText: 2026 The ptags authors
 /* backend-select.c: picks the backend for --backend, preferring the kernel's
  * own ptags LSM and falling back to the BPF emulation on stock kernels. */
 #define G_LOG_DOMAIN "ptagsd-backend"

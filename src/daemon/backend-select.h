@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// SPDX-FileCopyrightText: 2026 The ptags authors
 /* backend-select.h: choosing where tags live (--backend=auto|ptags-lsm|bpf)
  * from what this kernel provides. */
 #pragma once

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// SPDX-FileCopyrightText: 2026 The ptags authors
 /* backend.h: the one small interface between the service and the place where
  * tags really live (the ptags LSM's attr files, or BPF task storage).
  *

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// SPDX-FileCopyrightText: 2026 The ptags authors
 /* budgets.c: the budget table (options, properties, defaults, ranges), the
  * byte accounting of tag lists and the per-user sums the budgets compare. */
 #define G_LOG_DOMAIN "ptagsd-limits"

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// SPDX-FileCopyrightText: 2026 The ptags authors
 /* budgets.h: ptagsd's budgets (bytes per process and per user, polkit changes
  * per call, reads and unread replies per client) and the size bound of every
  * message it sends; each budget is a daemon option and a D-Bus property. */

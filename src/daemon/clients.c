@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// SPDX-FileCopyrightText: 2026 The ptags authors
 /* clients.c: per-connection and per-uid bookkeeping: uid lookups, unread
  * reply bytes confirmed by Peer.Ping, and the round-robin queue of reads. */
 #define G_LOG_DOMAIN "ptagsd-clients"

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// SPDX-FileCopyrightText: 2026 The ptags authors
 /* clients.h: what ptagsd keeps per bus client so that no client can stall
  * the others: the uid behind each connection, the bytes of replies it has not
  * read yet, and a fair queue of reads per uid. */

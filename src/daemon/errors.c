@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// SPDX-FileCopyrightText: 2026 The ptags authors
 /* errors.c: the org.ptags.Error domain and the single mapping table from
  * model results and errnos to it, so no handler invents its own mapping. */
 #define G_LOG_DOMAIN "ptagsd-errors"

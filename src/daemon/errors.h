@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// SPDX-FileCopyrightText: 2026 The ptags authors
 /* errors.h: the daemon's one error domain (org.ptags.Error.*) and the one
  * table mapping model results and kernel errnos onto it. */
 #pragma once

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// SPDX-FileCopyrightText: 2026 The ptags authors
 /* lineage.c: what the container rules need to know of a process, from the
  * real /proc: its parent chain, children, threads and start time. */
 #define G_LOG_DOMAIN "ptagsd-lineage"

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// SPDX-FileCopyrightText: 2026 The ptags authors
 /* lineage.h: a process's parent chain, children, threads and start time as
  * the real /proc shows them (read by pid: callers re-check their pidfd). */
 #pragma once

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// SPDX-FileCopyrightText: 2026 The ptags authors
 /* log.c: journal and audit records for tag changes and container IDs, and
  * the rate-limited writer for ptagsd's own diagnostics. Either sink may be
  * missing (containers, tests): that is noted once at debug level, never

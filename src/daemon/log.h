@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// SPDX-FileCopyrightText: 2026 The ptags authors
 /* log.h: the record of every tag change, container registration and refusal,
  * in the journal (structured, with MESSAGE_IDs) and in the audit trail. */
 #pragma once

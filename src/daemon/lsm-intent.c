@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// SPDX-FileCopyrightText: 2026 The ptags authors
 /* lsm-intent.c: the ptags-lsm backend's crash journal and the lines that
  * put a process's tags back as they were. */
 #define G_LOG_DOMAIN "ptagsd-lsm"

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// SPDX-FileCopyrightText: 2026 The ptags authors
 /* lsm-intent.h: the ptags-lsm backend's crash journal. A change longer than
  * one kernel page is several writes; the target's tags before it are noted
  * first, so a ptagsd killed between the pages restores them at its next start. */

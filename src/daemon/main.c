@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// SPDX-FileCopyrightText: 2026 The ptags authors
 /* main.c: ptagsd's entry point: options, backend choice, the system bus name
  * org.ptags.Manager, readiness notification and clean shutdown. */
 #define G_LOG_DOMAIN "ptagsd"

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// SPDX-FileCopyrightText: 2026 The ptags authors
 /* manager-budgets.c: the budgets every change must fit (budgets.h) and the
  * size of its TagsChanged signal, checked before polkit and again at commit. */
 #define G_LOG_DOMAIN "ptagsd-manager"

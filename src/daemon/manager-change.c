@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// SPDX-FileCopyrightText: 2026 The ptags authors
 /* manager-change.c: the change methods (AddTag ... ApplyFd) and their one
  * pipeline: pin, validate, read, plan, authorize, re-check, apply, log, signal. */
 #define G_LOG_DOMAIN "ptagsd-manager"

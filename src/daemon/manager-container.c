@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// SPDX-FileCopyrightText: 2026 The ptags authors
 /* manager-container.c: the audit container-ID methods and signals: register
  * (kernel rules in the kernel's order, decided by the model), read, list. */
 #define G_LOG_DOMAIN "ptagsd-container"

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// SPDX-FileCopyrightText: 2026 The ptags authors
 /* manager-private.h: what the read handlers (manager.c) and the change
  * pipeline (manager-change.c) share: the service and one call in flight. */
 #pragma once

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// SPDX-FileCopyrightText: 2026 The ptags authors
 /* manager.c: the org.ptags.Manager object, its read methods (no authorization)
  * and the plumbing every call shares; the change pipeline is manager-change.c. */
 #define G_LOG_DOMAIN "ptagsd-manager"

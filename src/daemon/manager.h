@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// SPDX-FileCopyrightText: 2026 The ptags authors
 /* manager.h: the one exported object, /org/ptags/Manager, and the handlers of
  * every org.ptags.Manager method. */
 #pragma once

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// SPDX-FileCopyrightText: 2026 The ptags authors
 /* page-writer.c: applies a plan through a kernel file whose writes are cut to
  * a page and stop at the first failing line, undoing partial progress. */
 #define G_LOG_DOMAIN "ptagsd-writer"

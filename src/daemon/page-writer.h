@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// SPDX-FileCopyrightText: 2026 The ptags authors
 /* page-writer.h: turning a plan into kernel writes: normalized lines packed
  * into page-sized writes, and the undo that makes a non-atomic file atomic. */
 #pragma once

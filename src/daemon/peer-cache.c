@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// SPDX-FileCopyrightText: 2026 The ptags authors
 /* peer-cache.c: the caller behind each unique bus name, looked up once (one
  * GetConnectionCredentials and the identity checks) and forgotten when the
  * connection leaves the bus. */

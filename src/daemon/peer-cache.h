@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// SPDX-FileCopyrightText: 2026 The ptags authors
 /* peer-cache.h: who is behind each bus connection, remembered per unique name
  * until the bus says the connection left (unique names are never reused). */
 #pragma once

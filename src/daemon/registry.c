@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// SPDX-FileCopyrightText: 2026 The ptags authors
 /* registry.c: live audit containers, kept in a key file under the runtime
  * directory and watched through pidfds of their known processes. */
 #define G_LOG_DOMAIN "ptagsd-registry"

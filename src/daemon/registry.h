@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// SPDX-FileCopyrightText: 2026 The ptags authors
 /* registry.h: the live audit containers ptagsd registered (who, when, which
  * namespaces, which parent), persisted across restarts, and their removal. */
 #pragma once

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// SPDX-FileCopyrightText: 2026 The ptags authors
 /* target.c: pidfd pinning of target and caller processes, and the process
  * facts (uid, exe, comm, unit) polkit details and logs are built from. */
 #define G_LOG_DOMAIN "ptagsd-target"

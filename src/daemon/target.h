@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// SPDX-FileCopyrightText: 2026 The ptags authors
 /* target.h: pinning processes with pidfds and reading what polkit and the
  * logs need to know about them, always from the real /proc. */
 #pragma once

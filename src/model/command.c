@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// SPDX-FileCopyrightText: 2026 The ptags authors
 /* command.c: the kernel's command language (parse one line, run it on a
  * tag set) and the kernel's non-atomic write(2) of a batch of lines. */
 #include <stdlib.h>

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// SPDX-FileCopyrightText: 2026 The ptags authors
 /* contid.c: audit container IDs: parsing a write, the kernel's decision
  * (rules in its exact order, so two failures give the kernel's errno), and
  * the printed ID chain. */

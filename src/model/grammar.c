@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// SPDX-FileCopyrightText: 2026 The ptags authors
 /* grammar.c: what a tag, a value and a pattern may look like (ptags(7)
  * "TAGS, VALUES AND PATTERNS", "LIMITS"), and how a pattern matches a tag. */
 #include <string.h>

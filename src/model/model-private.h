@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// SPDX-FileCopyrightText: 2026 The ptags authors
 /* model-private.h: helpers shared by the model's own files, not API.
  * Set mutation by index and change recording live here so plan.c and command.c share one apply. */
 #pragma once

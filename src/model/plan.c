@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// SPDX-FileCopyrightText: 2026 The ptags authors
 /* plan.c: atomic batches (the D-Bus Apply): resolve every line against a
  * working copy into a list of effective changes, authorize, then commit. */
 #include <stdio.h>

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// SPDX-FileCopyrightText: 2026 The ptags authors
 /* ptags-model.h: the one home of every rule in ptags(7) (tag grammar, tag
  * lists, the command language, the exec filter, the rights model and the
  * audit container-ID decision). Plain C11 + libc: no I/O, no GLib.

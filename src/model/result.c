@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// SPDX-FileCopyrightText: 2026 The ptags authors
 /* result.c: the one mapping from model results to errno, D-Bus error names
  * and messages, so no caller invents its own. */
 #include <errno.h>

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// SPDX-FileCopyrightText: 2026 The ptags authors
 /* rights.c: the kernel permission model (ptags(7), RIGHTS, rules 1-3): which
  * rights tags a writer needs to add, remove or set a tag of a target. */
 #include <string.h>

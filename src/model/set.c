@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// SPDX-FileCopyrightText: 2026 The ptags authors
 /* set.c: a process's tag list as a sorted array (binary-search lookups,
  * O(n) global edits), and its kernel read format (parse and print). */
 #include <stdlib.h>

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// SPDX-FileCopyrightText: 2026 The ptags authors
 /* utf8.c: strict UTF-8 validation (RFC 3629) for tags, values and patterns.
  * Strict because a lenient decoder would let two spellings name one tag. */
 #include "ptags-model.h"

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// SPDX-FileCopyrightText: 2026 The ptags authors
 /* bench-calls.c: what each org.ptags.Manager call costs a client, as ratios to the bus floor
  * (Peer.Ping to ptagsd) measured interleaved in the same run. Started by bench_world.py. */
 #include <errno.h>

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+# SPDX-FileCopyrightText: 2026 The ptags authors
 # bench_world.py: the world the call benchmark runs in: a private system bus with our real
 # policy, the real polkitd with an administrator's rule, ptagsd (bpf backend by default), a
 # target with 10 tags, a target nobody owns, and 1000 tagged processes; then bench-calls.

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// SPDX-FileCopyrightText: 2026 The ptags authors
 /* bench-fork.c: what the BPF hooks cost a fork and an exec. Measures, in one
  * run, fork+exit and fork+exec with the programs attached and detached, for
  * an untagged and a tagged parent, and prints attached/detached ratios. */

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// SPDX-FileCopyrightText: 2026 The ptags authors
 /* bench-sets.c: what the BPF backend's set table costs as it grows. For 10
  * and 10,000 distinct sets: Apply median, table file size, RSS, start-up. */
 #include <dirent.h>

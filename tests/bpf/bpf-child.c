@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// SPDX-FileCopyrightText: 2026 The ptags authors
 /* bpf-child.c: a scriptable target process for the BPF backend tests. Reads
  * one command per line on stdin (threads, fork, exec, from any thread) and
  * answers on stdout, so the test can tag it and observe fork and exec. */

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// SPDX-FileCopyrightText: 2026 The ptags authors
 /* bpf-sets-test.c: the set table's journal and collection: torn tails,
  * damage, old tables, SIGKILL at random moments, bounded growth, grace.
  * Usage: bpf-sets-test CASE PATH-TO-bpf-child; exit 0 = pass. */

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// SPDX-FileCopyrightText: 2026 The ptags authors
 /* bpf-test-util.c: plumbing for the BPF backend tests (instances, target
  * processes, checks); the cases themselves are in bpf-test.c. */
 #include "bpf-test-util.h"

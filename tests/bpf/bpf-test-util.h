@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// SPDX-FileCopyrightText: 2026 The ptags authors
 /* bpf-test-util.h: shared plumbing of the BPF backend tests: a private
  * loader instance per test, scriptable target processes, checks. */
 #pragma once

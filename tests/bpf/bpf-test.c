@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// SPDX-FileCopyrightText: 2026 The ptags authors
 /* bpf-test.c: the BPF backend's kernel-semantics tests (ptags(7) on
  * real kernel hooks). Usage: bpf-test CASE PATH-TO-bpf-child; exit 0 = pass. */
 #include <errno.h>

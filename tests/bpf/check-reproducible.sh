@@ -1,4 +1,6 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
+# SPDX-FileCopyrightText: 2026 The ptags authors
 # check-reproducible.sh: the BPF object ptagsd embeds is the same whatever directory the tree is
 # built in, and carries no DWARF. Builds it twice from copies of the tree at different paths.
 # Usage: check-reproducible.sh SOURCE_ROOT

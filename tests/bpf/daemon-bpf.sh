@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+# SPDX-FileCopyrightText: 2026 The ptags authors
 # daemon-bpf.sh: end-to-end check that `ptagsd --backend=bpf` serves real
 # tags over D-Bus: apply, fork and exec inheritance, FindTagged, SIGKILL.
 # Usage (root): daemon-bpf.sh PTAGSD BPF-CHILD

@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+# SPDX-FileCopyrightText: 2026 The ptags authors
 # fetch-qemu-kernel.sh: downloads and unpacks Debian's newest stock 6.1 kernel (the bpf LSM is in
 # its default LSM list) for the bpf-qemu tests, and prints the vmlinuz path. Cached in DIR.
 # Needs the network (Debian's archive); tests/check.sh runs it before `meson test`, so the tests

@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+# SPDX-FileCopyrightText: 2026 The ptags authors
 # qemu-lsm.sh: runs the BPF kernel-semantics tests on the LSM path inside
 # Debian's own stock 6.1 kernel under QEMU (software emulation), one command.
 # Usage: PTAGS_QEMU_KERNEL=/path/to/vmlinuz tests/bpf/qemu-lsm.sh [BUILDDIR]

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+# SPDX-FileCopyrightText: 2026 The ptags authors
 # check_ctl_install.py: installs the build into a temp DESTDIR and checks that ptagsctl, the
 # manual pages, the journal catalog and the bash completion land where the system looks.
 #

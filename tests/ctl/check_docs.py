@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+# SPDX-FileCopyrightText: 2026 The ptags authors
 # check_docs.py: the documentation checks of suite docs: manual pages format without warnings,
 # every journal MESSAGE_ID has a catalog entry journalctl accepts, no file cites a missing document.
 #

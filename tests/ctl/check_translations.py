@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+# SPDX-FileCopyrightText: 2026 The ptags authors
 # check_translations.py: the built ptagsctl speaks French and German from the built catalogs,
 # found where it will look once installed (LOCALEDIR), inside a private mount namespace.
 #

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+# SPDX-FileCopyrightText: 2026 The ptags authors
 # ctl_run.py: runs the built ptagsctl (PTAGSCTL, set by meson) inside a harness World, as root or
 # as an unprivileged user, and returns what a script would see: exit code, stdout, stderr.
 

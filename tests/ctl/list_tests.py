@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+# SPDX-FileCopyrightText: 2026 The ptags authors
 # list_tests.py: prints "module.Class.test_method" for every test method of the given modules'
 # classes named *Tests, so tests/ctl/meson.build registers one meson test per method.
 # Reads the sources with ast: configuring needs no GLib bindings and no built program.

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+# SPDX-FileCopyrightText: 2026 The ptags authors
 # test_ctl_policy.py: ptagsctl under the REAL polkitd and bus policy: exec as an ordinary user
 # allowed only by an administrator's "self" rule; and polkitd serving our French messages.
 #

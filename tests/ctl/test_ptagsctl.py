@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+# SPDX-FileCopyrightText: 2026 The ptags authors
 # test_ptagsctl.py: the built ptagsctl against the real ptagsd on a private bus (polkit mock):
 # every command's success and failure, its exit code, its table and its --json shape.
 #

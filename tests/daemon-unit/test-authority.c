@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// SPDX-FileCopyrightText: 2026 The ptags authors
 /* test-authority.c: the change-kind -> polkit action table (deny by default)
  * and the details every polkit rule sees. */
 #include <string.h>

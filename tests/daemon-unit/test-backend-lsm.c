@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// SPDX-FileCopyrightText: 2026 The ptags authors
 /* test-backend-lsm.c: the ptags-lsm backend's file handling under a proc
  * root: it needs a provider, gives itself its rights, reads and parses the
  * attr file, and names a vanished process; its audit_containerid reads,

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// SPDX-FileCopyrightText: 2026 The ptags authors
 /* test-budgets.c: the budget table (ranges, defaults, option names) and the
  * byte accounting the budgets and the message bound rely on. */
 #include <string.h>

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// SPDX-FileCopyrightText: 2026 The ptags authors
 /* test-errors.c: the org.ptags.Error table: every code has its API name on
  * the wire both ways, and model results and errnos map as documented. */
 #include <errno.h>

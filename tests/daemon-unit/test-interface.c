@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// SPDX-FileCopyrightText: 2026 The ptags authors
 /* test-interface.c: the interface XML (through the generated glue) carries
  * exactly the documented methods, signals and properties with their signatures,
  * so the public contract cannot drift unnoticed. */

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// SPDX-FileCopyrightText: 2026 The ptags authors
 /* test-lineage.c: the /proc facts behind the container rules (parent chain,
  * children, threads, start time) on real processes of this test. */
 #include <signal.h>

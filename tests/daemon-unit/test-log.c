@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// SPDX-FileCopyrightText: 2026 The ptags authors
 /* test-log.c: audit record bodies (tags encoded by libaudit so a tag cannot
  * forge fields; container records in the contid proposal's shape), logging
  * without journal or audit (run by without-sinks.sh), and the rate limiter

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// SPDX-FileCopyrightText: 2026 The ptags authors
 /* test-lsm-intent.c: the ptags-lsm crash journal: what it records reads back
  * whole, and the restore lines turn any state back into the recorded one. */
 #include "lsm-intent.h"

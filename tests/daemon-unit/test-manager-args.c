@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// SPDX-FileCopyrightText: 2026 The ptags authors
 /* test-manager-args.c: argument checks done before any work (Apply's size
  * limits, newlines, bad lines named by number) and the a(sbs) conversion. */
 #include <string.h>

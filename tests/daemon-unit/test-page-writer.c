@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// SPDX-FileCopyrightText: 2026 The ptags authors
 /* test-page-writer.c: plans become page-sized kernel writes that end on line
  * boundaries, and a failure midway is undone so the change is all-or-nothing.
  * The "kernel" here is the model's own non-atomic write semantics. */

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// SPDX-FileCopyrightText: 2026 The ptags authors
 /* test-registry.c: the container registry against a stand-in backend: what
  * is saved comes back after a restart, containers without a carrier are
  * reported gone at load, and a member's exit leads to one scan. */

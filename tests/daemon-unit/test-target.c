@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// SPDX-FileCopyrightText: 2026 The ptags authors
 /* test-target.c: pinning processes by pid and by pidfd, and the facts read
  * about them (fdinfo Pid:, comm, uid). */
 #include <fcntl.h>

@@ -1,4 +1,6 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
+# SPDX-FileCopyrightText: 2026 The ptags authors
 # without-sinks.sh: runs a test where neither the journal nor audit can be
 # reached, whoever runs it: a new user namespace (the kernel refuses audit
 # messages from it) with a private, empty /run/systemd (no journal socket).

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+# SPDX-FileCopyrightText: 2026 The ptags authors
 # ptags_dbus_fuzz.py: sends random, oversized and ill-typed calls to ptagsd
 # as fast as its replies come back, and counts the answers (test_dbus_fuzz.py).
 #

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+# SPDX-FileCopyrightText: 2026 The ptags authors
 # test_dbus_fuzz.py: at least 50,000 random, oversized and ill-typed calls by
 # an unprivileged caller (ptags_dbus_fuzz.py as nobody) against ptagsd on a
 # real bus: it never crashes, answers every call, changes nothing, and its

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// SPDX-FileCopyrightText: 2026 The ptags authors
 /* fuzz-model.c: libFuzzer target for the model: parse/print round trips,
  * both batch modes on the same input, plans, their lines and undo lines.
  *

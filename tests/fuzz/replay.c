@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// SPDX-FileCopyrightText: 2026 The ptags authors
 /* replay.c: runs every file of the fuzz corpus through the fuzz target's
  * checks, so normal builds and CI exercise them without libFuzzer. */
 #include <dirent.h>

@@ -1,4 +1,6 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
+# SPDX-FileCopyrightText: 2026 The ptags authors
 # journal-ns-wrapper.sh: runs ptagsd alone in a private mount namespace whose
 # /run/systemd/journal/socket is a test's own datagram socket (test_logging.py).
 #

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+# SPDX-FileCopyrightText: 2026 The ptags authors
 # list_tests.py: prints "module.Class.test_method" for every test in the
 # integration modules that runs on one backend, so meson registers exactly
 # one test() per method and backend.

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+# SPDX-FileCopyrightText: 2026 The ptags authors
 # test_apply.py: Apply is all-or-nothing, "?" is a precondition, changes are
 # announced by TagsChanged with normalized lines, and no-ops are free.
 #

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+# SPDX-FileCopyrightText: 2026 The ptags authors
 # test_bad_input.py: a table of bad inputs, each answered with its exact
 # named error while the daemon stays up and no process's tags change.
 #

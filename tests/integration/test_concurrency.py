@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+# SPDX-FileCopyrightText: 2026 The ptags authors
 # test_concurrency.py: changes racing each other and the kernel while polkit
 # thinks: the outcome is always all-or-nothing and never loses a change.
 #

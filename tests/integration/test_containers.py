@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+# SPDX-FileCopyrightText: 2026 The ptags authors
 # test_containers.py: audit container IDs through the real ptagsd on both
 # backends: the kernel's rules, polkit, the registry, removal and restart.
 #

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+# SPDX-FileCopyrightText: 2026 The ptags authors
 # test_daemon.py: ptagsd as a process: one instance per bus, bad options
 # refused with a message, a clean exit on SIGTERM (checked by the harness).
 #

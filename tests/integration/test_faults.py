@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+# SPDX-FileCopyrightText: 2026 The ptags authors
 # test_faults.py: ptagsd when the others fail: polkitd killed or stopped
 # during a check, ptagsd itself SIGKILLed under load and restarted, the bus
 # going away. Every change fails closed or lands whole; service resumes.

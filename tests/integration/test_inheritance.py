@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+# SPDX-FileCopyrightText: 2026 The ptags authors
 # test_inheritance.py: implicit changes on the real kernel (BPF backend):
 # fork copies the list, exec keeps only kept tags, and neither is signalled.
 #

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+# SPDX-FileCopyrightText: 2026 The ptags authors
 # test_limits.py: budgets (bytes per process and per user, polkit changes per
 # call), bounded messages and bounded per-client memory, on the real bus.
 #

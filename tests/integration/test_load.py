@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+# SPDX-FileCopyrightText: 2026 The ptags authors
 # test_load.py: 16 callers, 2000 random operations each, against one ptagsd:
 # every reply agrees with a model, and the final tags are exactly the model's
 # (nothing lost, nothing phantom), with one TagsChanged per applied change.

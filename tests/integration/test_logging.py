@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+# SPDX-FileCopyrightText: 2026 The ptags authors
 # test_logging.py: the journal entries and audit records of tag changes
 # really leave ptagsd (received here, parsed, and checked field by field).
 #

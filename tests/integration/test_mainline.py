@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+# SPDX-FileCopyrightText: 2026 The ptags authors
 # test_mainline.py: ptagsd on a mainline-like kernel, where writing another
 # process's attr file fails with EACCES: changes are NotSupported, reads work.
 #

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+# SPDX-FileCopyrightText: 2026 The ptags authors
 # test_methods.py: every org.ptags.Manager method over the bus: reads work
 # for anyone without polkit; each change succeeds, is denied or asks.
 #

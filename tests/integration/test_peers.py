@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+# SPDX-FileCopyrightText: 2026 The ptags authors
 # test_peers.py: the lookups that resolve a process for the caller: a bus
 # peer (GetPeerTags, PeerHasTag), every tagged process (FindTagged) and
 # pidfds (GetTagsFd, ApplyFd), each checked to hit the right process.

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+# SPDX-FileCopyrightText: 2026 The ptags authors
 # test_polkit.py: what ptagsd asks polkit (action ids, details), and how it
 # behaves when polkit hangs, is slow or is absent.
 #

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+# SPDX-FileCopyrightText: 2026 The ptags authors
 # test_units.py: the target-unit and target-user-unit polkit details, read
 # through sd-login from a target placed in real cgroups named like units.
 #

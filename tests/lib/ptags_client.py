@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+# SPDX-FileCopyrightText: 2026 The ptags authors
 # ptags_client.py: a D-Bus caller for the integration tests, used in-process
 # (root) and as a JSON-lines subprocess run as an unprivileged user.
 #

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+# SPDX-FileCopyrightText: 2026 The ptags authors
 # ptags_flood.py: a hostile reader for the limits tests: fires many calls at
 # ptagsd at once over one or more connections, without waiting for replies.
 #

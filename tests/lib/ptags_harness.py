@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+# SPDX-FileCopyrightText: 2026 The ptags authors
 # ptags_harness.py: a private world for each ptagsd integration test (temp
 # dir, private system-like bus, polkit stand-in, kernel fixture, ptagsd).
 #

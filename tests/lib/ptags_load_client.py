@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+# SPDX-FileCopyrightText: 2026 The ptags authors
 # ptags_load_client.py: one load-test caller (test_load.py): random reads and
 # changes on shared targets, each reply checked against a model of this
 # caller's own tags, the model printed at the end for the final comparison.

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+# SPDX-FileCopyrightText: 2026 The ptags authors
 # ptags_polkit_mock.py: a python-dbusmock template standing in for polkitd on
 # the private test bus, written for ptags (load with --template PATH).
 #

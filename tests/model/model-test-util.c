@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// SPDX-FileCopyrightText: 2026 The ptags authors
 /* model-test-util.c: helpers the model's GTest programs share (see the
  * header); linked into every model test executable. */
 #include <stdlib.h>

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// SPDX-FileCopyrightText: 2026 The ptags authors
 /* model-test-util.h: helpers the model's GTest programs share: build sets
  * from their kernel text, compare sets by their printed form, make writers. */
 #pragma once

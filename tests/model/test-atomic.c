@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// SPDX-FileCopyrightText: 2026 The ptags authors
 /* test-atomic.c: atomic batches (the D-Bus Apply): plans, their recorded
  * changes and normalized/undo lines, all-or-nothing application, and the
  * two batch modes side by side on the same input. */

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// SPDX-FileCopyrightText: 2026 The ptags authors
 /* test-command.c: one command line at a time: parsing (every command form
  * and every error), then its effect on a set for every row of ptags(7)'s
  * write table, the 4000-tag limit and its order before permissions. */

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// SPDX-FileCopyrightText: 2026 The ptags authors
 /* test-conformance.c: the cases where the model once differed from the
  * original 2016 ptags LSM (issue 10), with the original's results as the
  * expected values, in kernel mode and, where it applies, in atomic mode. */

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// SPDX-FileCopyrightText: 2026 The ptags authors
 /* test-contid.c: audit container IDs: what a write may hold, every rule of
  * the kernel's decision alone and every pair at once (the earlier rule must
  * win), nesting, and the printed chain. */

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// SPDX-FileCopyrightText: 2026 The ptags authors
 /* test-exec.c: execve keeps only kept tags, with their values and flags;
  * fork keeps everything (a copy). */
 #include "model-test-util.h"

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// SPDX-FileCopyrightText: 2026 The ptags authors
 /* test-grammar.c: UTF-8, tag, value and pattern grammar at every boundary
  * of ptags(7) "TAGS, VALUES AND PATTERNS", and the result mapping table. */
 #include <errno.h>

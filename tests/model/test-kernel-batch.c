@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// SPDX-FileCopyrightText: 2026 The ptags authors
 /* test-kernel-batch.c: the kernel's write(2) of several lines: not atomic,
  * stops at the first failing line, short byte counts, the one-page cut,
  * the final newline, and a self-writer's rights read live line by line. */

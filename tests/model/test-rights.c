@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// SPDX-FileCopyrightText: 2026 The ptags authors
 /* test-rights.c: ptags(7)'s rights model: ptags:A, ptags:P:A for the
  * tag or a ':'-prefix of it, ptags:ptags:A for rights tags, and
  * ptags:others / ptags:P:others when the target is another process. */

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// SPDX-FileCopyrightText: 2026 The ptags authors
 /* test-set.c: tag sets: byte-wise order, lookups, equality, and the kernel
  * read format (parse and print) with every way the parser refuses input. */
 #include <stdlib.h>

@@ -1,4 +1,6 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
+# SPDX-FileCopyrightText: 2026 The ptags authors
 # check-install-warnings.sh: configuring with a prefix whose paths the bus and polkitd do not
 # read warns and says so in the summary; the system prefix stays quiet.
 # Usage: check-install-warnings.sh SOURCE_ROOT

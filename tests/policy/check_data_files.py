@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+# SPDX-FileCopyrightText: 2026 The ptags authors
 # check_data_files.py: content checks of the built data files that no schema expresses:
 # the polkit actions and their translations, and the names the three D-Bus/systemd files must share.
 #

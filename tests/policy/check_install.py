@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+# SPDX-FileCopyrightText: 2026 The ptags authors
 # check_install.py: installs the build into a temp DESTDIR and checks every data file landed
 # where pkg-config (dbus-1, polkit-gobject-1, systemd) says, re-rooted at the build's prefix.
 #

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+# SPDX-FileCopyrightText: 2026 The ptags authors
 # orphan_peer.py: a bus connection whose connecting process is gone. The process that connects
 # forks, prints its pid and unique name, and exits; the child keeps the socket and serves calls.
 #

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+# SPDX-FileCopyrightText: 2026 The ptags authors
 # policy_caller.py: makes one D-Bus call to any destination and interface on its own connection
 # and prints the outcome as JSON; run under setpriv to call as an unprivileged user.
 #

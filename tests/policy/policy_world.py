@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+# SPDX-FileCopyrightText: 2026 The ptags authors
 # policy_world.py: the integration harness's World with our REAL bus policy and the REAL polkitd,
 # its actions and rules bind-mounted over the system's inside this test's private mount namespace.
 #

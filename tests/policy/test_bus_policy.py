@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+# SPDX-FileCopyrightText: 2026 The ptags authors
 # test_bus_policy.py: our REAL org.ptags.Manager.conf on a private system bus with the stock defaults:
 # only root owns the name; anyone calls the API and the standard interfaces; nothing else gets through.
 #

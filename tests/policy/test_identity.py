@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+# SPDX-FileCopyrightText: 2026 The ptags authors
 # test_identity.py: the caller and the target are who ptagsd thinks they are, tried as an attacker
 # would on the REAL bus (our policy) with the REAL polkitd and the shipped rule.
 #

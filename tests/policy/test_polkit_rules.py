@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+# SPDX-FileCopyrightText: 2026 The ptags authors
 # test_polkit_rules.py: ptagsd's checks against the REAL polkitd with our REAL actions and rules:
 # an administrator's rule, the shipped caller-holds-right rule, and the separate rights action.
 #

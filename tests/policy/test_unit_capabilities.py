@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+# SPDX-FileCopyrightText: 2026 The ptags authors
 # test_unit_capabilities.py: ptagsd run with exactly the unit's CapabilityBoundingSet= still serves
 # every detail rules rely on; and without CAP_SYS_PTRACE it cannot (why the unit keeps it).
 #

@@ -1,4 +1,6 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
+# SPDX-FileCopyrightText: 2026 The ptags authors
 # ptags: checks the built ptagsd.service with systemd-analyze, pointed at the built ptagsd
 # (verify needs ExecStart to exist); any warning fails, and so does weaker hardening.
 # Usage: verify-unit.sh BUILT_UNIT PTAGSD_EXECUTABLE

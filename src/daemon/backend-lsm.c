@@ -7,6 +7,7 @@
 
 #include "backend.h"
 #include "errors.h"
+#include "lineage.h"
 #include "lsm-intent.h"
 #include "page-writer.h"
 #include "target.h"
@@ -139,7 +140,7 @@ static int lsm_apply(PtagsBackend *b, int pidfd, pid_t pid, const ptags_plan *pl
 
         if (plan_needs_pages(plan)) {
                 ptags_set *before = NULL;
-                guint64 start = ptags_process_start_time(pid);
+                guint64 start = ptags_lineage_start_time(pid);
                 int r = lsm_read(b, pidfd, pid, &before);
                 if (r == 0 && start == 0)
                         r = -ESRCH;
@@ -176,7 +177,7 @@ static void lsm_recover(BackendLsm *self)
         int pidfd = r == 0 ? (int)syscall(SYS_pidfd_open, pid, 0) : -1;
         if (r < 0) {
                 g_warning("%s: unreadable, ignored", self->intent_path);
-        } else if (pidfd < 0 || ptags_process_start_time(pid) != start) {
+        } else if (pidfd < 0 || ptags_lineage_start_time(pid) != start) {
                 g_debug("process %d of an interrupted change is gone", (int)pid);
         } else if (lsm_read(&self->parent, pidfd, pid, &now) == 0) {
                 g_autofree char *path = attr_path(self, pid);

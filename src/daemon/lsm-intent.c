@@ -22,24 +22,6 @@ char *ptags_runtime_path(const char *name)
         return g_build_filename("/run/ptags", name, NULL);
 }
 
-guint64 ptags_process_start_time(pid_t pid)
-{
-        g_autofree char *path = g_strdup_printf("/proc/%d/stat", (int)pid);
-        g_autofree char *text = NULL;
-
-        if (!g_file_get_contents(path, &text, NULL, NULL))
-                return 0;
-        /* The command name may hold anything, spaces and ')' too: the
-         * fields start after the last ')'. Field 3 is the state. */
-        const char *p = strrchr(text, ')');
-        if (p == NULL)
-                return 0;
-        g_auto(GStrv) fields = g_strsplit(p + 2, " ", -1);
-        if (g_strv_length(fields) < 20)
-                return 0;
-        return g_ascii_strtoull(fields[19], NULL, 10); /* field 22 */
-}
-
 int ptags_intent_write(const char *path, pid_t pid, guint64 start_time, const ptags_set *before)
 {
         size_t len = 0;

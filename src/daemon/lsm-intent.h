@@ -14,11 +14,6 @@
  * /run/ptags/NAME. (transfer full) */
 char *ptags_runtime_path(const char *name);
 
-/* The kernel's start time of process @pid (clock ticks since boot, field 22
- * of /proc/PID/stat), or 0 when it cannot be read: with the pid, it names one
- * process for as long as the machine runs. */
-guint64 ptags_process_start_time(pid_t pid);
-
 /* Record that process @pid (started at @start_time) held @before when a
  * multi-page change began. 0 or -errno. */
 int ptags_intent_write(const char *path, pid_t pid, guint64 start_time, const ptags_set *before);

@@ -74,19 +74,10 @@ static void test_intent_round_trip(void)
         g_rmdir(dir);
 }
 
-static void test_start_time(void)
-{
-        guint64 mine = ptags_process_start_time(getpid());
-        g_assert_cmpuint(mine, >, 0);
-        g_assert_cmpuint(ptags_process_start_time(getpid()), ==, mine);
-        g_assert_cmpuint(ptags_process_start_time(0x7ffffff0), ==, 0);
-}
-
 int main(int argc, char **argv)
 {
         g_test_init(&argc, &argv, NULL);
         g_test_add_func("/lsm-intent/restore-lines", test_restore_lines);
         g_test_add_func("/lsm-intent/round-trip", test_intent_round_trip);
-        g_test_add_func("/lsm-intent/start-time", test_start_time);
         return g_test_run();
 }

@@ -81,9 +81,10 @@ def check_catalog(log_h, *catalogs):
 
 
 # What counts as citing a document: a Markdown file by name, the internal
-# notes by their short names, one of our manual pages, or a path in the tree.
+# notes by their short names (SOMETHING-NOTES), one of our manual pages, or a
+# path in the tree.
 DOC_NAME = re.compile(r"\b([A-Za-z][\w-]*\.md)\b")
-NOTE_NAME = re.compile(r"\bBPF-NOTES\b")
+NOTE_NAME = re.compile(r"\b([A-Z][A-Z0-9]*-NOTES)\b")
 OUR_PAGE = re.compile(r"\b(ptags|ptagsd|ptagsctl|org\.ptags\.Manager)\((\d)\)")
 TREE_PATH = re.compile(r"(?<![\w./-])((?:src|data|tests|man|po)/[\w./-]*[\w])")
 REAL_CAPS = {"README", "NEWS", "COPYING", "LICENSE"}
@@ -125,8 +126,9 @@ def check_references(root):
             for doc in DOC_NAME.findall(line):
                 if doc not in names:
                     fail("%s cites %s, which is not in the repository" % (where, doc))
-            if NOTE_NAME.search(line):
-                fail("%s cites BPF-NOTES, which is not in the repository" % where)
+            for note in NOTE_NAME.findall(line):
+                if not any(name.split(".")[0] == note for name in names):
+                    fail("%s cites %s, which is not in the repository" % (where, note))
             for page, section in OUR_PAGE.findall(line):
                 if "%s.%s" % (page, section) not in pages:
                     fail("%s cites %s(%s), which is not in man/" % (where, page, section))

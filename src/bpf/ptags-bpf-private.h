@@ -28,8 +28,8 @@ struct ptags_bpf {
         struct bpf_link *links[LINK_COUNT];
         struct bpf_link *retag_link;
         struct bpf_link *find_link;
-        uint32_t find_gen; /* last search generation handed to the kernel */
-        uint64_t write_token; /* last mark a pidfd write left (random start) */
+        uint32_t find_gen;     /* last search generation handed to the kernel */
+        uint64_t write_token;  /* last mark a pidfd write left (random start) */
         bool per_process_iter; /* iterators limited to one process work here */
         ptags_bpf_sets sets;
         /* The collector (ptags-bpf-tasks.c): walks so far, and when the

@@ -185,8 +185,8 @@ static int write_leader(ptags_bpf *b, int pidfd, uint32_t mask, uint64_t set_id,
         if (r < 0 && r != -ENOENT)
                 return ptags_bpf_fail(b, r, "cannot read a task record: %s", strerror(-r));
         if (r == -ENOENT || !(rec.flags & PTAGS_RECORD_VALID))
-                rec = (struct ptags_task_record){
-                        .set_id = PTAGS_SET_EMPTY, .contid = PTAGS_CONTID_UNSET};
+                rec = (struct ptags_task_record){.set_id = PTAGS_SET_EMPTY,
+                                                 .contid = PTAGS_CONTID_UNSET};
         rec.flags = PTAGS_RECORD_VALID;
         if (mask & PTAGS_WRITE_SET)
                 rec.set_id = set_id;
@@ -222,12 +222,11 @@ static int retag_locked(ptags_bpf *b, int pidfd, uint32_t mask, uint64_t set_id,
          * turns the pidfd into a pid number for the walk.) Older kernels
          * walk every task through the shared link. */
         union bpf_iter_link_info info = {.task = {.pid_fd = (uint32_t)pidfd}};
-        LIBBPF_OPTS(bpf_iter_attach_opts, opts, .link_info = &info,
-                    .link_info_len = sizeof(info));
-        struct bpf_link *own = b->per_process_iter
-                                       ? bpf_program__attach_iter(b->skel->progs.ptags_iter_retag,
-                                                                  &opts)
-                                       : NULL;
+        LIBBPF_OPTS(bpf_iter_attach_opts, opts, .link_info = &info, .link_info_len = sizeof(info));
+        struct bpf_link *own =
+                b->per_process_iter
+                        ? bpf_program__attach_iter(b->skel->progs.ptags_iter_retag, &opts)
+                        : NULL;
         if (!own && b->per_process_iter && errno != ESRCH)
                 b->per_process_iter = false; /* this kernel cannot: stop trying */
         struct bpf_link *link = own ? own : b->retag_link;

@@ -16,7 +16,6 @@
 
 #include "ptags-bpf.h"
 
-
 /* How often the collector asks whether a walk is due: soon after Applies
  * have added about as much as the table holds, or when sets a walk spared
  * for their grace period fall due. Sets no task refers to are dropped once
@@ -35,7 +34,6 @@ typedef struct {
         guint collect_source;
         gint64 last_collect; /* g_get_monotonic_time() of the last walk */
 } BackendBpf;
-
 
 static int bpf_read(PtagsBackend *b, int pidfd, pid_t pid, ptags_set **out)
 {

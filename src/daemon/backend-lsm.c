@@ -21,7 +21,6 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-
 typedef struct {
         PtagsBackend parent;
         char *proc_root;   /* where attr/ptags files live: "/proc" or a test fixture */

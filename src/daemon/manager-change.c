@@ -219,8 +219,8 @@ static void change_commit(Call *call)
                         return;
                 }
                 call->rebuilt = TRUE;
-                g_debug("%s: process %d changed during authorization; re-planning",
-                        call->method, (int)pid);
+                g_debug("%s: process %d changed during authorization; re-planning", call->method,
+                        (int)pid);
                 if (!change_plan(call, &error)) {
                         call_fail(call, error);
                         return;

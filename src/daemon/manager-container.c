@@ -196,10 +196,10 @@ static void register_commit(Call *call)
         /* The descendant and self rules and the registrant's identity need
          * the caller's own process, proven to be the connection's. */
         if (!caller->process_known) {
-                register_fail(call, ptags_peer_unknown_error(
-                                            caller,
-                                            g_dbus_method_invocation_get_sender(call->invocation),
-                                            "registering a container"));
+                register_fail(call,
+                              ptags_peer_unknown_error(
+                                      caller, g_dbus_method_invocation_get_sender(call->invocation),
+                                      "registering a container"));
                 return;
         }
 

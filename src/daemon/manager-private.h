@@ -21,7 +21,7 @@ struct _PtagsService {
         PtagsAuthority *authority;
         GHashTable *reauthorizing; /* pid -> GQueue of Call waiting to apply */
         PtagsPeerCache *peers;
-        PtagsRegistry *registry;   /* audit containers (manager-container.c) */
+        PtagsRegistry *registry; /* audit containers (manager-container.c) */
         PtagsLimits limits;
         PtagsClients *clients;
         PtagsByteCache *byte_cache; /* for the per-uid budgets */
@@ -39,7 +39,7 @@ struct _Call {
         char *pattern; /* without the leading '@' */
         gboolean kept_only;
         gboolean want_bool;
-        char *peer_name; /* GetPeerTags/PeerHasTag: the bus name asked about */
+        char *peer_name;          /* GetPeerTags/PeerHasTag: the bus name asked about */
         CallStepFn read_next;     /* what an admitted read does */
         gboolean counts_replies;  /* its reply counts against the unread budgets */
         gboolean holds_read_slot; /* one of its uid's MaxExpensiveCalls */

@@ -242,7 +242,7 @@ void call_lookup_peer(Call *call, const char *bus_name, CallStep next)
         wait->call = call;
         wait->next = next;
         ptags_peer_cache_lookup_async(call->svc->peers, bus_name, call->cancellable, peer_resolved,
-                                wait);
+                                      wait);
 }
 
 void call_pin_pid(Call *call, guint32 pid, CallStep next)

@@ -407,8 +407,7 @@ static void credentials_done(GObject *source, GAsyncResult *res, gpointer user_d
         if (g_variant_lookup(creds, "ProcessFD", "h", &fd_index) && fds != NULL) {
                 /* The bus vouches for this one: it is the connection's. */
                 int fd = g_unix_fd_list_get(fds, fd_index, NULL);
-                peer->process_known =
-                        fd >= 0 && ptags_target_adopt_pidfd(&peer->target, fd, NULL);
+                peer->process_known = fd >= 0 && ptags_target_adopt_pidfd(&peer->target, fd, NULL);
         } else if (peer->reported_pid > 0 &&
                    ptags_target_pin_pid(&peer->target, peer->reported_pid, NULL)) {
                 g_autoptr(GVariant) groups =

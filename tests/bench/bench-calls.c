@@ -21,10 +21,10 @@
 
 typedef struct {
         const char *address;
-        uint32_t target;      /* 10 tags, changed by the root rows */
-        uint32_t own_target;  /* nobody's own process, for the polkit row */
+        uint32_t target;     /* 10 tags, changed by the root rows */
+        uint32_t own_target; /* nobody's own process, for the polkit row */
         int rounds;
-        double seconds;       /* throughput rows */
+        double seconds; /* throughput rows */
 } options;
 
 static options opt;
@@ -62,8 +62,7 @@ typedef void (*call_fn)(sd_bus *bus, int i);
 static void call_ping(sd_bus *bus, int i)
 {
         sd_bus_error e = SD_BUS_ERROR_NULL;
-        must(sd_bus_call_method(bus, NAME, PATH, "org.freedesktop.DBus.Peer", "Ping", &e, NULL,
-                                ""),
+        must(sd_bus_call_method(bus, NAME, PATH, "org.freedesktop.DBus.Peer", "Ping", &e, NULL, ""),
              &e, "Ping");
 }
 
@@ -128,8 +127,8 @@ static void change(sd_bus *bus, uint32_t pid, int i, const char *tag)
         sd_bus_error e = SD_BUS_ERROR_NULL;
         int r = i % 2 == 0 ? sd_bus_call_method(bus, NAME, PATH, IFACE, "AddTag", &e, NULL, "usb",
                                                 pid, tag, 0)
-                           : sd_bus_call_method(bus, NAME, PATH, IFACE, "RemoveTag", &e, NULL,
-                                                "us", pid, tag);
+                           : sd_bus_call_method(bus, NAME, PATH, IFACE, "RemoveTag", &e, NULL, "us",
+                                                pid, tag);
         must(r, &e, i % 2 == 0 ? "AddTag" : "RemoveTag");
 }
 

@@ -453,8 +453,7 @@ static void test_errors(test_instance *t)
         pid_t gone = c.pid;
         int gone_fd = pidfd_of(c.pid);
         ptags_bpf_record before = record_of(t, c.pid);
-        CHECK(ptags_bpf_write_set_id(t->bpf, gone_fd, 987654) == -EINVAL,
-              "unknown set id refused");
+        CHECK(ptags_bpf_write_set_id(t->bpf, gone_fd, 987654) == -EINVAL, "unknown set id refused");
         CHECK(record_of(t, c.pid).set_id == before.set_id, "and nothing changed");
         child_kill(&c);
         ptags_set *s = set_from("x\n");

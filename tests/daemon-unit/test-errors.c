@@ -24,12 +24,11 @@ static void test_api_names(void)
 {
         /* The interface's list, in its order: names are API and must never drift. */
         static const char *const api[] = {
-                "InvalidTag",        "InvalidValue",     "InvalidPattern",
-                "InvalidCommand",    "NoSuchProcess",    "NoSuchTag",
-                "TooManyTags",       "NotAuthorized",    "NotSupported",
-                "SelfTarget",        "NotDescendant",    "TargetBusy",
-                "AlreadyRegistered", "ContainerIdInUse", "InvalidContainerId",
-                "NoSuchContainer",   "LimitExceeded",    "Failed",
+                "InvalidTag",        "InvalidValue",     "InvalidPattern",     "InvalidCommand",
+                "NoSuchProcess",     "NoSuchTag",        "TooManyTags",        "NotAuthorized",
+                "NotSupported",      "SelfTarget",       "NotDescendant",      "TargetBusy",
+                "AlreadyRegistered", "ContainerIdInUse", "InvalidContainerId", "NoSuchContainer",
+                "LimitExceeded",     "Failed",
         };
         for (size_t i = 0; i < G_N_ELEMENTS(api); i++) {
                 g_autofree char *full = g_strconcat("org.ptags.Error.", api[i], NULL);

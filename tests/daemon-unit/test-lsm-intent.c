@@ -31,11 +31,7 @@ static void apply_lines(ptags_set *s, GPtrArray *lines)
 static void test_restore_lines(void)
 {
         static const char *const states[] = {
-                "",
-                "a\n",
-                "@a=1\nb\n",
-                "a=2\n@c\nd=x y\n",
-                "@a\n@b=v\n@c=w\n",
+                "", "a\n", "@a=1\nb\n", "a=2\n@c\nd=x y\n", "@a\n@b=v\n@c=w\n",
         };
         for (size_t i = 0; i < G_N_ELEMENTS(states); i++) {
                 for (size_t j = 0; j < G_N_ELEMENTS(states); j++) {

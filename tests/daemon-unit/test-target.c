@@ -232,8 +232,8 @@ static void test_zombie_is_not_alive(void)
         ptags_target_clear(&t);
 }
 
-#define STATUS(uid, gid, prm, eff, amb)                                                      \
-        "Name:\tx\nUid:\t" uid "\nGid:\t" gid "\nCapInh:\t0000000000000000\nCapPrm:\t" prm \
+#define STATUS(uid, gid, prm, eff, amb)                                                            \
+        "Name:\tx\nUid:\t" uid "\nGid:\t" gid "\nCapInh:\t0000000000000000\nCapPrm:\t" prm         \
         "\nCapEff:\t" eff "\nCapBnd:\t000001ffffffffff\nCapAmb:\t" amb "\n"
 #define NO_CAPS "0000000000000000"
 
@@ -242,51 +242,48 @@ static void test_plain_process(void)
         static const guint32 groups[] = {100, 1000};
 
         /* An ordinary process of uid 1000, group 1000. */
-        g_assert_true(ptags_status_is_plain_process_of(
-                STATUS("1000\t1000\t1000\t1000", "1000\t1000\t1000\t1000", NO_CAPS, NO_CAPS,
-                       NO_CAPS),
-                1000, groups, G_N_ELEMENTS(groups)));
-        g_assert_true(ptags_status_is_plain_process_of(
-                STATUS("1000\t1000\t1000\t1000", "1000\t1000\t1000\t1000", NO_CAPS, NO_CAPS,
-                       NO_CAPS),
-                1000, NULL, 0));
+        g_assert_true(ptags_status_is_plain_process_of(STATUS("1000\t1000\t1000\t1000",
+                                                              "1000\t1000\t1000\t1000", NO_CAPS,
+                                                              NO_CAPS, NO_CAPS),
+                                                       1000, groups, G_N_ELEMENTS(groups)));
+        g_assert_true(ptags_status_is_plain_process_of(STATUS("1000\t1000\t1000\t1000",
+                                                              "1000\t1000\t1000\t1000", NO_CAPS,
+                                                              NO_CAPS, NO_CAPS),
+                                                       1000, NULL, 0));
         /* Another uid, or a setuid program run by 1000 (su, passwd). */
         g_assert_false(ptags_status_is_plain_process_of(
-                STATUS("0\t0\t0\t0", "0\t0\t0\t0", "000001ffffffffff", "000001ffffffffff",
-                       NO_CAPS),
+                STATUS("0\t0\t0\t0", "0\t0\t0\t0", "000001ffffffffff", "000001ffffffffff", NO_CAPS),
                 1000, NULL, 0));
         g_assert_false(ptags_status_is_plain_process_of(
                 STATUS("1000\t0\t0\t0", "1000\t1000\t1000\t1000", "000001ffffffffff",
                        "000001ffffffffff", NO_CAPS),
                 1000, NULL, 0));
         g_assert_false(ptags_status_is_plain_process_of(
-                STATUS("1000\t1000\t0\t1000", "1000\t1000\t1000\t1000", NO_CAPS, NO_CAPS,
-                       NO_CAPS),
+                STATUS("1000\t1000\t0\t1000", "1000\t1000\t1000\t1000", NO_CAPS, NO_CAPS, NO_CAPS),
                 1000, NULL, 0));
         /* A setgid program, or a group the bus did not see. */
         g_assert_false(ptags_status_is_plain_process_of(
                 STATUS("1000\t1000\t1000\t1000", "1000\t42\t42\t42", NO_CAPS, NO_CAPS, NO_CAPS),
                 1000, NULL, 0));
         g_assert_false(ptags_status_is_plain_process_of(
-                STATUS("1000\t1000\t1000\t1000", "42\t42\t42\t42", NO_CAPS, NO_CAPS, NO_CAPS),
-                1000, groups, G_N_ELEMENTS(groups)));
+                STATUS("1000\t1000\t1000\t1000", "42\t42\t42\t42", NO_CAPS, NO_CAPS, NO_CAPS), 1000,
+                groups, G_N_ELEMENTS(groups)));
         /* File capabilities or kept capabilities, in any of the three sets. */
         g_assert_false(ptags_status_is_plain_process_of(
                 STATUS("1000\t1000\t1000\t1000", "1000\t1000\t1000\t1000", "0000000000000001",
                        NO_CAPS, NO_CAPS),
                 1000, NULL, 0));
-        g_assert_false(ptags_status_is_plain_process_of(
-                STATUS("1000\t1000\t1000\t1000", "1000\t1000\t1000\t1000", NO_CAPS,
-                       "0000000200000000", NO_CAPS),
-                1000, NULL, 0));
-        g_assert_false(ptags_status_is_plain_process_of(
-                STATUS("1000\t1000\t1000\t1000", "1000\t1000\t1000\t1000", NO_CAPS, NO_CAPS,
-                       "0000000000000400"),
-                1000, NULL, 0));
+        g_assert_false(ptags_status_is_plain_process_of(STATUS("1000\t1000\t1000\t1000",
+                                                               "1000\t1000\t1000\t1000", NO_CAPS,
+                                                               "0000000200000000", NO_CAPS),
+                                                        1000, NULL, 0));
+        g_assert_false(ptags_status_is_plain_process_of(STATUS("1000\t1000\t1000\t1000",
+                                                               "1000\t1000\t1000\t1000", NO_CAPS,
+                                                               NO_CAPS, "0000000000000400"),
+                                                        1000, NULL, 0));
         /* Root is root: any root process may stand for a root connection. */
         g_assert_true(ptags_status_is_plain_process_of(
-                STATUS("0\t0\t0\t0", "0\t0\t0\t0", "000001ffffffffff", "000001ffffffffff",
-                       NO_CAPS),
+                STATUS("0\t0\t0\t0", "0\t0\t0\t0", "000001ffffffffff", "000001ffffffffff", NO_CAPS),
                 0, NULL, 0));
         /* Unreadable text proves nothing. */
         g_assert_false(ptags_status_is_plain_process_of("Name:\tx\n", 1000, NULL, 0));

@@ -38,10 +38,9 @@ struct ptags_bpf {
         uint64_t collect_walks;
         int64_t collect_pending_at;
         uint64_t collect_base; /* table bytes after the last walk */
-        char error[512];
 };
 
-/* Records @fmt as the last error and returns @r. */
+/* Records @fmt as the calling thread's last error and returns @r. */
 int ptags_bpf_fail(ptags_bpf *b, int r, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 int ptags_bpf_exec_map_put(ptags_bpf *b, uint64_t id, uint64_t kept_id);
 /* Milliseconds on CLOCK_MONOTONIC, never 0. */

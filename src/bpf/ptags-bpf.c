@@ -32,18 +32,22 @@
 
 static const char *const link_names[LINK_COUNT] = {"fork", "exec", "tasks"};
 
+/* Per thread, like errno: ptagsd reads from GDBus's worker thread while its
+ * main thread changes tags. */
+static __thread char last_error[512];
+
 int ptags_bpf_fail(ptags_bpf *b, int r, const char *fmt, ...)
 {
         va_list ap;
         va_start(ap, fmt);
-        vsnprintf(b->error, sizeof(b->error), fmt, ap);
+        vsnprintf(last_error, sizeof(last_error), fmt, ap);
         va_end(ap);
         return r;
 }
 
 const char *ptags_bpf_last_error(const ptags_bpf *b)
 {
-        return b->error;
+        return last_error;
 }
 
 const char *ptags_bpf_backend_name(const ptags_bpf *b)
@@ -275,7 +279,7 @@ static int open_state(ptags_bpf *b, const ptags_bpf_options *o, bool maps_existe
                                               strerror(-r))
                              : 0;
         }
-        r = ptags_bpf_sets_load(&b->sets, b->error, sizeof(b->error));
+        r = ptags_bpf_sets_load(&b->sets, last_error, sizeof(last_error));
         if (r < 0)
                 return r;
         /* A daemon killed between journalling a set and filling the exec
@@ -313,7 +317,7 @@ int ptags_bpf_open(const ptags_bpf_options *opts, ptags_bpf **out, char *err, si
                 r = ptags_bpf_fail(b, -ENOMEM, "out of memory");
                 goto error;
         }
-        r = ptags_bpf_probe(b->error, sizeof(b->error));
+        r = ptags_bpf_probe(last_error, sizeof(last_error));
         if (r < 0)
                 goto error;
         if (!b->transient) {
@@ -378,7 +382,7 @@ int ptags_bpf_open(const ptags_bpf_options *opts, ptags_bpf **out, char *err, si
         return 0;
 
 error:
-        snprintf(err, err_size, "%s", b->error);
+        snprintf(err, err_size, "%s", last_error);
         ptags_bpf_close(b);
         return r;
 }
@@ -520,6 +524,34 @@ ptags_set *ptags_bpf_set_contents(ptags_bpf *b, uint64_t id)
         ptags_set *s = contents_locked(b, id);
         pthread_mutex_unlock(&b->lock);
         return s;
+}
+
+/* The contents of set @id, or NULL (*too_big set) when they take more than
+ * @max_bytes. */
+static ptags_set *set_contents_max(ptags_bpf *b, uint64_t id, size_t max_bytes, bool *too_big)
+{
+        pthread_mutex_lock(&b->lock);
+        ptags_bpf_set_entry *e = id == PTAGS_SET_EMPTY ? NULL : ptags_bpf_sets_by_id(&b->sets, id);
+        *too_big = e != NULL && e->len > max_bytes;
+        ptags_set *s = *too_big ? NULL : contents_locked(b, id);
+        pthread_mutex_unlock(&b->lock);
+        return s;
+}
+
+int ptags_bpf_tags_of_record_max(ptags_bpf *b, const ptags_bpf_record *rec, size_t max_bytes,
+                                 ptags_set **out)
+{
+        bool too_big = false;
+        ptags_set *s = set_contents_max(b, rec->set_id, max_bytes, &too_big);
+        if (too_big)
+                return ptags_bpf_fail(b, -E2BIG, "set %" PRIu64 " takes more than %zu bytes",
+                                      rec->set_id, max_bytes);
+        if (!s)
+                return ptags_bpf_fail(
+                        b, -EIO, "task record names set %" PRIu64 ", which is not in the table",
+                        rec->set_id);
+        *out = s;
+        return 0;
 }
 
 int ptags_bpf_tags_of_record(ptags_bpf *b, const ptags_bpf_record *rec, ptags_set **out)

@@ -15,8 +15,8 @@
 extern "C" {
 #endif
 
-/* Conventions: functions returning int give 0 or a negative errno; the
- * handle keeps a human-readable reason for the last failure
+/* Conventions: functions returning int give 0 or a negative errno, and a
+ * human-readable reason for the calling thread's last failure is kept
  * (ptags_bpf_last_error). A handle is safe to use from several threads. */
 
 typedef struct ptags_bpf ptags_bpf;
@@ -63,7 +63,8 @@ int ptags_bpf_uninstall(const char *pin_dir, const char *state_dir);
 
 /* "bpf-lsm" or "bpf-tracepoint". (transfer none, static) */
 const char *ptags_bpf_backend_name(const ptags_bpf *b);
-/* (transfer none, valid until the next call on this handle from this thread) */
+/* The reason for the calling thread's last failure. (transfer none, valid
+ * until this thread's next call) */
 const char *ptags_bpf_last_error(const ptags_bpf *b);
 
 /* Transient handles only (benchmarks): detach and reattach the hooks. */
@@ -86,6 +87,10 @@ int ptags_bpf_get_record(ptags_bpf *b, pid_t pid, ptags_bpf_record *out);
 int ptags_bpf_get_record_pidfd(ptags_bpf *b, int pidfd, ptags_bpf_record *out);
 /* The contents of the set a record names. (transfer full: ptags_set_free) */
 int ptags_bpf_tags_of_record(ptags_bpf *b, const ptags_bpf_record *rec, ptags_set **out);
+/* The same, or -E2BIG without parsing anything when the set takes more
+ * than @max_bytes in the kernel's read format. */
+int ptags_bpf_tags_of_record_max(ptags_bpf *b, const ptags_bpf_record *rec, size_t max_bytes,
+                                 ptags_set **out);
 
 /* The tags of process @pid. (transfer full: ptags_set_free) */
 int ptags_bpf_read_tags(ptags_bpf *b, pid_t pid, ptags_set **out);

@@ -8,15 +8,9 @@
 #include <gio/gio.h>
 #include <polkit/polkit.h>
 
+#include "names.h"
 #include "ptags-model.h"
 #include "target.h"
-
-#define PTAGS_ACTION_TAG_ADD            "org.ptags.tag.add"
-#define PTAGS_ACTION_TAG_REMOVE         "org.ptags.tag.remove"
-#define PTAGS_ACTION_TAG_SET_VALUE      "org.ptags.tag.set-value"
-#define PTAGS_ACTION_RIGHTS_CHANGE      "org.ptags.rights.change"
-#define PTAGS_ACTION_CONTAINER_REGISTER "org.ptags.container.register"
-#define PTAGS_ACTION_CONTAINER_INSPECT  "org.ptags.container.inspect"
 
 /* The polkit action for change @c, or NULL (deny) for a kind the table does
  * not know. Any change to a "ptags:" rights tag is org.ptags.rights.change. */

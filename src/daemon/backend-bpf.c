@@ -58,6 +58,21 @@ static int bpf_read(PtagsBackend *b, int pidfd, pid_t pid, ptags_set **out)
         return r;
 }
 
+static int bpf_read_max(PtagsBackend *b, int pidfd, pid_t pid, size_t max_bytes, ptags_set **out)
+{
+        BackendBpf *self = (BackendBpf *)b;
+        ptags_bpf_record rec;
+
+        if (pidfd < 0)
+                return -EBADF;
+        int r = ptags_bpf_get_record_pidfd(self->bpf, pidfd, &rec);
+        if (r < 0)
+                return r;
+        if (!ptags_pidfd_running(pidfd))
+                return -ESRCH;
+        return ptags_bpf_tags_of_record_max(self->bpf, &rec, max_bytes, out);
+}
+
 static int bpf_apply(PtagsBackend *b, int pidfd, pid_t pid, const ptags_plan *plan)
 {
         BackendBpf *self = (BackendBpf *)b;
@@ -207,6 +222,7 @@ static void bpf_free(PtagsBackend *b)
 static const PtagsBackendOps bpf_lsm_ops = {
         .name = "bpf-lsm",
         .read = bpf_read,
+        .read_max = bpf_read_max,
         .apply = bpf_apply,
         .find = bpf_find,
         .free = bpf_free,
@@ -218,6 +234,7 @@ static const PtagsBackendOps bpf_lsm_ops = {
 static const PtagsBackendOps bpf_tracepoint_ops = {
         .name = "bpf-tracepoint",
         .read = bpf_read,
+        .read_max = bpf_read_max,
         .apply = bpf_apply,
         .find = bpf_find,
         .free = bpf_free,

@@ -32,6 +32,11 @@ typedef struct {
         /* Read the tags of the process pinned by @pidfd (pid @pid).
          * 0 and *out (transfer full: ptags_set_free), or -errno. */
         int (*read)(PtagsBackend *b, int pidfd, pid_t pid, ptags_set **out);
+        /* Optional: read() for a set of at most @max_bytes (-E2BIG when
+         * larger, found before any parsing), safe to call from any thread
+         * while the main thread applies changes, and logging nothing (a
+         * failure is for the caller to handle). */
+        int (*read_max)(PtagsBackend *b, int pidfd, pid_t pid, size_t max_bytes, ptags_set **out);
         /* Apply every change of @plan, all or nothing: 0, or -errno with the
          * target's tags as they were before the call. */
         int (*apply)(PtagsBackend *b, int pidfd, pid_t pid, const ptags_plan *plan);

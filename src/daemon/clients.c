@@ -8,6 +8,8 @@
 
 #include "errors.h"
 
+#include <pthread.h>
+
 /* Replies smaller than this in total are not worth a ping round trip. */
 #define PING_THRESHOLD (64u * 1024u)
 
@@ -63,7 +65,13 @@ static void question_free(Question *q)
         g_free(q);
 }
 
+/* Everything runs on the main loop except ptags_clients_cached_uid,
+ * ptags_clients_check_unread and ptags_clients_sent, which GDBus's worker
+ * thread also calls for the reads it answers; the lock guards the tables
+ * and their entries. (A pthread mutex, which ThreadSanitizer sees.) Never
+ * held while calling out. */
 struct _PtagsClients {
+        pthread_mutex_t lock;
         GDBusConnection *bus;
         const PtagsLimits *limits;
         GHashTable *clients; /* unique name -> Client */
@@ -106,14 +114,18 @@ static void client_free(gpointer p)
 /* Forget a connection that left; its unread replies died with it. */
 static void client_remove(PtagsClients *c, const char *name)
 {
+        pthread_mutex_lock(&c->lock);
         Client *cl = g_hash_table_lookup(c->clients, name);
 
-        if (cl == NULL)
+        if (cl == NULL) {
+                pthread_mutex_unlock(&c->lock);
                 return;
+        }
         if (cl->uid_known)
                 user_get(c, cl->uid)->unread -= cl->unread;
         GSList *waiting = g_steal_pointer(&cl->waiting);
         g_hash_table_remove(c->clients, name);
+        pthread_mutex_unlock(&c->lock);
         g_autoptr(GError) error = g_error_new(PTAGS_ERROR, PTAGS_ERROR_NO_SUCH_PROCESS,
                                               "the caller %s left the bus", name);
         for (GSList *l = waiting; l != NULL; l = l->next) {
@@ -137,6 +149,8 @@ static void name_owner_changed(GDBusConnection *bus, const char *sender, const c
 PtagsClients *ptags_clients_new(GDBusConnection *bus, const PtagsLimits *limits)
 {
         PtagsClients *c = g_new0(PtagsClients, 1);
+
+        pthread_mutex_init(&c->lock, NULL);
 
         c->bus = g_object_ref(bus);
         c->limits = limits;
@@ -183,6 +197,7 @@ void ptags_clients_free(PtagsClients *c)
         g_hash_table_unref(c->clients);
         g_hash_table_unref(c->users);
         g_object_unref(c->bus);
+        pthread_mutex_destroy(&c->lock);
         g_free(c);
 }
 
@@ -198,10 +213,6 @@ static void uid_answered(GObject *source, GAsyncResult *res, gpointer user_data)
                 g_dbus_connection_call_finish(G_DBUS_CONNECTION(source), res, &error);
 
         question_free(q);
-        /* A client that left meanwhile was removed and its waiters told. */
-        Client *cl = g_hash_table_lookup(c->clients, name);
-        if (cl == NULL)
-                return;
         if (reply == NULL) {
                 g_debug("cannot learn the uid of %s: %s", name, error->message);
                 client_remove(c, name);
@@ -209,9 +220,17 @@ static void uid_answered(GObject *source, GAsyncResult *res, gpointer user_data)
         }
         guint32 uid;
         g_variant_get(reply, "(u)", &uid);
+        pthread_mutex_lock(&c->lock);
+        /* A client that left meanwhile was removed and its waiters told. */
+        Client *cl = g_hash_table_lookup(c->clients, name);
+        if (cl == NULL) {
+                pthread_mutex_unlock(&c->lock);
+                return;
+        }
         cl->uid = uid;
         cl->uid_known = TRUE;
         GSList *waiting = g_slist_reverse(g_steal_pointer(&cl->waiting));
+        pthread_mutex_unlock(&c->lock);
         for (GSList *l = waiting; l != NULL; l = l->next) {
                 UidWait *w = l->data;
                 w->done(w->data, uid, NULL);
@@ -219,26 +238,41 @@ static void uid_answered(GObject *source, GAsyncResult *res, gpointer user_data)
         g_slist_free_full(waiting, g_free);
 }
 
+gboolean ptags_clients_cached_uid(PtagsClients *c, const char *sender, uid_t *uid)
+{
+        pthread_mutex_lock(&c->lock);
+        Client *cl = g_hash_table_lookup(c->clients, sender);
+        gboolean known = cl != NULL && cl->uid_known;
+        if (known)
+                *uid = cl->uid;
+        pthread_mutex_unlock(&c->lock);
+        return known;
+}
+
 void ptags_clients_get_uid(PtagsClients *c, const char *sender, PtagsClientUidFunc done,
                            gpointer data)
 {
-        Client *cl = g_hash_table_lookup(c->clients, sender);
+        uid_t uid;
 
-        if (cl != NULL && cl->uid_known) {
-                done(data, cl->uid, NULL);
+        if (ptags_clients_cached_uid(c, sender, &uid)) {
+                done(data, uid, NULL);
                 return;
         }
         UidWait *w = g_new0(UidWait, 1);
         w->done = done;
         w->data = data;
+        pthread_mutex_lock(&c->lock);
+        Client *cl = g_hash_table_lookup(c->clients, sender);
         if (cl != NULL) {
                 cl->waiting = g_slist_prepend(cl->waiting, w);
+                pthread_mutex_unlock(&c->lock);
                 return;
         }
         cl = g_new0(Client, 1);
         cl->name = g_strdup(sender);
         cl->waiting = g_slist_prepend(NULL, w);
         g_hash_table_insert(c->clients, cl->name, cl);
+        pthread_mutex_unlock(&c->lock);
         g_dbus_connection_call(
                 c->bus, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
                 "GetConnectionUnixUser", g_variant_new("(s)", sender), G_VARIANT_TYPE("(u)"),
@@ -249,30 +283,33 @@ void ptags_clients_get_uid(PtagsClients *c, const char *sender, PtagsClientUidFu
 
 gboolean ptags_clients_check_unread(PtagsClients *c, const char *sender, uid_t uid, GError **error)
 {
+        pthread_mutex_lock(&c->lock);
         Client *cl = g_hash_table_lookup(c->clients, sender);
-        User *u = user_get(c, uid);
+        guint64 unread = cl != NULL ? cl->unread : 0;
+        guint64 user_unread = user_get(c, uid)->unread;
+        pthread_mutex_unlock(&c->lock);
 
-        if (cl != NULL && cl->unread > c->limits->unread_reply_bytes) {
+        if (unread > c->limits->unread_reply_bytes) {
                 g_set_error(error, PTAGS_ERROR, PTAGS_ERROR_LIMIT_EXCEEDED,
                             "%" G_GUINT64_FORMAT " bytes of replies to this connection are "
                             "still unread, over the MaxUnreadReplyBytes limit of %u; read them "
                             "first",
-                            cl->unread, c->limits->unread_reply_bytes);
+                            unread, c->limits->unread_reply_bytes);
                 return FALSE;
         }
         /* Root's connections are many system services: only each one's own
          * bound applies, so one stalled service cannot refuse the others. */
-        if (uid != 0 && u->unread > c->limits->user_unread_reply_bytes) {
+        if (uid != 0 && user_unread > c->limits->user_unread_reply_bytes) {
                 g_set_error(error, PTAGS_ERROR, PTAGS_ERROR_LIMIT_EXCEEDED,
                             "%" G_GUINT64_FORMAT " bytes of replies to connections of uid %u "
                             "are still unread, over the MaxUserUnreadReplyBytes limit of %u",
-                            u->unread, (unsigned)uid, c->limits->user_unread_reply_bytes);
+                            user_unread, (unsigned)uid, c->limits->user_unread_reply_bytes);
                 return FALSE;
         }
         return TRUE;
 }
 
-static void ping_send(PtagsClients *c, Client *cl);
+static void ping_send(PtagsClients *c, const char *name);
 
 static void ping_answered(GObject *source, GAsyncResult *res, gpointer user_data)
 {
@@ -280,8 +317,6 @@ static void ping_answered(GObject *source, GAsyncResult *res, gpointer user_data
         g_autoptr(GError) error = NULL;
         g_autoptr(GVariant) reply =
                 g_dbus_connection_call_finish(G_DBUS_CONNECTION(source), res, &error);
-        Client *cl = g_hash_table_lookup(p->c->clients, p->name);
-
         /* Any answer from the client itself, even an error, comes after it
          * read our earlier replies. An error from the bus (the client left,
          * or a policy forbids the ping) proves nothing: the bytes stay. */
@@ -292,26 +327,38 @@ static void ping_answered(GObject *source, GAsyncResult *res, gpointer user_data
                          !g_error_matches(error, G_DBUS_ERROR, G_DBUS_ERROR_SERVICE_UNKNOWN) &&
                          !g_error_matches(error, G_DBUS_ERROR, G_DBUS_ERROR_LIMITS_EXCEEDED) &&
                          !g_error_matches(error, G_IO_ERROR, G_IO_ERROR_CLOSED));
+        gboolean again = FALSE;
+        pthread_mutex_lock(&p->c->lock);
+        Client *cl = g_hash_table_lookup(p->c->clients, p->name);
         if (cl != NULL) {
                 cl->ping_pending = FALSE;
                 if (read) {
                         cl->unread -= p->bytes;
                         if (cl->uid_known)
                                 user_get(p->c, cl->uid)->unread -= p->bytes;
-                        if (cl->unread >= PING_THRESHOLD)
-                                ping_send(p->c, cl);
+                        again = cl->unread >= PING_THRESHOLD;
+                        cl->ping_pending = again;
                 } else {
                         g_debug("no read confirmation from %s: %s", p->name, error->message);
                 }
         }
+        pthread_mutex_unlock(&p->c->lock);
+        if (again)
+                ping_send(p->c, p->name);
         question_free(p);
 }
 
-static void ping_send(PtagsClients *c, Client *cl)
+/* Ping @name, which has ping_pending set, for all its unread bytes. */
+static void ping_send(PtagsClients *c, const char *name)
 {
-        Question *p = question_new(c, cl->name, cl->unread);
+        pthread_mutex_lock(&c->lock);
+        Client *cl = g_hash_table_lookup(c->clients, name);
+        guint64 unread = cl != NULL ? cl->unread : 0;
+        pthread_mutex_unlock(&c->lock);
+        if (cl == NULL)
+                return;
+        Question *p = question_new(c, name, unread);
 
-        cl->ping_pending = TRUE;
         /* No timeout: a stopped client keeps its replies counted until it
          * reads them or leaves the bus. */
         g_dbus_connection_call(c->bus, cl->name, "/", "org.freedesktop.DBus.Peer", "Ping", NULL,
@@ -319,16 +366,32 @@ static void ping_send(PtagsClients *c, Client *cl)
                                p);
 }
 
+/* Pings are sent from the main loop, whichever thread sent the reply. */
+static gboolean ping_send_idle(gpointer data)
+{
+        Question *q = data;
+
+        ping_send(q->c, q->name);
+        question_free(q);
+        return G_SOURCE_REMOVE;
+}
+
 void ptags_clients_sent(PtagsClients *c, const char *sender, gsize bytes)
 {
+        pthread_mutex_lock(&c->lock);
         Client *cl = g_hash_table_lookup(c->clients, sender);
+        gboolean ping = FALSE;
 
-        if (cl == NULL || !cl->uid_known)
-                return;
-        cl->unread += bytes;
-        user_get(c, cl->uid)->unread += bytes;
-        if (!cl->ping_pending && cl->unread >= PING_THRESHOLD)
-                ping_send(c, cl);
+        if (cl != NULL && cl->uid_known) {
+                cl->unread += bytes;
+                user_get(c, cl->uid)->unread += bytes;
+                ping = !cl->ping_pending && cl->unread >= PING_THRESHOLD;
+                if (ping)
+                        cl->ping_pending = TRUE;
+        }
+        pthread_mutex_unlock(&c->lock);
+        if (ping)
+                g_main_context_invoke(NULL, ping_send_idle, question_new(c, sender, 0));
 }
 
 /* ------------------------------------------------------ expensive calls */
@@ -339,10 +402,12 @@ void ptags_clients_sent(PtagsClients *c, const char *sender, gsize bytes)
 static gboolean run_next(gpointer data)
 {
         PtagsClients *c = data;
+        pthread_mutex_lock(&c->lock);
         User *u = g_queue_pop_head(&c->turns);
 
         if (u == NULL) {
                 c->runner = 0;
+                pthread_mutex_unlock(&c->lock);
                 return G_SOURCE_REMOVE;
         }
         Pending *p = g_queue_pop_head(&u->queue);
@@ -352,6 +417,7 @@ static gboolean run_next(gpointer data)
                 g_queue_push_tail(&c->turns, u);
         PtagsClientRunFunc run = p->run;
         gpointer run_data = p->data;
+        pthread_mutex_unlock(&c->lock);
         g_free(p);
         run(run_data);
         return G_SOURCE_CONTINUE;
@@ -360,9 +426,11 @@ static gboolean run_next(gpointer data)
 gboolean ptags_clients_queue_expensive(PtagsClients *c, uid_t uid, PtagsClientRunFunc run,
                                        GDestroyNotify drop, gpointer data, GError **error)
 {
+        pthread_mutex_lock(&c->lock);
         User *u = user_get(c, uid);
 
         if (u->expensive >= c->limits->expensive_calls) {
+                pthread_mutex_unlock(&c->lock);
                 g_set_error(error, PTAGS_ERROR, PTAGS_ERROR_LIMIT_EXCEEDED,
                             "uid %u already has %u reads queued or running, the "
                             "MaxExpensiveCalls limit; wait for their replies",
@@ -381,13 +449,16 @@ gboolean ptags_clients_queue_expensive(PtagsClients *c, uid_t uid, PtagsClientRu
         }
         if (c->runner == 0)
                 c->runner = g_idle_add(run_next, c);
+        pthread_mutex_unlock(&c->lock);
         return TRUE;
 }
 
 void ptags_clients_expensive_done(PtagsClients *c, uid_t uid)
 {
+        pthread_mutex_lock(&c->lock);
         User *u = user_get(c, uid);
 
         if (u->expensive > 0)
                 u->expensive--;
+        pthread_mutex_unlock(&c->lock);
 }

@@ -24,15 +24,18 @@ void ptags_clients_free(PtagsClients *c);
  * when it could not be learnt (the connection left). */
 typedef void (*PtagsClientUidFunc)(gpointer data, uid_t uid, const GError *error);
 
+/* The uid behind @sender when already learnt (no I/O). Any thread. */
+gboolean ptags_clients_cached_uid(PtagsClients *c, const char *sender, uid_t *uid);
+
 /* Learn the uid behind @sender (asked of the bus once per connection). */
 void ptags_clients_get_uid(PtagsClients *c, const char *sender, PtagsClientUidFunc done,
                            gpointer data);
 
 /* LimitExceeded when @sender (a connection of @uid) or @uid as a whole has
- * more unread reply bytes than its budget. */
+ * more unread reply bytes than its budget. Any thread. */
 gboolean ptags_clients_check_unread(PtagsClients *c, const char *sender, uid_t uid, GError **error);
 
-/* Count @bytes of a reply just sent to @sender. Once enough is outstanding,
+/* Count @bytes of a reply just sent to @sender (any thread). Once enough is outstanding,
  * ptagsd pings the connection (org.freedesktop.DBus.Peer.Ping): the answer
  * comes after the client has read every earlier reply, which un-counts them. */
 void ptags_clients_sent(PtagsClients *c, const char *sender, gsize bytes);

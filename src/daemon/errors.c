@@ -93,3 +93,16 @@ PtagsError ptags_error_from_errno(int errnum)
                         return mapping[i].code;
         return PTAGS_ERROR_FAILED;
 }
+
+GError *ptags_errno_error(int neg_errno, const char *what, pid_t pid)
+{
+        int e = -neg_errno;
+
+        if (e == EACCES)
+                return g_error_new(PTAGS_ERROR, PTAGS_ERROR_NOT_SUPPORTED,
+                                   "%s process %d: the kernel refuses the write (a mainline "
+                                   "kernel without the ptags LSM?)",
+                                   what, (int)pid);
+        return g_error_new(PTAGS_ERROR, ptags_error_from_errno(e), "%s process %d: %s", what,
+                           (int)pid, g_strerror(e));
+}

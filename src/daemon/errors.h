@@ -52,3 +52,7 @@ PtagsError ptags_error_from_result(ptags_result r);
  * use them (EACCES = a mainline kernel refusing foreign attr writes, hence
  * NotSupported; ESRCH/ENOENT of a process file = NoSuchProcess). */
 PtagsError ptags_error_from_errno(int errnum);
+
+/* The error for a backend failure (-errno) on process @pid, its message
+ * "@what process PID: reason". (transfer full) */
+GError *ptags_errno_error(int neg_errno, const char *what, pid_t pid);

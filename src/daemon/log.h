@@ -7,14 +7,8 @@
 #include <gio/gio.h>
 #include <sys/types.h>
 
+#include "names.h"
 #include "ptags-model.h"
-
-/* Journal MESSAGE_IDs, one per event kind; stable for log filters. */
-#define PTAGS_MESSAGE_TAGS_CHANGED      "56f8202c992d48b2b57f12d212df8c0b"
-#define PTAGS_MESSAGE_CHANGE_REFUSED    "157bd556789b4955bd9106f6457525c2"
-#define PTAGS_MESSAGE_CONTAINER_SET     "ad78356abe3048aaa71ad4a8241e2078"
-#define PTAGS_MESSAGE_CONTAINER_REFUSED "297b1404a82e40e4ab70035a932b8586"
-#define PTAGS_MESSAGE_CONTAINER_DROPPED "bdd732546eb446778798009d294a0049"
 
 /* Who asked for a change to which process. */
 typedef struct {

@@ -18,9 +18,9 @@
 #include "budgets.h"
 #include "log.h"
 #include "manager.h"
+#include "names.h"
 #include "registry.h"
 
-#define BUS_NAME               "org.ptags.Manager"
 #define DEFAULT_POLKIT_TIMEOUT 25
 
 typedef struct {
@@ -46,7 +46,7 @@ static GDBusConnection *connect_system_bus(void)
         }
         g_autoptr(GVariant) reply = g_dbus_connection_call_sync(
                 bus, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
-                "NameHasOwner", g_variant_new("(s)", BUS_NAME), G_VARIANT_TYPE("(b)"),
+                "NameHasOwner", g_variant_new("(s)", PTAGS_BUS_NAME), G_VARIANT_TYPE("(b)"),
                 G_DBUS_CALL_FLAGS_NONE, -1, NULL, &error);
         gboolean owned = FALSE;
         if (reply != NULL)
@@ -54,7 +54,7 @@ static GDBusConnection *connect_system_bus(void)
         if (owned) {
                 g_printerr("ptagsd: cannot own the name %s on the system bus: another ptagsd "
                            "already serves it\n",
-                           BUS_NAME);
+                           PTAGS_BUS_NAME);
                 return NULL;
         }
         return g_steal_pointer(&bus);
@@ -219,7 +219,7 @@ int main(int argc, char **argv)
         /* Exported before the name is owned, so the first call finds it. */
         d.service = ptags_service_new(bus, d.backend, d.authority, &limits, &error);
         if (d.service == NULL) {
-                g_printerr("ptagsd: cannot export /org/ptags/Manager: %s\n", error->message);
+                g_printerr("ptagsd: cannot export %s: %s\n", PTAGS_OBJECT_PATH, error->message);
                 ptags_authority_free(d.authority);
                 ptags_backend_free(d.backend);
                 return 1;
@@ -227,9 +227,9 @@ int main(int argc, char **argv)
         d.loop = g_main_loop_new(NULL, FALSE);
         g_unix_signal_add(SIGTERM, quit_on_signal, &d);
         g_unix_signal_add(SIGINT, quit_on_signal, &d);
-        guint owner =
-                g_bus_own_name_on_connection(bus, BUS_NAME, G_BUS_NAME_OWNER_FLAGS_DO_NOT_QUEUE,
-                                             name_acquired, name_lost, &d, NULL);
+        guint owner = g_bus_own_name_on_connection(bus, PTAGS_BUS_NAME,
+                                                   G_BUS_NAME_OWNER_FLAGS_DO_NOT_QUEUE,
+                                                   name_acquired, name_lost, &d, NULL);
         g_main_loop_run(d.loop);
 
         g_bus_unown_name(owner);

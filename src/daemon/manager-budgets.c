@@ -6,7 +6,8 @@
 
 #include "errors.h"
 #include "budgets.h"
-#include "manager-private.h"
+#include "call.h"
+#include "manager-budgets.h"
 #include "page-writer.h"
 
 /* What one signal's lines take on the wire, at most: the command bytes, the

@@ -1,13 +1,44 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // SPDX-FileCopyrightText: 2026 The ptags authors
-/* manager-change.c: the change methods (AddTag ... ApplyFd) and their one
- * pipeline: pin, validate, read, plan, authorize, re-check, apply, log, signal. */
+/* manager-change.c: the change methods (AddTag ... ApplyFd) and the one
+ * pipeline every change goes through.
+ *
+ * The life of a change, in the order the code runs it:
+ *
+ *  1. Check the arguments (handle_*, args.c): synchronously, before any I/O,
+ *     so bad input gets the same named error whatever the process state.
+ *  2. Pin the target (change_begin, target.c): a pidfd, so a pid freed and
+ *     reused later can never be the one changed; pid 0 is the caller's own
+ *     process, and only when the bus's identity proves it (peer-cache.c).
+ *  3. Learn the caller (call_lookup_peer): uid and process, cached per
+ *     unique name until it leaves the bus.
+ *  4. Plan in the caller uid's turn (change_start, change_read_and_plan):
+ *     read the target's tags, resolve the lines against them (the model
+ *     library), drop what changes nothing, check the budgets. A plan that
+ *     changes nothing is answered at once.
+ *  5. Authorize (change_authorize, authority.c): one polkit check per
+ *     change, with the details rules see; root is not asked. The call is
+ *     cancelled if its caller leaves the bus.
+ *  6. Re-check (change_commit): the target still runs, still holds what the
+ *     plan was made from, and is still the program polkit was told about.
+ *     If not, plan and authorize once more, holding the target's
+ *     re-authorization lock (call.c) so other callers do not overtake it.
+ *  7. Apply (backend-*.c): written to the kernel through the pinned pidfd,
+ *     whole or not at all.
+ *  8. Log: a journal entry and audit records (log.c), for refusals too.
+ *  9. Signal TagsChanged with the tags the kernel now holds.
+ * 10. Reply.
+ *
+ * Steps 6 to 10 run within one main-loop dispatch and the backend applies
+ * synchronously, so no two changes interleave on one target. */
 #define G_LOG_DOMAIN "ptagsd-manager"
 
 #include "authority.h"
 #include "errors.h"
 #include "log.h"
-#include "manager-private.h"
+#include "args.h"
+#include "call.h"
+#include "manager-budgets.h"
 #include "page-writer.h"
 
 #include <linux/capability.h>
@@ -31,41 +62,6 @@ static char *change_label(Call *call, size_t line)
                 return g_strdup_printf("argument %s (\"%s\")", call->arg_name, text);
         }
         return ptags_line_label(line, call->lines[line]);
-}
-
-static gboolean change_validate(Call *call, GError **error)
-{
-        if (call->arg_name == NULL)
-                return ptags_lines_validate((const char *const *)call->lines, error);
-
-        g_autofree char *label = change_label(call, 0);
-        size_t len = strlen(call->arg);
-        ptags_result r;
-        if (strcmp(call->arg_name, "tag") == 0) {
-                r = ptags_tag_validate(call->arg, len);
-        } else if (call->arg[0] == '@') {
-                g_set_error(error, PTAGS_ERROR, PTAGS_ERROR_INVALID_PATTERN,
-                            "%s: a leading '@' is not allowed here (keep flags are SetKeep's)",
-                            label);
-                return FALSE;
-        } else {
-                r = ptags_pattern_validate(call->arg, len, true);
-        }
-        if (r != PTAGS_OK) {
-                g_set_error(error, PTAGS_ERROR, ptags_error_from_result(r), "%s: %s", label,
-                            ptags_result_message(r));
-                return FALSE;
-        }
-        if (call->value != NULL) {
-                r = ptags_value_validate(call->value, strlen(call->value));
-                if (r != PTAGS_OK) {
-                        g_autofree char *text = ptags_shorten(call->value);
-                        g_set_error(error, PTAGS_ERROR, ptags_error_from_result(r),
-                                    "argument value (\"%s\"): %s", text, ptags_result_message(r));
-                        return FALSE;
-                }
-        }
-        return ptags_lines_validate((const char *const *)call->lines, error);
 }
 
 /* Resolve the lines against the current tags into call->plan. */
@@ -107,71 +103,7 @@ static gboolean change_plan(Call *call, GError **error)
         return TRUE;
 }
 
-/* -------------------------------------------------- re-authorization lock
- *
- * A call whose target changed during authorization re-plans and asks polkit
- * once more. Meanwhile, other calls on that target that went through polkit
- * wait before applying, or each would invalidate the next one's second check
- * and a burst of concurrent callers would mostly fail. Callers that need no
- * authorization (root) never wait: their change is immediate, and it is what
- * a re-authorizing call must notice. */
-
-static gboolean resume_waiting(gpointer data);
-
-void target_lock_take(Call *call)
-{
-        GHashTable *locks = call->svc->reauthorizing;
-        gpointer key = GINT_TO_POINTER(call->target.pid);
-
-        if (!call->holds_target_lock && !g_hash_table_contains(locks, key)) {
-                g_hash_table_insert(locks, key, g_queue_new());
-                call->holds_target_lock = TRUE;
-        }
-}
-
-void target_lock_release(Call *call)
-{
-        GHashTable *locks = call->svc->reauthorizing;
-        gpointer key = GINT_TO_POINTER(call->target.pid);
-        GQueue *waiting = g_hash_table_lookup(locks, key);
-
-        if (!call->holds_target_lock || waiting == NULL)
-                return;
-        call->holds_target_lock = FALSE;
-        g_hash_table_steal(locks, key);
-        /* Resume outside the caller's stack: it is freeing a call. */
-        if (g_queue_is_empty(waiting))
-                g_queue_free(waiting);
-        else
-                g_idle_add(resume_waiting, waiting);
-}
-
 static void change_commit(Call *call);
-
-static gboolean resume_waiting(gpointer data)
-{
-        GQueue *waiting = data;
-        Call *call;
-
-        while ((call = g_queue_pop_head(waiting)) != NULL)
-                change_commit(call);
-        g_queue_free(waiting);
-        return G_SOURCE_REMOVE;
-}
-
-/* True (and @call queued) when another call re-authorizes on its target. */
-static gboolean target_lock_wait(Call *call)
-{
-        GQueue *waiting =
-                g_hash_table_lookup(call->svc->reauthorizing, GINT_TO_POINTER(call->target.pid));
-
-        if (waiting == NULL || call->holds_target_lock || call->caller->uid == 0)
-                return FALSE;
-        g_debug("%s: waiting for a re-authorization on process %d", call->method,
-                (int)call->target.pid);
-        g_queue_push_tail(waiting, call);
-        return TRUE;
-}
 
 /* Re-check, apply, log and signal. This runs within one main-loop dispatch
  * and the backend applies synchronously, so no two daemon calls can
@@ -184,7 +116,7 @@ static void change_commit(Call *call)
         pid_t pid = call->target.pid;
 
         log_context(call, &ctx);
-        if (target_lock_wait(call))
+        if (target_lock_wait(call, change_commit))
                 return;
         if (!ptags_target_alive(&call->target)) {
                 call_fail(call, g_error_new(PTAGS_ERROR, PTAGS_ERROR_NO_SUCH_PROCESS,
@@ -370,8 +302,7 @@ static void change_read_and_plan(Call *call)
 {
         GError *error = NULL;
 
-        if (!change_validate(call, &error) || !call_read_current(call, &error) ||
-            !change_plan(call, &error)) {
+        if (!call_read_current(call, &error) || !change_plan(call, &error)) {
                 call_fail(call, error);
                 return;
         }
@@ -393,7 +324,8 @@ static void change_start(Call *call)
         call_take_turn(call, call->caller->uid, change_read_and_plan);
 }
 
-/* Pin a "u pid" target (0 = the caller), then learn who the caller is. */
+/* Pin a "u pid" target (0 = the caller), then learn who the caller is.
+ * Takes @call, whose arguments passed their checks. */
 static void change_begin(Call *call, guint32 pid)
 {
         GError *error = NULL;
@@ -401,77 +333,91 @@ static void change_begin(Call *call, guint32 pid)
 
         if (pid == 0) {
                 call->target_is_caller = TRUE;
-        } else if (pid > G_MAXINT || !ptags_target_pin_pid(&call->target, (pid_t)pid, &error)) {
-                call_fail(call, error != NULL
-                                        ? error
-                                        : g_error_new(PTAGS_ERROR, PTAGS_ERROR_NO_SUCH_PROCESS,
-                                                      "argument pid: %u is not a process id", pid));
+        } else if (!ptags_target_pin_pid(&call->target, (pid_t)pid, &error)) {
+                call_fail(call, error);
                 return;
         }
         call_lookup_peer(call, sender, change_start);
 }
 
-static Call *single_line_call(PtagsService *svc, GDBusMethodInvocation *inv, const char *arg_name,
-                              const char *arg, char *line)
+/* Refuse a call whose arguments failed their checks: FALSE and the
+ * invocation answered when @error is set. */
+static gboolean args_ok(GDBusMethodInvocation *inv, GError *error)
 {
-        Call *call = call_new(svc, inv);
+        if (error == NULL)
+                return TRUE;
+        g_dbus_method_invocation_return_gerror(inv, error);
+        g_error_free(error);
+        return FALSE;
+}
 
+/* AddTag, RemoveTag, SetValue and SetKeep: one line made of @line_prefix,
+ * the argument @arg named @arg_name, and "=@value" for SetValue. */
+static void single_line_change(PtagsService *svc, GDBusMethodInvocation *inv, guint32 pid,
+                               const char *arg_name, const char *arg, const char *line_prefix,
+                               const char *value)
+{
+        GError *error = NULL;
+
+        if (!args_ok(inv, ptags_check_pid(pid, &error) &&
+                                          ptags_check_change_arg(arg_name, arg, value, &error)
+                                  ? NULL
+                                  : error))
+                return;
+        Call *call = call_new(svc, inv);
         call->arg_name = arg_name;
         call->arg = g_strdup(arg);
+        call->value = g_strdup(value);
         call->lines = g_new0(char *, 2);
-        call->lines[0] = line;
-        return call;
+        call->lines[0] = value != NULL ? g_strconcat(line_prefix, arg, "=", value, NULL)
+                                       : g_strconcat(line_prefix, arg, NULL);
+        /* The line made of valid parts parses; checked all the same. */
+        if (!ptags_lines_validate((const char *const *)call->lines, &error)) {
+                call_fail(call, error);
+                return;
+        }
+        change_begin(call, pid);
 }
 
 static gboolean handle_add_tag(PtagsManager *object, GDBusMethodInvocation *inv, guint32 pid,
                                const char *tag, gboolean keep, PtagsService *svc)
 {
-        Call *call =
-                single_line_call(svc, inv, "tag", tag, g_strconcat(keep ? "+@" : "+", tag, NULL));
-        change_begin(call, pid);
+        single_line_change(svc, inv, pid, "tag", tag, keep ? "+@" : "+", NULL);
         return TRUE;
 }
 
 static gboolean handle_remove_tag(PtagsManager *object, GDBusMethodInvocation *inv, guint32 pid,
                                   const char *pattern, PtagsService *svc)
 {
-        change_begin(
-                single_line_call(svc, inv, "pattern", pattern, g_strconcat("-", pattern, NULL)),
-                pid);
+        single_line_change(svc, inv, pid, "pattern", pattern, "-", NULL);
         return TRUE;
 }
 
 static gboolean handle_set_value(PtagsManager *object, GDBusMethodInvocation *inv, guint32 pid,
                                  const char *tag, const char *value, PtagsService *svc)
 {
-        Call *call =
-                single_line_call(svc, inv, "tag", tag, g_strconcat("!", tag, "=", value, NULL));
-        call->value = g_strdup(value);
-        change_begin(call, pid);
+        single_line_change(svc, inv, pid, "tag", tag, "!", value);
         return TRUE;
 }
 
 static gboolean handle_set_keep(PtagsManager *object, GDBusMethodInvocation *inv, guint32 pid,
                                 const char *pattern, gboolean keep, PtagsService *svc)
 {
-        change_begin(single_line_call(svc, inv, "pattern", pattern,
-                                      g_strconcat(keep ? "+@" : "-@", pattern, NULL)),
-                     pid);
+        single_line_change(svc, inv, pid, "pattern", pattern, keep ? "+@" : "-@", NULL);
         return TRUE;
 }
 
 static gboolean handle_apply(PtagsManager *object, GDBusMethodInvocation *inv, guint32 pid,
                              const char *const *lines, PtagsService *svc)
 {
-        Call *call = call_new(svc, inv);
         GError *error = NULL;
 
-        call->lines = g_strdupv((char **)lines);
-        /* Oversize batches are refused before any work. */
-        if (!ptags_lines_check_limits(lines, &error)) {
-                call_fail(call, error);
+        if (!args_ok(inv, ptags_check_pid(pid, &error) && ptags_lines_validate(lines, &error)
+                                  ? NULL
+                                  : error))
                 return TRUE;
-        }
+        Call *call = call_new(svc, inv);
+        call->lines = g_strdupv((char **)lines);
         change_begin(call, pid);
         return TRUE;
 }
@@ -479,11 +425,13 @@ static gboolean handle_apply(PtagsManager *object, GDBusMethodInvocation *inv, g
 static gboolean handle_apply_fd(PtagsManager *object, GDBusMethodInvocation *inv, GUnixFDList *fds,
                                 GVariant *pidfd, const char *const *lines, PtagsService *svc)
 {
-        Call *call = call_new(svc, inv);
         GError *error = NULL;
 
+        if (!args_ok(inv, ptags_lines_validate(lines, &error) ? NULL : error))
+                return TRUE;
+        Call *call = call_new(svc, inv);
         call->lines = g_strdupv((char **)lines);
-        if (!ptags_lines_check_limits(lines, &error) || !call_adopt_fd(call, fds, pidfd, &error)) {
+        if (!call_adopt_fd(call, fds, pidfd, &error)) {
                 call_fail(call, error);
                 return TRUE;
         }

@@ -8,7 +8,8 @@
 #include "errors.h"
 #include "lineage.h"
 #include "log.h"
-#include "manager-private.h"
+#include "args.h"
+#include "call.h"
 #include "registry.h"
 
 #include <errno.h>

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // SPDX-FileCopyrightText: 2026 The ptags authors
-/* manager.h: the one exported object, /org/ptags/Manager, and the handlers of
- * every org.ptags.Manager method. */
+/* manager.h: the one exported object, /org/ptags/Manager, whose handlers
+ * answer every org.ptags.Manager method. */
 #pragma once
 
 #include <gio/gio.h>
@@ -9,11 +9,6 @@
 #include "authority.h"
 #include "backend.h"
 #include "budgets.h"
-
-/* Limits of one Apply batch, checked before any work (documented in the
- * interface XML). */
-#define PTAGS_APPLY_MAX_LINES 4096u
-#define PTAGS_APPLY_MAX_BYTES (1024u * 1024u)
 
 typedef struct _PtagsService PtagsService;
 
@@ -25,16 +20,10 @@ PtagsService *ptags_service_new(GDBusConnection *connection, PtagsBackend *backe
                                 GError **error);
 void ptags_service_free(PtagsService *svc);
 
-/* The a(sbs) form of a tag list. (transfer floating) */
-GVariant *ptags_set_to_variant(const ptags_set *set);
+/* Connect the change methods (manager-change.c) to the service's skeleton. */
+void ptags_manager_connect_changes(PtagsService *svc);
 
-/* Check only the size limits of Apply's @lines. */
-gboolean ptags_lines_check_limits(const char *const *lines, GError **error);
-
-/* Check the size limits and the shape of Apply's @lines (no '\n', every line
- * parses), naming the first bad line. */
-gboolean ptags_lines_validate(const char *const *lines, GError **error);
-
-/* "line N (\"text\")", N counted from 1, the text shortened when long.
- * (transfer full) */
-char *ptags_line_label(size_t index, const char *line);
+/* Load the container registry and connect the container methods
+ * (manager-container.c); ptags_manager_free_containers undoes it. */
+void ptags_manager_connect_containers(PtagsService *svc);
+void ptags_manager_free_containers(PtagsService *svc);

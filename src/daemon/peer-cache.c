@@ -7,11 +7,17 @@
 
 #include "peer-cache.h"
 
+#include <pthread.h>
+
 /* Each entry pins a process with a pidfd: bounded well below the file limit
  * systemd gives services (1024), oldest dropped first. */
 #define PEER_CACHE_MAX 512
 
+/* The table is changed on the main loop only; the lock is for
+ * ptags_peer_cache_get(), which GDBus's worker thread calls. (A pthread
+ * mutex rather than GMutex, so ThreadSanitizer sees it.) */
 struct _PtagsPeerCache {
+        pthread_mutex_t lock;
         GDBusConnection *connection;
         GHashTable *peers; /* unique name -> PtagsPeer (a reference) */
         GQueue order;      /* names, oldest first (owned by the table) */
@@ -35,13 +41,18 @@ static void name_owner_changed(GDBusConnection *connection, const char *sender, 
         const char *name, *old_owner, *new_owner;
 
         g_variant_get(params, "(&s&s&s)", &name, &old_owner, &new_owner);
-        if (name[0] == ':' && new_owner[0] == '\0')
+        if (name[0] == ':' && new_owner[0] == '\0') {
+                pthread_mutex_lock(&cache->lock);
                 forget(cache, name);
+                pthread_mutex_unlock(&cache->lock);
+        }
 }
 
 PtagsPeerCache *ptags_peer_cache_new(GDBusConnection *connection)
 {
         PtagsPeerCache *cache = g_new0(PtagsPeerCache, 1);
+
+        pthread_mutex_init(&cache->lock, NULL);
 
         cache->connection = g_object_ref(connection);
         cache->peers = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
@@ -62,16 +73,31 @@ void ptags_peer_cache_free(PtagsPeerCache *cache)
         g_queue_clear(&cache->order);
         g_hash_table_unref(cache->peers);
         g_object_unref(cache->connection);
+        pthread_mutex_destroy(&cache->lock);
         g_free(cache);
 }
 
 guint ptags_peer_cache_size(PtagsPeerCache *cache)
 {
-        return g_hash_table_size(cache->peers);
+        pthread_mutex_lock(&cache->lock);
+        guint n = g_hash_table_size(cache->peers);
+        pthread_mutex_unlock(&cache->lock);
+        return n;
+}
+
+PtagsPeer *ptags_peer_cache_get(PtagsPeerCache *cache, const char *bus_name)
+{
+        pthread_mutex_lock(&cache->lock);
+        PtagsPeer *peer = g_hash_table_lookup(cache->peers, bus_name);
+        if (peer != NULL)
+                ptags_peer_ref(peer);
+        pthread_mutex_unlock(&cache->lock);
+        return peer;
 }
 
 static void remember(PtagsPeerCache *cache, const char *name, PtagsPeer *peer)
 {
+        pthread_mutex_lock(&cache->lock);
         if (g_hash_table_contains(cache->peers, name))
                 forget(cache, name);
         while (g_queue_get_length(&cache->order) >= PEER_CACHE_MAX)
@@ -79,6 +105,7 @@ static void remember(PtagsPeerCache *cache, const char *name, PtagsPeer *peer)
         char *key = g_strdup(name);
         g_hash_table_insert(cache->peers, key, ptags_peer_ref(peer));
         g_queue_push_tail(&cache->order, key);
+        pthread_mutex_unlock(&cache->lock);
 }
 
 typedef struct {
@@ -116,6 +143,7 @@ void ptags_peer_cache_lookup_async(PtagsPeerCache *cache, const char *bus_name,
                                    gpointer user_data)
 {
         GTask *task = g_task_new(NULL, cancellable, callback, user_data);
+        /* Only the main loop changes the table: no lock needed to read it here. */
         PtagsPeer *peer = g_hash_table_lookup(cache->peers, bus_name);
 
         if (peer != NULL) {

@@ -23,5 +23,10 @@ void ptags_peer_cache_lookup_async(PtagsPeerCache *cache, const char *bus_name,
 /* (transfer full: ptags_peer_free) */
 PtagsPeer *ptags_peer_cache_lookup_finish(GAsyncResult *result, GError **error);
 
+/* The cached peer behind unique name @bus_name, or NULL without a bus
+ * round trip; whether its process still runs is for the caller to check.
+ * Safe to call from any thread. (transfer full: ptags_peer_free) */
+PtagsPeer *ptags_peer_cache_get(PtagsPeerCache *cache, const char *bus_name);
+
 /* Entries held now (tests). */
 guint ptags_peer_cache_size(PtagsPeerCache *cache);

@@ -5,7 +5,7 @@
 #
 # Usage:
 #   check_docs.py man PAGE...                 groff formats each page, no warning
-#   check_docs.py catalog LOG_H CATALOG...    every MESSAGE_ID of LOG_H explained in each CATALOG
+#   check_docs.py catalog NAMES_H CATALOG...    every MESSAGE_ID of NAMES_H explained in each CATALOG
 #   check_docs.py references SOURCE_ROOT      every cited document is in the repository
 import os
 import re
@@ -40,11 +40,11 @@ def check_man(pages):
                 fail("%s:%d: a text line starts with an apostrophe" % (page, n))
 
 
-def check_catalog(log_h, *catalogs):
-    with open(log_h) as f:
+def check_catalog(names_h, *catalogs):
+    with open(names_h) as f:
         ids = re.findall(r'#define\s+PTAGS_MESSAGE_\w+\s+"([0-9a-f]{32})"', f.read())
     if not ids:
-        fail("%s defines no MESSAGE_ID" % log_h)
+        fail("%s defines no MESSAGE_ID" % names_h)
     for catalog in catalogs:
         with open(catalog, encoding="utf-8") as f:
             entries = re.findall(r"^-- ([0-9a-f]{32})\b", f.read(), re.M)
@@ -53,7 +53,7 @@ def check_catalog(log_h, *catalogs):
                 fail("%s: MESSAGE_ID %s has no entry" % (catalog, message_id))
         for message_id in entries:
             if message_id not in ids:
-                fail("%s: entry %s is no MESSAGE_ID of %s" % (catalog, message_id, log_h))
+                fail("%s: entry %s is no MESSAGE_ID of %s" % (catalog, message_id, names_h))
     # What journalctl --update-catalog would do, in a private root.
     with tempfile.TemporaryDirectory() as root:
         target = os.path.join(root, "usr/lib/systemd/catalog")

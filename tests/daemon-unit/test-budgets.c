@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "budgets.h"
-#include "manager.h"
+#include "args.h"
 
 static const PtagsLimitInfo *info_named(const char *option)
 {

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "errors.h"
-#include "manager.h"
+#include "args.h"
 
 static void test_line_label(void)
 {

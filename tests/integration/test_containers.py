@@ -27,7 +27,7 @@ from ptags_harness import (NOBODY_UID, PYTHON, ClientProcess, HarnessError, Ptag
 UNSET = 2**64 - 1
 REGISTER = "org.ptags.container.register"
 INSPECT = "org.ptags.container.inspect"
-# From src/daemon/log.h and libaudit.h.
+# From src/daemon/names.h and libaudit.h.
 MESSAGE_SET = "ad78356abe3048aaa71ad4a8241e2078"
 MESSAGE_REFUSED_SET = "297b1404a82e40e4ab70035a932b8586"
 MESSAGE_DROPPED = "bdd732546eb446778798009d294a0049"

@@ -47,7 +47,8 @@ def daemon_has_asan(world):
         return "libasan" in f.read()
 
 
-def spawn_flood(world, method, sig, args, calls, connections=1, no_reply=False, uid=65534):
+def spawn_flood(world, method, sig, args, calls, connections=1, no_reply=False, uid=65534,
+                warm=False):
     """ptags_flood.py as @uid: @calls calls per connection, all at once.
     Returns the Popen once every call was sent."""
     for name in ("ptags_client.py", "ptags_flood.py"):
@@ -57,7 +58,8 @@ def spawn_flood(world, method, sig, args, calls, connections=1, no_reply=False, 
             os.chmod(path, 0o644)
     argv = unprivileged_argv(uid, uid) + [
         PYTHON, "-I", os.path.join(world.tmp, "ptags_flood.py"), world.address, method, sig,
-        json.dumps(args), str(calls), str(connections)] + (["no-reply"] if no_reply else [])
+        json.dumps(args), str(calls), str(connections)] + (["no-reply"] if no_reply else []) + (
+        ["warm"] if warm else [])
     proc = world.spawn("flood", argv, stdout=subprocess.PIPE)
     line = proc.stdout.readline()
     if not line:

@@ -21,7 +21,7 @@ import time
 
 from ptags_harness import HarnessError, PtagsTestCase
 
-# From src/daemon/log.h: stable ids that log filters select on.
+# From src/daemon/names.h: stable ids that log filters select on.
 MESSAGE_CHANGED = "56f8202c992d48b2b57f12d212df8c0b"
 MESSAGE_REFUSED = "157bd556789b4955bd9106f6457525c2"
 NOT_AUTHORIZED = "org.ptags.Error.NotAuthorized"

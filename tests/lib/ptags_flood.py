@@ -3,7 +3,9 @@
 # ptags_flood.py: a hostile reader for the limits tests: fires many calls at
 # ptagsd at once over one or more connections, without waiting for replies.
 #
-# Usage: ptags_flood.py ADDRESS METHOD SIG ARGS_JSON CALLS [CONNECTIONS] [no-reply]
+# Usage: ptags_flood.py ADDRESS METHOD SIG ARGS_JSON CALLS [CONNECTIONS] [FLAG...]
+# FLAG: no-reply (fire and forget), warm (each connection first makes one
+# call and waits for its reply, so ptagsd knows the connection beforehand).
 # Prints {"sent": N} once every call is on its way (the test may then SIGSTOP
 # this process, so it stops reading), then {"replies": {"ok": n, ERROR: n}}
 # once every reply arrived (never, with no-reply: it then exits at once).
@@ -25,9 +27,15 @@ import ptags_client  # noqa: E402
 def main():
     address, method, sig, args_json, calls = sys.argv[1:6]
     connections = int(sys.argv[6]) if len(sys.argv) > 6 else 1
-    no_reply = len(sys.argv) > 7 and sys.argv[7] == "no-reply"
+    flags = sys.argv[7:]
+    no_reply = "no-reply" in flags
     params = GLib.Variant("(" + sig + ")", tuple(json.loads(args_json)))
     conns = [ptags_client.connect(address) for _ in range(connections)]
+    if "warm" in flags:
+        for conn in conns:
+            conn.call_sync(ptags_client.BUS_NAME, ptags_client.OBJECT_PATH,
+                           ptags_client.INTERFACE, method, params, None,
+                           Gio.DBusCallFlags.NONE, -1, None)
     loop = GLib.MainLoop()
     counts = {}
     total = int(calls) * connections

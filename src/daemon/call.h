@@ -1,31 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // SPDX-FileCopyrightText: 2026 The ptags authors
-/* manager-private.h: what the read handlers (manager.c) and the change
- * pipeline (manager-change.c) share: the service and one call in flight. */
+/* call.h: one method call in flight and the steps every handler shares:
+ * pinning a target, learning the caller, waiting for its uid's turn,
+ * replying. The life of a change is told at the top of manager-change.c. */
 #pragma once
 
-#include "clients.h"
-#include "budgets.h"
-#include "manager.h"
-#include "ptags-manager-generated.h"
-#include "peer-cache.h"
-#include "registry.h"
+#include "service.h"
 #include "target.h"
 
 #include <gio/gunixfdlist.h>
-
-struct _PtagsService {
-        GDBusConnection *connection;
-        PtagsManager *skeleton;
-        PtagsBackend *backend;
-        PtagsAuthority *authority;
-        GHashTable *reauthorizing; /* pid -> GQueue of Call waiting to apply */
-        PtagsPeerCache *peers;
-        PtagsRegistry *registry; /* audit containers (manager-container.c) */
-        PtagsLimits limits;
-        PtagsClients *clients;
-        PtagsByteCache *byte_cache; /* for the per-uid budgets */
-};
 
 typedef struct _Call Call;
 typedef void (*CallStepFn)(Call *call);
@@ -58,6 +41,7 @@ struct _Call {
         PtagsProcessInfo checked_info; /* the target as polkit was told about it */
         gboolean checked_info_valid;
         gboolean holds_target_lock;
+        CallStepFn resume;        /* what runs once the target lock is free */
         gboolean summarize_lines; /* TagsChanged lists no lines: too many bytes */
         GCancellable *cancellable;
         guint owner_watch;
@@ -84,10 +68,9 @@ void call_pin_pid(Call *call, guint32 pid, CallStep next);
 /* Take the pidfd of an "h" argument from the message's fd list. */
 gboolean call_adopt_fd(Call *call, GUnixFDList *fds, GVariant *handle, GError **error);
 
-/* A D-Bus error for a backend failure (-errno) on process @pid. (transfer full) */
-GError *ptags_errno_error(int neg_errno, const char *what, pid_t pid);
-/* @text cut to a readable length for messages. (transfer full) */
-char *ptags_shorten(const char *text);
+/* Reads: learn the caller's uid, then run @next in its turn (below), once
+ * the connection's unread replies are within their budget. */
+void call_admit_read(Call *call, CallStepFn next);
 
 /* Run @next once it is @uid's turn in the per-uid queue of work that
  * parses tag lists (budgets.h, MaxExpensiveCalls); LimitExceeded (and @call
@@ -96,23 +79,10 @@ char *ptags_shorten(const char *text);
 void call_take_turn(Call *call, uid_t uid, CallStepFn next);
 void call_end_turn(Call *call);
 
-/* The target's re-authorization lock (manager-change.c); released by
- * call_free at the latest. */
+/* The target's re-authorization lock: while one call asks polkit again
+ * about its target, other authorized calls on that target wait.
+ * target_lock_wait queues @call (TRUE) when another call holds the lock;
+ * @resume runs it once the lock is released (by call_free at the latest). */
 void target_lock_take(Call *call);
 void target_lock_release(Call *call);
-
-/* LimitExceeded unless the budgets (budgets.h) allow @call's plan, whose
- * target now holds call->current; @scan_user also sums the bytes of every
- * process of the target's uid (a scan of all tagged processes). */
-gboolean change_check_budgets(Call *call, gboolean scan_user, GError **error);
-/* The lines of @call's TagsChanged: the plan's, or one comment line saying
- * how many were left out when they would not fit. (transfer full) */
-char **change_signal_lines(Call *call);
-
-/* Connect the change methods (manager-change.c) to the skeleton. */
-void ptags_manager_connect_changes(PtagsService *svc);
-
-/* Load the container registry and connect the container methods
- * (manager-container.c); ptags_manager_free_containers undoes it. */
-void ptags_manager_connect_containers(PtagsService *svc);
-void ptags_manager_free_containers(PtagsService *svc);
+gboolean target_lock_wait(Call *call, CallStepFn resume);

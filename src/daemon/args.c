@@ -1,0 +1,172 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// SPDX-FileCopyrightText: 2026 The ptags authors
+/* args.c: the checks every handler runs on its arguments before any I/O,
+ * and the labels that name a bad argument in an error message. */
+#define G_LOG_DOMAIN "ptagsd-manager"
+
+#include "args.h"
+
+#include "errors.h"
+
+#include <string.h>
+
+/* Long lines are shortened in messages so errors stay readable. */
+#define LABEL_MAX_CHARS 64
+
+GVariant *ptags_set_to_variant(const ptags_set *set)
+{
+        GVariantBuilder b;
+
+        g_variant_builder_init(&b, G_VARIANT_TYPE("a(sbs)"));
+        for (size_t i = 0; set != NULL && i < ptags_set_count(set); i++) {
+                const ptags_entry *e = ptags_set_at(set, i);
+                g_variant_builder_add(&b, "(sbs)", e->name, (gboolean)e->keep, e->value);
+        }
+        return g_variant_builder_end(&b);
+}
+
+char *ptags_shorten(const char *text)
+{
+        GString *out = g_string_new(NULL);
+        glong chars = 0;
+
+        /* Control bytes are shown escaped so a message stays on one line. */
+        for (const char *p = text; *p != '\0' && chars < LABEL_MAX_CHARS;
+             p = g_utf8_next_char(p), chars++) {
+                guchar c = (guchar)*p;
+                if (c == '\n')
+                        g_string_append(out, "\\n");
+                else if (c < 0x20 || c == 0x7f)
+                        g_string_append_printf(out, "\\x%02x", c);
+                else
+                        g_string_append_len(out, p, g_utf8_next_char(p) - p);
+        }
+        if (g_utf8_strlen(text, -1) > LABEL_MAX_CHARS)
+                g_string_append(out, "...");
+        return g_string_free(out, FALSE);
+}
+
+char *ptags_line_label(size_t index, const char *line)
+{
+        g_autofree char *text = ptags_shorten(line);
+
+        return g_strdup_printf("line %zu (\"%s\")", index + 1, text);
+}
+
+gboolean ptags_lines_check_limits(const char *const *lines, GError **error)
+{
+        size_t n = 0, total = 0;
+
+        for (; lines[n] != NULL; n++)
+                total += strlen(lines[n]) + 1;
+        if (n > PTAGS_APPLY_MAX_LINES) {
+                g_set_error(error, PTAGS_ERROR, PTAGS_ERROR_INVALID_COMMAND,
+                            "argument lines: %zu lines, at most %u are allowed", n,
+                            PTAGS_APPLY_MAX_LINES);
+                return FALSE;
+        }
+        if (total > PTAGS_APPLY_MAX_BYTES) {
+                g_set_error(error, PTAGS_ERROR, PTAGS_ERROR_INVALID_COMMAND,
+                            "argument lines: %zu bytes, at most %u are allowed", total,
+                            PTAGS_APPLY_MAX_BYTES);
+                return FALSE;
+        }
+        return TRUE;
+}
+
+gboolean ptags_lines_validate(const char *const *lines, GError **error)
+{
+        if (!ptags_lines_check_limits(lines, error))
+                return FALSE;
+        /* The label (an escaped copy of the line) is made only for the line
+         * that fails, not for each of up to 4096 good ones. */
+        for (size_t i = 0; lines[i] != NULL; i++) {
+                if (strchr(lines[i], '\n') != NULL) {
+                        g_autofree char *label = ptags_line_label(i, lines[i]);
+                        g_set_error(error, PTAGS_ERROR, PTAGS_ERROR_INVALID_COMMAND,
+                                    "%s: contains a newline; give one command per line", label);
+                        return FALSE;
+                }
+                ptags_cmd cmd;
+                ptags_result r = ptags_cmd_parse(lines[i], strlen(lines[i]), &cmd);
+                if (r != PTAGS_OK) {
+                        g_autofree char *label = ptags_line_label(i, lines[i]);
+                        g_set_error(error, PTAGS_ERROR, ptags_error_from_result(r), "%s: %s", label,
+                                    ptags_result_message(r));
+                        return FALSE;
+                }
+        }
+        return TRUE;
+}
+
+gboolean ptags_query_pattern_parse(const char *pattern, gboolean *kept_only, char **body,
+                                   GError **error)
+{
+        gboolean kept = pattern[0] == '@';
+        const char *rest = pattern + (kept ? 1 : 0);
+        ptags_result r = ptags_pattern_validate(rest, strlen(rest), true);
+
+        if (r != PTAGS_OK) {
+                g_autofree char *text = ptags_shorten(pattern);
+                g_set_error(error, PTAGS_ERROR, ptags_error_from_result(r),
+                            "argument pattern (\"%s\"): %s", text, ptags_result_message(r));
+                return FALSE;
+        }
+        *kept_only = kept;
+        *body = g_strdup(rest);
+        return TRUE;
+}
+
+gboolean ptags_check_bus_name(const char *bus_name, GError **error)
+{
+        if (g_dbus_is_name(bus_name))
+                return TRUE;
+        g_autofree char *text = ptags_shorten(bus_name);
+        g_set_error(error, G_DBUS_ERROR, G_DBUS_ERROR_INVALID_ARGS,
+                    "argument bus_name: \"%s\" is not a bus name", text);
+        return FALSE;
+}
+
+gboolean ptags_check_pid(guint32 pid, GError **error)
+{
+        if (pid <= G_MAXINT)
+                return TRUE;
+        g_set_error(error, PTAGS_ERROR, PTAGS_ERROR_NO_SUCH_PROCESS,
+                    "argument pid: %u is not a process id", pid);
+        return FALSE;
+}
+
+gboolean ptags_check_change_arg(const char *arg_name, const char *arg, const char *value,
+                                GError **error)
+{
+        g_autofree char *text = ptags_shorten(arg);
+        size_t len = strlen(arg);
+        ptags_result r;
+
+        if (strcmp(arg_name, "tag") == 0) {
+                r = ptags_tag_validate(arg, len);
+        } else if (arg[0] == '@') {
+                g_set_error(error, PTAGS_ERROR, PTAGS_ERROR_INVALID_PATTERN,
+                            "argument %s (\"%s\"): a leading '@' is not allowed here (keep "
+                            "flags are SetKeep's)",
+                            arg_name, text);
+                return FALSE;
+        } else {
+                r = ptags_pattern_validate(arg, len, true);
+        }
+        if (r != PTAGS_OK) {
+                g_set_error(error, PTAGS_ERROR, ptags_error_from_result(r),
+                            "argument %s (\"%s\"): %s", arg_name, text, ptags_result_message(r));
+                return FALSE;
+        }
+        if (value != NULL) {
+                r = ptags_value_validate(value, strlen(value));
+                if (r != PTAGS_OK) {
+                        g_autofree char *vtext = ptags_shorten(value);
+                        g_set_error(error, PTAGS_ERROR, ptags_error_from_result(r),
+                                    "argument value (\"%s\"): %s", vtext, ptags_result_message(r));
+                        return FALSE;
+                }
+        }
+        return TRUE;
+}

@@ -1,0 +1,343 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// SPDX-FileCopyrightText: 2026 The ptags authors
+/* call.c: the machinery of one call in flight, shared by every handler:
+ * pinning the target, learning the caller, fair turns per uid, the
+ * re-authorization lock of a target, and the reply. */
+#define G_LOG_DOMAIN "ptagsd-manager"
+
+#include "call.h"
+
+#include "errors.h"
+#include "page-writer.h"
+
+#include <string.h>
+
+/* ------------------------------------------------------------------ calls */
+
+Call *call_new(PtagsService *svc, GDBusMethodInvocation *invocation)
+{
+        Call *call = g_new0(Call, 1);
+
+        call->svc = svc;
+        call->invocation = g_object_ref(invocation);
+        call->method = g_dbus_method_invocation_get_method_name(invocation);
+        call->target.pidfd = -1;
+        call->cancellable = g_cancellable_new();
+        return call;
+}
+
+void call_free(Call *call)
+{
+        target_lock_release(call);
+        call_end_turn(call);
+        if (call->owner_watch != 0)
+                g_dbus_connection_signal_unsubscribe(call->svc->connection, call->owner_watch);
+        g_clear_object(&call->invocation);
+        g_clear_object(&call->cancellable);
+        g_free(call->pattern);
+        g_free(call->peer_name);
+        g_free(call->arg);
+        g_free(call->value);
+        g_strfreev(call->lines);
+        if (call->extra_free != NULL)
+                call->extra_free(call->extra);
+        ptags_peer_free(call->caller);
+        ptags_target_clear(&call->target);
+        ptags_set_free(call->current);
+        ptags_plan_free(call->plan);
+        ptags_process_info_clear(&call->checked_info);
+        g_free(call);
+}
+
+/* Count a reply of about @bytes (framing included) against the unread
+ * budgets of the caller's connection, when anything is sent at all. */
+static void call_count_reply(Call *call, gsize bytes)
+{
+        GDBusMessage *msg = g_dbus_method_invocation_get_message(call->invocation);
+
+        if (!call->counts_replies ||
+            (g_dbus_message_get_flags(msg) & G_DBUS_MESSAGE_FLAGS_NO_REPLY_EXPECTED) != 0)
+                return;
+        ptags_clients_sent(call->svc->clients,
+                           g_dbus_method_invocation_get_sender(call->invocation),
+                           bytes + PTAGS_WIRE_HEADER_OVERHEAD);
+}
+
+void call_fail(Call *call, GError *error)
+{
+        g_debug("%s from %s failed: %s", call->method,
+                g_dbus_method_invocation_get_sender(call->invocation), error->message);
+        call_count_reply(call, strlen(error->message));
+        g_dbus_method_invocation_return_gerror(call->invocation, error);
+        g_error_free(error);
+        call_free(call);
+}
+
+void call_return(Call *call, GVariant *value)
+{
+        if (value != NULL)
+                g_variant_ref_sink(value);
+        call_count_reply(call, value != NULL ? g_variant_get_size(value) : 0);
+        g_dbus_method_invocation_return_value(call->invocation, value);
+        if (value != NULL)
+                g_variant_unref(value);
+        call_free(call);
+}
+
+gboolean call_read_current(Call *call, GError **error)
+{
+        ptags_set_free(g_steal_pointer(&call->current));
+        int r = ptags_backend_read(call->svc->backend, call->target.pidfd, call->target.pid,
+                                   &call->current);
+        if (r < 0) {
+                g_propagate_error(
+                        error, ptags_errno_error(r, "cannot read the tags of", call->target.pid));
+                return FALSE;
+        }
+        return TRUE;
+}
+
+typedef struct {
+        Call *call;
+        CallStep next;
+} PeerWait;
+
+/* @call->caller is known: continue with @next, or fail. */
+static void peer_known(Call *call, CallStep next)
+{
+        GError *error = NULL;
+
+        if (call->target_is_caller && !call->caller->process_known) {
+                call_fail(call, ptags_peer_unknown_error(
+                                        call->caller,
+                                        g_dbus_method_invocation_get_sender(call->invocation),
+                                        "argument pid (0, the calling process)"));
+                return;
+        }
+        if (call->target_is_caller &&
+            !ptags_target_copy(&call->target, &call->caller->target, &error)) {
+                call_fail(call, error);
+                return;
+        }
+        next(call);
+}
+
+static void peer_resolved(GObject *source, GAsyncResult *res, gpointer user_data)
+{
+        PeerWait *wait = user_data;
+        Call *call = wait->call;
+        CallStep next = wait->next;
+        GError *error = NULL;
+
+        g_free(wait);
+        call->caller = ptags_peer_cache_lookup_finish(res, &error);
+        if (call->caller == NULL) {
+                call_fail(call, error);
+                return;
+        }
+        peer_known(call, next);
+}
+
+void call_lookup_peer(Call *call, const char *bus_name, CallStep next)
+{
+        /* A connection seen before whose process still runs (or was never
+         * proven) is known at once, without waiting for another dispatch. */
+        PtagsPeer *cached = ptags_peer_cache_get(call->svc->peers, bus_name);
+        if (cached != NULL && (!cached->process_known || ptags_target_alive(&cached->target))) {
+                call->caller = cached;
+                peer_known(call, next);
+                return;
+        }
+        ptags_peer_free(cached);
+
+        PeerWait *wait = g_new0(PeerWait, 1);
+
+        wait->call = call;
+        wait->next = next;
+        ptags_peer_cache_lookup_async(call->svc->peers, bus_name, call->cancellable, peer_resolved,
+                                      wait);
+}
+
+void call_pin_pid(Call *call, guint32 pid, CallStep next)
+{
+        GError *error = NULL;
+
+        if (pid == 0) {
+                call->target_is_caller = TRUE;
+                call_lookup_peer(call, g_dbus_method_invocation_get_sender(call->invocation), next);
+                return;
+        }
+        if (pid > G_MAXINT) {
+                call_fail(call, g_error_new(PTAGS_ERROR, PTAGS_ERROR_NO_SUCH_PROCESS,
+                                            "argument pid: %u is not a process id", pid));
+                return;
+        }
+        if (!ptags_target_pin_pid(&call->target, (pid_t)pid, &error)) {
+                call_fail(call, error);
+                return;
+        }
+        next(call);
+}
+
+gboolean call_adopt_fd(Call *call, GUnixFDList *fds, GVariant *handle, GError **error)
+{
+        gint32 index = g_variant_get_handle(handle);
+
+        if (fds == NULL || index < 0 || index >= g_unix_fd_list_get_length(fds)) {
+                g_set_error(error, G_DBUS_ERROR, G_DBUS_ERROR_INVALID_ARGS,
+                            "argument pidfd: no file descriptor was passed");
+                return FALSE;
+        }
+        int fd = g_unix_fd_list_get(fds, index, error);
+        if (fd < 0)
+                return FALSE;
+        return ptags_target_adopt_pidfd(&call->target, fd, error);
+}
+
+/* ------------------------------------------------ admission of reads
+ *
+ * Every read parses whole tag lists and some replies are large, so reads
+ * first learn the caller's uid, then wait in their uid's queue
+ * (at most MaxExpensiveCalls per uid) and run in turn with other uids'
+ * reads; each is refused when too many bytes of earlier replies to its
+ * connection or uid are still unread. So a client that floods ptagsd or stops
+ * reading delays nobody else, and what ptagsd has in flight stays bounded. */
+
+/* ptagsd stops with the call still queued. */
+static void turn_drop(gpointer data)
+{
+        call_fail(data, g_error_new(PTAGS_ERROR, PTAGS_ERROR_FAILED, "ptagsd is stopping"));
+}
+
+static void read_run(gpointer data)
+{
+        Call *call = data;
+        GError *error = NULL;
+
+        if (!ptags_clients_check_unread(call->svc->clients,
+                                        g_dbus_method_invocation_get_sender(call->invocation),
+                                        call->read_uid, &error)) {
+                call_fail(call, error);
+                return;
+        }
+        call->read_next(call);
+}
+
+static void read_uid_known(gpointer data, uid_t uid, const GError *lookup_error)
+{
+        Call *call = data;
+        GError *error = NULL;
+
+        if (lookup_error != NULL) {
+                call_fail(call, g_error_copy(lookup_error));
+                return;
+        }
+        call->read_uid = uid;
+        call->counts_replies = TRUE;
+        if (!ptags_clients_queue_expensive(call->svc->clients, uid, read_run, turn_drop, call,
+                                           &error)) {
+                call_fail(call, error);
+                return;
+        }
+        call->holds_read_slot = TRUE;
+}
+
+static void turn_run(gpointer data)
+{
+        Call *call = data;
+
+        call->read_next(call);
+}
+
+void call_take_turn(Call *call, uid_t uid, CallStepFn next)
+{
+        GError *error = NULL;
+
+        call->read_uid = uid;
+        call->read_next = next;
+        if (!ptags_clients_queue_expensive(call->svc->clients, uid, turn_run, turn_drop, call,
+                                           &error)) {
+                call_fail(call, error);
+                return;
+        }
+        call->holds_read_slot = TRUE;
+}
+
+void call_end_turn(Call *call)
+{
+        if (call->holds_read_slot)
+                ptags_clients_expensive_done(call->svc->clients, call->read_uid);
+        call->holds_read_slot = FALSE;
+}
+
+void call_admit_read(Call *call, CallStepFn next)
+{
+        call->read_next = next;
+        ptags_clients_get_uid(call->svc->clients,
+                              g_dbus_method_invocation_get_sender(call->invocation), read_uid_known,
+                              call);
+}
+
+/* -------------------------------------------------- re-authorization lock
+ *
+ * A call whose target changed during authorization re-plans and asks polkit
+ * once more. Meanwhile, other calls on that target that went through polkit
+ * wait before applying, or each would invalidate the next one's second check
+ * and a burst of concurrent callers would mostly fail. Callers that need no
+ * authorization (root) never wait: their change is immediate, and it is what
+ * a re-authorizing call must notice. */
+
+static gboolean resume_waiting(gpointer data);
+
+void target_lock_take(Call *call)
+{
+        GHashTable *locks = call->svc->reauthorizing;
+        gpointer key = GINT_TO_POINTER(call->target.pid);
+
+        if (!call->holds_target_lock && !g_hash_table_contains(locks, key)) {
+                g_hash_table_insert(locks, key, g_queue_new());
+                call->holds_target_lock = TRUE;
+        }
+}
+
+void target_lock_release(Call *call)
+{
+        GHashTable *locks = call->svc->reauthorizing;
+        gpointer key = GINT_TO_POINTER(call->target.pid);
+        GQueue *waiting = g_hash_table_lookup(locks, key);
+
+        if (!call->holds_target_lock || waiting == NULL)
+                return;
+        call->holds_target_lock = FALSE;
+        g_hash_table_steal(locks, key);
+        /* Resume outside the caller's stack: it is freeing a call. */
+        if (g_queue_is_empty(waiting))
+                g_queue_free(waiting);
+        else
+                g_idle_add(resume_waiting, waiting);
+}
+
+static gboolean resume_waiting(gpointer data)
+{
+        GQueue *waiting = data;
+        Call *call;
+
+        while ((call = g_queue_pop_head(waiting)) != NULL)
+                call->resume(call);
+        g_queue_free(waiting);
+        return G_SOURCE_REMOVE;
+}
+
+gboolean target_lock_wait(Call *call, CallStepFn resume)
+{
+        GQueue *waiting =
+                g_hash_table_lookup(call->svc->reauthorizing, GINT_TO_POINTER(call->target.pid));
+
+        if (waiting == NULL || call->holds_target_lock || call->caller->uid == 0)
+                return FALSE;
+        g_debug("%s: waiting for a re-authorization on process %d", call->method,
+                (int)call->target.pid);
+        call->resume = resume;
+        g_queue_push_tail(waiting, call);
+        return TRUE;
+}

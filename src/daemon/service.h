@@ -1,0 +1,29 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// SPDX-FileCopyrightText: 2026 The ptags authors
+/* service.h: the state of the one exported object that every handler
+ * (manager.c, manager-change.c, manager-container.c) and every call shares. */
+#pragma once
+
+#include "authority.h"
+#include "backend.h"
+#include "budgets.h"
+#include "clients.h"
+#include "fast-reads.h"
+#include "manager.h"
+#include "peer-cache.h"
+#include "ptags-manager-generated.h"
+#include "registry.h"
+
+struct _PtagsService {
+        GDBusConnection *connection;
+        PtagsManager *skeleton;
+        PtagsBackend *backend;
+        PtagsAuthority *authority;
+        GHashTable *reauthorizing; /* pid -> GQueue of Call waiting to apply */
+        PtagsPeerCache *peers;
+        PtagsRegistry *registry; /* audit containers (manager-container.c) */
+        PtagsLimits limits;
+        PtagsClients *clients;
+        PtagsByteCache *byte_cache; /* for the per-uid budgets */
+        PtagsFastReads *fast_reads; /* NULL when every read runs on the main loop */
+};

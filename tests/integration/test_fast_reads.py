@@ -1,0 +1,158 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+# SPDX-FileCopyrightText: 2026 The ptags authors
+# test_fast_reads.py: the cheap reads ptagsd answers in its bus thread on the
+# bpf backend (GetTags, HasTag, GetPeerTags, PeerHasTag of a small tag list,
+# from a connection ptagsd knows): answered while the main loop is busy,
+# always the tags the kernel holds, and held to the same budgets as the rest.
+
+import ctypes
+import json
+import os
+import random
+import signal
+import time
+import unittest
+
+from ptags_harness import PtagsTestCase
+from test_limits import spawn_flood
+
+LIBC = ctypes.CDLL(None, use_errno=True)
+LIBC.ptrace.argtypes = [ctypes.c_long, ctypes.c_long, ctypes.c_void_p, ctypes.c_void_p]
+PTRACE_DETACH, PTRACE_SEIZE, PTRACE_INTERRUPT = 17, 0x4206, 0x4207
+WALL = 0x40000000
+
+
+def ptrace(request, tid):
+    if LIBC.ptrace(request, tid, None, None) != 0:
+        raise OSError(ctypes.get_errno(), "ptrace(%#x, %d)" % (request, tid))
+
+
+class HeldThread:
+    """Stops one thread of a process (ptrace works per thread), leaving the
+    others running, until the with-block ends."""
+
+    def __init__(self, tid):
+        self.tid = tid
+
+    def __enter__(self):
+        ptrace(PTRACE_SEIZE, self.tid)
+        ptrace(PTRACE_INTERRUPT, self.tid)
+        os.waitpid(self.tid, WALL)
+        return self
+
+    def syscall(self):
+        with open("/proc/%d/task/%d/syscall" % (self.tid, self.tid)) as f:
+            return f.read().split()[0]
+
+    def __exit__(self, *exc):
+        ptrace(PTRACE_DETACH, self.tid)
+
+
+class FastReadTests(PtagsTestCase):
+    backends = ("bpf",)
+
+    def test_reads_are_answered_while_the_main_loop_is_held(self):
+        """With ptagsd's main thread stopped, the cheap reads are still
+        answered; what needs the main loop (FindTagged, AddTag) waits."""
+        w = self.world
+        target = w.spawn_target()
+        self.assertOk(w.root_call("AddTag", "usb", [target, "app:before", False]))
+        reader = w.spawn_client()
+        # A first call teaches ptagsd who this connection is (on the main loop).
+        self.assertOk(reader.call("GetTags", "u", [target]))
+        self.assertOk(reader.call("GetPeerTags", "s", [reader.unique_name]))
+
+        # The main thread is interrupted while idle in poll(), so it holds
+        # no lock the bus thread could wait for.
+        with HeldThread(w.daemon.pid) as held:
+            self.assertIn(held.syscall(), ("7", "271"), "main thread not idle in poll")
+            changer = w.spawn_client(unprivileged=False)
+            changer.send("AddTag", "usb", [target, "app:after", False])
+            names = [t[0] for t in self.assertOk(reader.call("GetTags", "u", [target],
+                                                             timeout=5))[0]]
+            self.assertEqual(names, ["app:before"])
+            self.assertTrue(self.assertOk(reader.call("HasTag", "us", [target, "app:*"],
+                                                      timeout=5))[0])
+            self.assertFalse(self.assertOk(reader.call(
+                "PeerHasTag", "ss", [reader.unique_name, "app:*"], timeout=5))[0])
+            self.assertOk(reader.call("GetPeerTags", "s", [reader.unique_name], timeout=5))
+            reader.send("FindTagged", "s", ["app:*"])
+            self.assertFalse(reader.pending(1.0), "FindTagged was answered off the main loop")
+            self.assertFalse(changer.pending(0.0), "AddTag was answered off the main loop")
+        self.assertOk(changer.receive())
+        found = self.assertOk(reader.receive())
+        self.assertIn(target, [pid for pid, _ in found[0]])
+        names = [t[0] for t in self.assertOk(reader.call("GetTags", "u", [target]))[0]]
+        self.assertEqual(names, ["app:after", "app:before"])
+
+    def test_every_read_sees_the_change_before_it(self):
+        """A reader on another connection, asking right after each change
+        returned, always sees exactly the kernel's state."""
+        w = self.world
+        target = w.spawn_target()
+        reader = w.spawn_client()
+        rng = random.Random(9)
+        held = {}
+        self.assertOk(reader.call("GetTags", "u", [target]))
+        for i in range(150):
+            tag = "app:t%d" % rng.randrange(8)
+            if tag in held and rng.random() < 0.4:
+                self.assertOk(w.root_call("RemoveTag", "us", [target, tag]))
+                del held[tag]
+            else:
+                value = "v%d" % i
+                self.assertOk(w.root_call("Apply", "uas", [target, ["+" + tag,
+                                                                    "!%s=%s" % (tag, value)]]))
+                held[tag] = value
+            got = self.assertOk(reader.call("GetTags", "u", [target]))[0]
+            self.assertEqual(sorted((n, v) for n, _, v in got), sorted(held.items()),
+                             "after change %d" % i)
+            self.assertEqual(self.assertOk(reader.call("HasTag", "us", [target, tag]))[0],
+                             tag in held)
+
+    def test_large_lists_and_errors_read_as_on_the_main_loop(self):
+        """What the bus thread leaves to the main loop still gets the same
+        answers: a list over the bus thread's size, and every error."""
+        w = self.world
+        target = w.spawn_target()
+        lines = ["+app:%03d:%s" % (i, "x" * 300) for i in range(100)]  # about 31 KB
+        self.assertOk(w.root_call("Apply", "uas", [target, lines]))
+        reader = w.spawn_client()
+        got = self.assertOk(reader.call("GetTags", "u", [target]))[0]
+        self.assertEqual(len(got), 100)
+        self.assertTrue(self.assertOk(reader.call("HasTag", "us", [target, "app:*"]))[0])
+        gone = w.spawn_target()
+        w.kill(gone)
+        self.assertError(reader.call("GetTags", "u", [gone]), "NoSuchProcess")
+        self.assertError(reader.call("GetTags", "u", [2 ** 31 + 5]), "NoSuchProcess")
+        self.assertError(reader.call("HasTag", "us", [target, "app:"]), "InvalidTag")
+        self.assertError(reader.call("HasTag", "us", [target, "@@x"]), "InvalidTag")
+        self.assertError(reader.call("PeerHasTag", "ss", [":1.99999", "x"]), "NoSuchProcess")
+        self.assertEqual(reader.call("GetPeerTags", "s", ["not a name"]).error,
+                         "org.freedesktop.DBus.Error.InvalidArgs")
+
+
+class FastReadBudgetTests(PtagsTestCase):
+    backends = ("bpf",)
+    world_options = {"daemon_args": ["--max-unread-reply-bytes=65536",
+                                     "--max-expensive-calls=1024"]}
+
+    def test_unread_small_replies_are_bounded(self):
+        """Replies sent from the bus thread count against the connection's
+        unread budget like any other: a reader that asks for 400 small
+        lists at once and stops reading is refused once 64 KiB are out."""
+        w = self.world
+        target = w.spawn_target()
+        self.assertOk(w.root_call("Apply", "uas", [
+            target, ["+app:%02d:%s" % (i, "x" * 90) for i in range(60)]]))  # about 6 KB a reply
+        flood = spawn_flood(w, "GetTags", "u", [target], calls=400, warm=True)
+        os.kill(flood.pid, signal.SIGSTOP)
+        time.sleep(1)
+        os.kill(flood.pid, signal.SIGCONT)
+        summary = json.loads(flood.stdout.readline())["replies"]
+        self.assertGreater(summary.get("org.ptags.Error.LimitExceeded", 0), 0, summary)
+        self.assertGreater(summary.get("ok", 0), 0, summary)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)

@@ -159,17 +159,22 @@ static int retag_pass(ptags_bpf *b, struct bpf_link *link, uint32_t phase)
 /* The pid of the process @pidfd names, from its fdinfo; -ESRCH when gone. */
 static int pidfd_pid(int pidfd)
 {
-        char path[64], line[128];
-        int pid = -1;
+        char path[64], text[512];
 
+        /* One read() of a small file; called for every write. */
         snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", pidfd);
-        FILE *f = fopen(path, "re");
-        if (!f)
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
                 return -EBADF;
-        while (fgets(line, sizeof(line), f))
-                if (sscanf(line, "Pid: %d", &pid) == 1)
-                        break;
-        fclose(f);
+        ssize_t n = read(fd, text, sizeof(text) - 1);
+        close(fd);
+        if (n <= 0)
+                return -EBADF;
+        text[n] = '\0';
+        const char *line = strstr(text, "\nPid:");
+        int pid = -1;
+        if (line == NULL || sscanf(line + 1, "Pid: %d", &pid) != 1)
+                return -EBADF;
         return pid > 0 ? pid : -ESRCH;
 }
 

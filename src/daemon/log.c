@@ -11,6 +11,10 @@
 #include "page-writer.h"
 
 #include <errno.h>
+#include <glib-unix.h>
+#include <limits.h>
+#include <linux/netlink.h>
+#include <sys/socket.h>
 #include <libaudit.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +29,30 @@
 #define PTAGS_AUDIT_TYPE AUDIT_USER_MAC_CONFIG_CHANGE
 
 static int audit_fd = -2; /* -2: not opened yet, -1: unavailable */
+static gboolean audit_failure_noted;
+
+/* A failing audit sink (a container without audit rights) is noted once. */
+static void audit_failed(int errnum)
+{
+        if (audit_failure_noted)
+                return;
+        audit_failure_noted = TRUE;
+        g_debug("cannot write audit records: %s", g_strerror(errnum));
+}
+
+/* The kernel acknowledges every record; the acks are read here, on the main
+ * loop, rather than waited for record by record: the kernel has logged the
+ * record by the time send() returns, and only a refusal has anything to say. */
+static gboolean audit_acks_ready(gint fd, GIOCondition condition, gpointer data)
+{
+        struct audit_reply reply;
+
+        while (audit_get_reply(fd, &reply, GET_REPLY_NONBLOCKING, 0) > 0) {
+                if (reply.type == NLMSG_ERROR && reply.error->error != 0)
+                        audit_failed(-reply.error->error);
+        }
+        return G_SOURCE_CONTINUE;
+}
 
 static int audit_socket(void)
 {
@@ -34,9 +62,32 @@ static int audit_socket(void)
                         g_debug("audit is unavailable (%s); changes are not audited",
                                 g_strerror(errno));
                         audit_fd = -1;
+                } else {
+                        g_unix_fd_add(audit_fd, G_IO_IN, audit_acks_ready, NULL);
                 }
         }
         return audit_fd;
+}
+
+/* What libaudit's user-message helper appends, computed once: ptagsd is
+ * the record's subject and has no terminal. */
+static const char *audit_tail(void)
+{
+        static char *tail;
+
+        if (tail == NULL) {
+                char path[PATH_MAX];
+                ssize_t n = readlink("/proc/self/exe", path, sizeof(path) - 1);
+                char *exe = NULL;
+                if (n > 0) {
+                        path[n] = '\0';
+                        exe = audit_encode_nv_string("exe", path, 0);
+                }
+                tail = g_strdup_printf("%s hostname=? addr=? terminal=?",
+                                       exe != NULL ? exe : "exe=?");
+                free(exe);
+        }
+        return tail;
 }
 
 /* Container records: the kernel's CONTAINER_OP (1020) is not a type user
@@ -44,18 +95,38 @@ static int audit_socket(void)
  * "system config change" type carries the proposal's fields. */
 #define PTAGS_AUDIT_CONTAINER_TYPE AUDIT_USYS_CONFIG
 
-static void audit_send(int type, const char *msg, gboolean success)
+/* One user record to the kernel, acknowledged later (audit_acks_ready).
+ * The kernel's netlink format, as libaudit sends it. */
+static gboolean audit_netlink_send(int fd, int type, const char *body)
 {
-        static gboolean warned = FALSE;
+        static guint32 seq;
+        size_t len = strlen(body) + 1;
+        g_autofree char *buf = g_malloc0(NLMSG_SPACE(len));
+        struct nlmsghdr *h = (struct nlmsghdr *)buf;
+        struct sockaddr_nl kernel = {.nl_family = AF_NETLINK};
+        ssize_t n;
+
+        h->nlmsg_len = NLMSG_LENGTH(len);
+        h->nlmsg_type = type;
+        h->nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK;
+        h->nlmsg_seq = ++seq;
+        memcpy(NLMSG_DATA(h), body, len);
+        do
+                n = sendto(fd, buf, h->nlmsg_len, 0, (struct sockaddr *)&kernel, sizeof(kernel));
+        while (n < 0 && errno == EINTR);
+        return n == (ssize_t)h->nlmsg_len;
+}
+
+static void audit_write(int type, const char *msg, gboolean success)
+{
         int fd = audit_socket();
 
         if (fd < 0)
                 return;
-        if (audit_log_user_message(fd, type, msg, NULL, NULL, NULL, success ? 1 : 0) <= 0 &&
-            !warned) {
-                warned = TRUE;
-                g_debug("cannot write audit records: %s", g_strerror(errno));
-        }
+        g_autofree char *body =
+                g_strdup_printf("%s %s res=%s", msg, audit_tail(), success ? "success" : "failed");
+        if (!audit_netlink_send(fd, type, body))
+                audit_failed(errno);
 }
 
 static void audit_record(const char *op, const PtagsLogContext *ctx, const char *tag,
@@ -63,7 +134,7 @@ static void audit_record(const char *op, const PtagsLogContext *ctx, const char 
 {
         g_autofree char *msg = ptags_audit_message(op, ctx, tag);
 
-        audit_send(PTAGS_AUDIT_TYPE, msg, success);
+        audit_write(PTAGS_AUDIT_TYPE, msg, success);
 }
 
 static void journal_result(int r)
@@ -140,18 +211,20 @@ static void journal_entry(const char *message_id, int priority, const PtagsLogCo
         add_field(iov, fields, g_strdup_printf("MESSAGE_ID=%s", message_id));
         add_field(iov, fields, g_strdup_printf("PRIORITY=%d", priority));
         add_field(iov, fields, g_strdup_printf("MESSAGE=%s", message));
-        add_field(iov, fields, g_strdup_printf("PTAGS_PID=%d", (int)ctx->pid));
-        add_field(iov, fields, g_strdup_printf("PTAGS_ACTION=%s", ctx->method));
-        add_field(iov, fields, g_strdup_printf("PTAGS_RESULT=%s", result));
-        add_field(iov, fields, g_strdup_printf("PTAGS_CALLER_PID=%d", (int)ctx->caller_pid));
-        add_field(iov, fields, g_strdup_printf("PTAGS_CALLER_UID=%u", (unsigned)ctx->caller_uid));
+        add_field(iov, fields, g_strdup_printf(PTAGS_FIELD_PID "%d", (int)ctx->pid));
+        add_field(iov, fields, g_strdup_printf(PTAGS_FIELD_ACTION "%s", ctx->method));
+        add_field(iov, fields, g_strdup_printf(PTAGS_FIELD_RESULT "%s", result));
+        add_field(iov, fields, g_strdup_printf(PTAGS_FIELD_CALLER_PID "%d", (int)ctx->caller_pid));
+        add_field(iov, fields,
+                  g_strdup_printf(PTAGS_FIELD_CALLER_UID "%u", (unsigned)ctx->caller_uid));
         if (plan != NULL) {
                 g_autofree char *lines = plan_text(plan, "\n");
-                add_field(iov, fields, g_strdup_printf("PTAGS_LINES=%s", lines));
+                add_field(iov, fields, g_strdup_printf(PTAGS_FIELD_LINES "%s", lines));
         }
         for (size_t i = 0; i < n; i++)
-                add_field(iov, fields,
-                          g_strdup_printf("PTAGS_TAG=%s", ptags_plan_change_at(plan, i)->tag));
+                add_field(
+                        iov, fields,
+                        g_strdup_printf(PTAGS_FIELD_TAG "%s", ptags_plan_change_at(plan, i)->tag));
         journal_result(sd_journal_sendv((struct iovec *)iov->data, (int)iov->len));
 }
 
@@ -220,15 +293,15 @@ static void container_journal(const char *message_id, int priority, const char *
         add_field(iov, fields, g_strdup_printf("MESSAGE_ID=%s", message_id));
         add_field(iov, fields, g_strdup_printf("PRIORITY=%d", priority));
         add_field(iov, fields, g_strdup_printf("MESSAGE=%s", message));
-        add_field(iov, fields, g_strdup_printf("PTAGS_CONTID=%" G_GUINT64_FORMAT, contid));
-        add_field(iov, fields, g_strdup_printf("PTAGS_RESULT=%s", result));
+        add_field(iov, fields, g_strdup_printf(PTAGS_FIELD_CONTID "%" G_GUINT64_FORMAT, contid));
+        add_field(iov, fields, g_strdup_printf(PTAGS_FIELD_RESULT "%s", result));
         if (ctx != NULL) {
-                add_field(iov, fields, g_strdup_printf("PTAGS_PID=%d", (int)ctx->pid));
-                add_field(iov, fields, g_strdup_printf("PTAGS_ACTION=%s", ctx->method));
+                add_field(iov, fields, g_strdup_printf(PTAGS_FIELD_PID "%d", (int)ctx->pid));
+                add_field(iov, fields, g_strdup_printf(PTAGS_FIELD_ACTION "%s", ctx->method));
                 add_field(iov, fields,
-                          g_strdup_printf("PTAGS_CALLER_PID=%d", (int)ctx->caller_pid));
+                          g_strdup_printf(PTAGS_FIELD_CALLER_PID "%d", (int)ctx->caller_pid));
                 add_field(iov, fields,
-                          g_strdup_printf("PTAGS_CALLER_UID=%u", (unsigned)ctx->caller_uid));
+                          g_strdup_printf(PTAGS_FIELD_CALLER_UID "%u", (unsigned)ctx->caller_uid));
         }
         journal_result(sd_journal_sendv((struct iovec *)iov->data, (int)iov->len));
 }
@@ -256,7 +329,7 @@ void ptags_log_container_set(const PtagsLogContext *ctx, guint64 contid, guint64
         container_journal(error == NULL ? PTAGS_MESSAGE_CONTAINER_SET
                                         : PTAGS_MESSAGE_CONTAINER_REFUSED,
                           error == NULL ? LOG_NOTICE : LOG_WARNING, message, result, contid, ctx);
-        audit_send(PTAGS_AUDIT_CONTAINER_TYPE, msg, error == NULL);
+        audit_write(PTAGS_AUDIT_CONTAINER_TYPE, msg, error == NULL);
 }
 
 void ptags_log_container_drop(guint64 contid, pid_t registrant_pid, uid_t registrant_uid)
@@ -270,7 +343,7 @@ void ptags_log_container_drop(guint64 contid, pid_t registrant_pid, uid_t regist
         g_debug("%s", message);
         container_journal(PTAGS_MESSAGE_CONTAINER_DROPPED, LOG_NOTICE, message, "success", contid,
                           NULL);
-        audit_send(PTAGS_AUDIT_CONTAINER_TYPE, msg, TRUE);
+        audit_write(PTAGS_AUDIT_CONTAINER_TYPE, msg, TRUE);
 }
 
 /* ------------------------------------------------------------ diagnostics */

@@ -289,8 +289,11 @@ static int cmd_show(sd_bus *bus, char **args, const CtlContainerOptions *o)
         }
         if (r >= 0 && contid == CTL_CONTID_UNSET) {
                 ctl_agent_close();
-                fprintf(stderr, "ptagsctl: ");
-                fprintf(stderr, _("Process %s is in no container."), args[0]);
+                fputs("ptagsctl: ", stderr);
+                if (pid == 0)
+                        fputs(_("This process is in no container."), stderr);
+                else
+                        fprintf(stderr, _("Process %" PRIu32 " is in no container."), pid);
                 fputc('\n', stderr);
                 return EXIT_NO_PROCESS;
         }

@@ -237,7 +237,7 @@ class ChangeTests(CtlTestCase):
                 mon.stderr.close()
             if json_mode:
                 self.assertEqual(json.loads(line), {
-                    "pid": pid, "lines": ["+@app:seen-1"],
+                    "event": "tags-changed", "pid": pid, "lines": ["+@app:seen-1"],
                     "tags": tags_json([("app:seen-0", True, ""), ("app:seen-1", True, "")])})
             else:
                 self.assertEqual(line, "%d: +@app:seen-0\n" % pid)

@@ -234,5 +234,26 @@ class ContainerCommandTests(ContainerCtlTestCase):
                 self.assertEqual(removed, "Container %d removed\n" % contid)
 
 
+class ContainerCompletionTests(ContainerCtlTestCase):
+    def test_verbs_options_pids_and_container_ids(self):
+        def complete(line):
+            return ctl_run.complete(self, self.world, line)
+
+        self.assertIn("container", complete("ptagsctl con"))
+        self.assertEqual(complete("ptagsctl container "), ["register", "show", "list"])
+        self.assertEqual(complete("ptagsctl container re"), ["register"])
+        self.assertIn("--uuid=", complete("ptagsctl container register 1 2 --"))
+        self.assertNotIn("--uuid=", complete("ptagsctl container show --"))
+        target = self.target()
+        self.assertIn(str(target), complete("ptagsctl container register --name x %s"
+                                            % str(target)[:-1]))
+        self.assertIn("self", complete("ptagsctl container register "))
+        self.assertExit(run(self.world, "container", "register", str(target), "4711"), OK)
+        self.assertEqual(complete("ptagsctl container show 47"), ["4711"])
+        self.assertIn("pid:", complete("ptagsctl container show "))
+        self.assertIn("pid:%d" % target, complete("ptagsctl container show pid:%s"
+                                                  % str(target)[:-1]))
+        self.assertEqual(complete("ptagsctl container show 4711 "), [])
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)

@@ -243,7 +243,7 @@ static int cmd_register(sd_bus *bus, char **args, const CtlContainerOptions *o)
         if (ctl_parse_pid(args[0], true, &pid) || parse_contid(args[1], &contid) ||
             (o->uuid && parse_uuid(o->uuid, uuid)))
                 return EXIT_USAGE;
-        ctl_agent_open(o->ask_password);
+        ctl_agent_open(o->ask_password, o->address);
         r = ctl_register_container(bus, pid, contid, o->uuid ? uuid : NULL, o->name, &error);
         ctl_agent_close();
         if (r < 0) {
@@ -279,7 +279,7 @@ static int cmd_show(sd_bus *bus, char **args, const CtlContainerOptions *o)
         if (parse_show_target(args[0], &by_pid, &pid, &contid))
                 return EXIT_USAGE;
         /* Reading another user's container may ask for a password. */
-        ctl_agent_open(o->ask_password);
+        ctl_agent_open(o->ask_password, o->address);
         if (by_pid) {
                 r = ctl_get_container_id(bus, pid, &contid, &error);
                 if (r < 0)

@@ -14,8 +14,9 @@ typedef struct {
         bool json;
         bool legend;
         bool ask_password;
-        const char *uuid; /* register --uuid, or NULL */
-        const char *name; /* register --name, or NULL */
+        const char *address; /* --address, or NULL for the system bus */
+        const char *uuid;    /* register --uuid, or NULL */
+        const char *name;    /* register --name, or NULL */
 } CtlContainerOptions;
 
 /* Checks "VERB ARGS..." (what follows "container") before any connection,

@@ -262,7 +262,7 @@ static int cmd_find(sd_bus *bus, char **args)
 #define CHANGE(bus, pid, what, expr)                                                               \
         ({                                                                                         \
                 sd_bus_error error = SD_BUS_ERROR_NULL;                                            \
-                ctl_agent_open(arg.ask_password);                                                  \
+                ctl_agent_open(arg.ask_password, arg.address);                                     \
                 int r_ = (expr);                                                                   \
                 ctl_agent_close();                                                                 \
                 int code_ = r_ < 0 ? ctl_call_failed(what, r_, &error) : report_change(bus, pid);  \
@@ -479,7 +479,8 @@ static int cmd_monitor(sd_bus *bus, char **args)
 
 static CtlContainerOptions container_options(void)
 {
-        return (CtlContainerOptions){arg.json, arg.legend, arg.ask_password, arg.uuid, arg.name};
+        return (CtlContainerOptions){arg.json,    arg.legend, arg.ask_password,
+                                     arg.address, arg.uuid,   arg.name};
 }
 
 static int cmd_container(sd_bus *bus, char **args)

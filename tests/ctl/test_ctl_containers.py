@@ -9,6 +9,7 @@
 import json
 import os
 import re
+import select
 import shutil
 import subprocess
 import tempfile
@@ -17,7 +18,7 @@ import unittest
 
 import ctl_run
 from ctl_run import run, run_json
-from ptags_harness import NOBODY_UID, wait_until
+from ptags_harness import NOBODY_UID, HarnessError
 from test_ptagsctl import DENIED, INVALID, NO_PROCESS, OK, USAGE, CtlTestCase
 
 UNSET = 2**64 - 1
@@ -25,6 +26,21 @@ REGISTER = "org.ptags.container.register"
 INSPECT = "org.ptags.container.inspect"
 UUID = "00010203-0405-0607-0809-0a0b0c0d0e0f"
 NS_TYPES = ("cgroup", "ipc", "mnt", "net", "pid", "time", "user", "uts")
+
+
+def read_line(pipe, timeout=20):
+    """One line from an unbuffered pipe, or HarnessError after @timeout."""
+    line = b""
+    deadline = time.monotonic() + timeout
+    while not line.endswith(b"\n"):
+        left = deadline - time.monotonic()
+        if left <= 0 or not select.select([pipe], [], [], left)[0]:
+            raise HarnessError("no complete line within %d s: %r" % (timeout, line))
+        byte = pipe.read(1)
+        if not byte:
+            raise HarnessError("the pipe closed after %r" % line)
+        line += byte
+    return line.decode()
 
 
 class ContainerCtlTestCase(CtlTestCase):
@@ -204,17 +220,17 @@ class ContainerCommandTests(ContainerCtlTestCase):
             if json_mode:
                 argv.insert(1, "--json")
             mon = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                   text=True, env=self.world.child_env())
+                                   bufsize=0, env=self.world.child_env())
             contid = 300 + json_mode
             try:
-                self.assertIn("Monitoring", mon.stderr.readline())
+                self.assertIn("Monitoring", read_line(mon.stderr))
                 target = self.world.spawn_target()
                 # Another client registers (the harness's own connection).
                 self.assertOk(self.world.root_call("RegisterContainer", "uta{sv}",
                                                    [target, contid, {}]))
-                registered = mon.stdout.readline()
+                registered = read_line(mon.stdout)
                 self.world.kill(target)
-                removed = mon.stdout.readline()
+                removed = read_line(mon.stdout)
             finally:
                 mon.terminate()
                 mon.wait(timeout=10)

@@ -30,7 +30,9 @@ void ctl_agent_open(bool ask_password, const char *address)
          * no agent of its own (a desktop's, which keeps precedence, as with
          * systemctl). Outside a session a fallback agent would never be
          * asked: register as this process's agent proper. */
-        bool fallback = sd_pid_get_session(0, NULL) >= 0;
+        char *session = NULL;
+        bool fallback = sd_pid_get_session(0, &session) >= 0;
+        free(session);
         pid_t pid = fork();
         if (pid < 0) {
                 close(notify[0]);

@@ -9,12 +9,14 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <sys/wait.h>
+#include <systemd/sd-login.h>
 #include <unistd.h>
 
 static pid_t agent_pid;
 
-void ctl_agent_open(bool ask_password)
+void ctl_agent_open(bool ask_password, const char *address)
 {
         int notify[2];
 
@@ -23,6 +25,14 @@ void ctl_agent_open(bool ask_password)
         if (pipe2(notify, O_CLOEXEC) < 0)
                 return;
         pid_t parent = getpid();
+        /* polkitd consults an agent registered as a fallback only for a
+         * subject in a login session, and then only when the session has
+         * no agent of its own (a desktop's, which keeps precedence, as with
+         * systemctl). Outside a session a fallback agent would never be
+         * asked: register as this process's agent proper. */
+        char *session = NULL;
+        bool fallback = sd_pid_get_session(0, &session) >= 0;
+        free(session);
         pid_t pid = fork();
         if (pid < 0) {
                 close(notify[0]);
@@ -35,10 +45,15 @@ void ctl_agent_open(bool ask_password)
                 /* The agent closes this end once it is registered. */
                 if (fcntl(notify[1], F_SETFD, 0) < 0)
                         _exit(127);
+                /* The polkitd to register with is the one ptagsd asks. */
+                if (address != NULL && setenv("DBUS_SYSTEM_BUS_ADDRESS", address, 1) < 0)
+                        _exit(127);
                 snprintf(fd_arg, sizeof(fd_arg), "%d", notify[1]);
                 snprintf(pid_arg, sizeof(pid_arg), "%d", (int)parent);
-                execl(PKTTYAGENT, PKTTYAGENT, "--notify-fd", fd_arg, "--fallback", "--process",
-                      pid_arg, (char *)NULL);
+                /* ptagsd asks about our bus name, which polkitd traces to
+                 * this process to find the agent. */
+                execl(PKTTYAGENT, PKTTYAGENT, "--notify-fd", fd_arg, "--process", pid_arg,
+                      fallback ? "--fallback" : (char *)NULL, (char *)NULL);
                 _exit(127);
         }
         close(notify[1]);

@@ -8,6 +8,8 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #define BUS_NAME    "org.ptags.Manager"
 #define OBJECT_PATH "/org/ptags/Manager"
@@ -313,11 +315,261 @@ int ctl_apply(sd_bus *bus, uint32_t pid, char *const *lines, sd_bus_error *error
         return r;
 }
 
+void ctl_container_clear(CtlContainer *c)
+{
+        for (size_t i = 0; i < c->n_namespaces; i++)
+                free(c->namespaces[i].type);
+        free(c->namespaces);
+        free(c->name);
+        memset(c, 0, sizeof(*c));
+}
+
+void ctl_containers_free(CtlContainer *containers, size_t n)
+{
+        for (size_t i = 0; i < n; i++)
+                ctl_container_clear(&containers[i]);
+        free(containers);
+}
+
+/* Reads an a(stt) of namespaces inside the current variant. */
+static int read_namespaces(sd_bus_message *m, CtlContainer *c)
+{
+        size_t allocated = 0;
+        int r = sd_bus_message_enter_container(m, 'a', "(stt)");
+
+        while (r >= 0) {
+                const char *type;
+                uint64_t device, inode;
+
+                r = sd_bus_message_read(m, "(stt)", &type, &device, &inode);
+                if (r <= 0)
+                        break;
+                if (c->n_namespaces == allocated) {
+                        size_t grown = allocated ? allocated * 2 : 8;
+                        CtlNamespace *ns = reallocarray(c->namespaces, grown, sizeof(*ns));
+                        if (ns == NULL)
+                                return -ENOMEM;
+                        c->namespaces = ns;
+                        allocated = grown;
+                }
+                c->namespaces[c->n_namespaces] = (CtlNamespace){strdup(type), device, inode};
+                if (c->namespaces[c->n_namespaces++].type == NULL)
+                        return -ENOMEM;
+        }
+        return r < 0 ? r : sd_bus_message_exit_container(m);
+}
+
+/* One "key": variant entry of a container's a{sv}; unknown keys (a later
+ * ptagsd may add some) are skipped, known ones must have their type. */
+static int read_info_entry(sd_bus_message *m, const char *key, CtlContainer *c)
+{
+        int r;
+
+        if (strcmp(key, "contid") == 0)
+                return sd_bus_message_read(m, "v", "t", &c->contid);
+        if (strcmp(key, "parent") == 0)
+                return sd_bus_message_read(m, "v", "t", &c->parent);
+        if (strcmp(key, "leader") == 0)
+                return sd_bus_message_read(m, "v", "u", &c->leader);
+        if (strcmp(key, "owner") == 0)
+                return sd_bus_message_read(m, "v", "u", &c->owner);
+        if (strcmp(key, "owner-pid") == 0)
+                return sd_bus_message_read(m, "v", "u", &c->owner_pid);
+        if (strcmp(key, "registered") == 0)
+                return sd_bus_message_read(m, "v", "t", &c->registered);
+        if (strcmp(key, "name") == 0) {
+                const char *name;
+                r = sd_bus_message_read(m, "v", "s", &name);
+                if (r < 0)
+                        return r;
+                free(c->name);
+                c->name = strdup(name);
+                return c->name ? 0 : -ENOMEM;
+        }
+        if (strcmp(key, "uuid") == 0) {
+                const void *bytes;
+                size_t n;
+                r = sd_bus_message_enter_container(m, 'v', "ay");
+                if (r >= 0)
+                        r = sd_bus_message_read_array(m, 'y', &bytes, &n);
+                if (r >= 0 && n != sizeof(c->uuid))
+                        r = -EBADMSG;
+                if (r < 0)
+                        return r;
+                memcpy(c->uuid, bytes, n);
+                c->has_uuid = true;
+                return sd_bus_message_exit_container(m);
+        }
+        if (strcmp(key, "namespaces") == 0) {
+                r = sd_bus_message_enter_container(m, 'v', "a(stt)");
+                if (r >= 0)
+                        r = read_namespaces(m, c);
+                return r < 0 ? r : sd_bus_message_exit_container(m);
+        }
+        return sd_bus_message_skip(m, "v");
+}
+
+/* Reads an a{sv} describing a container at the message's position. */
+static int read_container(sd_bus_message *m, CtlContainer *ret)
+{
+        CtlContainer c = {.parent = CTL_CONTID_UNSET};
+        int r = sd_bus_message_enter_container(m, 'a', "{sv}");
+
+        while (r >= 0) {
+                const char *key;
+
+                r = sd_bus_message_enter_container(m, 'e', "sv");
+                if (r <= 0)
+                        break;
+                r = sd_bus_message_read(m, "s", &key);
+                if (r >= 0)
+                        r = read_info_entry(m, key, &c);
+                if (r >= 0)
+                        r = sd_bus_message_exit_container(m);
+        }
+        if (r >= 0)
+                r = sd_bus_message_exit_container(m);
+        if (r < 0) {
+                ctl_container_clear(&c);
+                return r;
+        }
+        *ret = c;
+        return 0;
+}
+
+static int append_register_info(sd_bus_message *m, const uint8_t *uuid, const char *name)
+{
+        int r = sd_bus_message_open_container(m, 'a', "{sv}");
+
+        if (r >= 0 && uuid != NULL) {
+                r = sd_bus_message_open_container(m, 'e', "sv");
+                if (r >= 0)
+                        r = sd_bus_message_append(m, "s", "uuid");
+                if (r >= 0)
+                        r = sd_bus_message_open_container(m, 'v', "ay");
+                if (r >= 0)
+                        r = sd_bus_message_append_array(m, 'y', uuid, 16);
+                if (r >= 0)
+                        r = sd_bus_message_close_container(m);
+                if (r >= 0)
+                        r = sd_bus_message_close_container(m);
+        }
+        if (r >= 0 && name != NULL)
+                r = sd_bus_message_append(m, "{sv}", "name", "s", name);
+        if (r >= 0)
+                r = sd_bus_message_close_container(m);
+        return r;
+}
+
+/* A pidfd of @pid, or -1 where there is none to be had (no pidfd_open in
+ * this kernel, the process is gone, or the bus cannot carry descriptors):
+ * the pid variant of the call then names the failure the same way. */
+static int open_pidfd(sd_bus *bus, uint32_t pid)
+{
+#ifdef SYS_pidfd_open
+        if (pid != 0 && sd_bus_can_send(bus, SD_BUS_TYPE_UNIX_FD) > 0)
+                return (int)syscall(SYS_pidfd_open, (pid_t)pid, 0);
+#endif
+        return -1;
+}
+
+int ctl_register_container(sd_bus *bus, uint32_t pid, uint64_t contid, const uint8_t *uuid,
+                           const char *name, sd_bus_error *error)
+{
+        sd_bus_message *m = NULL;
+        int pidfd = open_pidfd(bus, pid);
+        int r = sd_bus_message_new_method_call(bus, &m, BUS_NAME, OBJECT_PATH, INTERFACE,
+                                               pidfd >= 0 ? "RegisterContainerFd"
+                                                          : "RegisterContainer");
+
+        /* sd-bus sends a duplicate of the descriptor. */
+        if (r >= 0)
+                r = pidfd >= 0 ? sd_bus_message_append(m, "ht", pidfd, contid)
+                               : sd_bus_message_append(m, "ut", pid, contid);
+        if (r >= 0)
+                r = append_register_info(m, uuid, name);
+        if (r >= 0)
+                r = sd_bus_call(bus, m, CALL_TIMEOUT_USEC, error, NULL);
+        sd_bus_message_unref(m);
+        if (pidfd >= 0)
+                close(pidfd);
+        return r;
+}
+
+int ctl_get_container_id(sd_bus *bus, uint32_t pid, uint64_t *ret, sd_bus_error *error)
+{
+        sd_bus_message *reply = NULL;
+        int r = call(bus, "GetContainerId", error, &reply, "u", pid);
+
+        if (r >= 0)
+                r = sd_bus_message_read(reply, "t", ret);
+        sd_bus_message_unref(reply);
+        return r < 0 ? r : 0;
+}
+
+int ctl_get_container(sd_bus *bus, uint64_t contid, CtlContainer *ret, sd_bus_error *error)
+{
+        sd_bus_message *reply = NULL;
+        int r = call(bus, "GetContainer", error, &reply, "t", contid);
+
+        if (r >= 0)
+                r = read_container(reply, ret);
+        sd_bus_message_unref(reply);
+        return r;
+}
+
+int ctl_list_containers(sd_bus *bus, CtlContainer **ret, size_t *n_ret, sd_bus_error *error)
+{
+        sd_bus_message *reply = NULL;
+        CtlContainer *list = NULL;
+        size_t n = 0, allocated = 0;
+        int r = call(bus, "ListContainers", error, &reply, "");
+
+        if (r >= 0)
+                r = sd_bus_message_enter_container(reply, 'a', "(ta{sv})");
+        while (r >= 0) {
+                uint64_t contid;
+
+                r = sd_bus_message_enter_container(reply, 'r', "ta{sv}");
+                if (r <= 0)
+                        break;
+                if (n == allocated) {
+                        size_t grown = allocated ? allocated * 2 : 16;
+                        CtlContainer *l = reallocarray(list, grown, sizeof(*l));
+                        if (l == NULL) {
+                                r = -ENOMEM;
+                                break;
+                        }
+                        list = l;
+                        allocated = grown;
+                }
+                r = sd_bus_message_read(reply, "t", &contid);
+                if (r >= 0)
+                        r = read_container(reply, &list[n]);
+                if (r < 0)
+                        break;
+                list[n++].contid = contid;
+                r = sd_bus_message_exit_container(reply);
+        }
+        if (r >= 0)
+                r = sd_bus_message_exit_container(reply);
+        sd_bus_message_unref(reply);
+        if (r < 0) {
+                ctl_containers_free(list, n);
+                return r;
+        }
+        *ret = list;
+        *n_ret = n;
+        return 0;
+}
+
 typedef struct {
-        CtlTagsChangedFunc func;
+        const CtlMonitorHandlers *handlers;
         void *userdata;
 } MonitorData;
 
+/* A signal of another shape than documented is not ours to print: each
+ * handler below skips it. */
 static int on_tags_changed(sd_bus_message *m, void *userdata, sd_bus_error *ret_error)
 {
         MonitorData *data = userdata;
@@ -329,26 +581,61 @@ static int on_tags_changed(sd_bus_message *m, void *userdata, sd_bus_error *ret_
                 r = read_strv(m, &event.lines);
         if (r >= 0)
                 r = read_tag_list(m, &event.tags);
-        /* A signal of another shape is not ours to print; skip it. */
-        if (r >= 0)
-                data->func(&event, data->userdata);
+        if (r >= 0 && data->handlers->tags_changed)
+                data->handlers->tags_changed(&event, data->userdata);
         ctl_strv_free(event.lines);
         ctl_tag_list_clear(&event.tags);
         return 0;
 }
 
-int ctl_monitor(sd_bus *bus, void (*ready)(void *userdata), CtlTagsChangedFunc func, void *userdata)
+static int on_container_registered(sd_bus_message *m, void *userdata, sd_bus_error *ret_error)
 {
-        MonitorData data = {func, userdata};
+        MonitorData *data = userdata;
+        CtlContainer c = {0};
+        uint64_t contid;
+        uint32_t pid;
+        int r = sd_bus_message_read(m, "tu", &contid, &pid);
+
+        if (r >= 0)
+                r = read_container(m, &c);
+        if (r >= 0 && data->handlers->container_registered)
+                data->handlers->container_registered(contid, pid, &c, data->userdata);
+        ctl_container_clear(&c);
+        return 0;
+}
+
+static int on_container_removed(sd_bus_message *m, void *userdata, sd_bus_error *ret_error)
+{
+        MonitorData *data = userdata;
+        uint64_t contid;
+
+        if (sd_bus_message_read(m, "t", &contid) >= 0 && data->handlers->container_removed)
+                data->handlers->container_removed(contid, data->userdata);
+        return 0;
+}
+
+int ctl_monitor(sd_bus *bus, const CtlMonitorHandlers *handlers, void *userdata)
+{
+        MonitorData data = {handlers, userdata};
+        static const struct {
+                const char *member;
+                sd_bus_message_handler_t func;
+        } signals[] = {
+                {"TagsChanged", on_tags_changed},
+                {"ContainerRegistered", on_container_registered},
+                {"ContainerRemoved", on_container_removed},
+        };
         int r;
 
-        /* Synchronous: once it returns, the bus routes every later signal
-         * to us, so a change made after @ready is never missed. */
-        r = sd_bus_match_signal(bus, NULL, BUS_NAME, OBJECT_PATH, INTERFACE, "TagsChanged",
-                                on_tags_changed, &data);
-        if (r < 0)
-                return r;
-        ready(userdata);
+        /* Synchronous: once they return, the bus routes every later signal
+         * to us, so a change made after ready is never missed. */
+        for (size_t i = 0; i < sizeof(signals) / sizeof(signals[0]); i++) {
+                r = sd_bus_match_signal(bus, NULL, BUS_NAME, OBJECT_PATH, INTERFACE,
+                                        signals[i].member, signals[i].func, &data);
+                if (r < 0)
+                        return r;
+        }
+        handlers->ready(userdata);
         for (;;) {
                 r = sd_bus_process(bus, NULL);
                 if (r < 0)

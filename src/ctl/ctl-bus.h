@@ -57,22 +57,65 @@ int ctl_set_keep(sd_bus *bus, uint32_t pid, const char *pattern, bool keep, sd_b
 /* @lines: NULL-terminated, each without its newline. */
 int ctl_apply(sd_bus *bus, uint32_t pid, char *const *lines, sd_bus_error *error);
 
-/* A TagsChanged signal as delivered to ctl_monitor()'s callback. */
+/* A TagsChanged signal as delivered to ctl_monitor()'s handler. */
 typedef struct {
         uint32_t pid;
         char **lines; /* NULL-terminated */
         CtlTagList tags;
 } CtlTagsChanged;
 
-typedef void (*CtlTagsChangedFunc)(const CtlTagsChanged *event, void *userdata);
+/* The unset audit container ID: a process in no container. */
+#define CTL_CONTID_UNSET UINT64_MAX
 
-/* Subscribes to TagsChanged from the owner of org.ptags.Manager, calls
- * @ready once the subscription is in place, then @func for every signal.
- * Returns only on failure, e.g. -ECONNRESET when the bus goes away. */
-int ctl_monitor(sd_bus *bus, void (*ready)(void *userdata), CtlTagsChangedFunc func,
-                void *userdata);
+/* One namespace of a container's first process at registration. */
+typedef struct {
+        char *type; /* "mnt", "net", ... */
+        uint64_t device;
+        uint64_t inode;
+} CtlNamespace;
+
+/* A container as GetContainer describes it. */
+typedef struct {
+        uint64_t contid;
+        uint64_t parent; /* CTL_CONTID_UNSET when not nested */
+        bool has_uuid;
+        uint8_t uuid[16];
+        char *name; /* NULL when none was given */
+        uint32_t leader;
+        uint32_t owner; /* the registrant's uid */
+        uint32_t owner_pid;
+        CtlNamespace *namespaces;
+        size_t n_namespaces;
+        uint64_t registered; /* microseconds since the epoch */
+} CtlContainer;
+
+/* Registers @pid (0: the caller, which ptagsd refuses) as container
+ * @contid, through a pidfd where the kernel and the bus allow one (so a
+ * reused pid is never registered); @uuid (16 bytes) and @name may be NULL. */
+int ctl_register_container(sd_bus *bus, uint32_t pid, uint64_t contid, const uint8_t *uuid,
+                           const char *name, sd_bus_error *error);
+int ctl_get_container_id(sd_bus *bus, uint32_t pid, uint64_t *ret, sd_bus_error *error);
+int ctl_get_container(sd_bus *bus, uint64_t contid, CtlContainer *ret, sd_bus_error *error);
+int ctl_list_containers(sd_bus *bus, CtlContainer **ret, size_t *n_ret, sd_bus_error *error);
+
+/* What ctl_monitor() calls; any handler but ready may be NULL. */
+typedef struct {
+        void (*ready)(void *userdata);
+        void (*tags_changed)(const CtlTagsChanged *event, void *userdata);
+        void (*container_registered)(uint64_t contid, uint32_t pid, const CtlContainer *container,
+                                     void *userdata);
+        void (*container_removed)(uint64_t contid, void *userdata);
+} CtlMonitorHandlers;
+
+/* Subscribes to TagsChanged, ContainerRegistered and ContainerRemoved from
+ * the owner of org.ptags.Manager, calls @handlers->ready once the
+ * subscriptions are in place, then the handler of every signal. Returns
+ * only on failure, e.g. -ECONNRESET when the bus goes away. */
+int ctl_monitor(sd_bus *bus, const CtlMonitorHandlers *handlers, void *userdata);
 
 void ctl_tag_list_clear(CtlTagList *list);
 void ctl_processes_free(CtlProcess *processes, size_t n);
 void ctl_status_clear(CtlStatus *status);
 void ctl_strv_free(char **strv);
+void ctl_container_clear(CtlContainer *container);
+void ctl_containers_free(CtlContainer *containers, size_t n);

@@ -17,23 +17,11 @@
 
 #include "ctl-agent.h"
 #include "ctl-bus.h"
+#include "ctl-container.h"
+#include "ctl-error.h"
 #include "ctl-output.h"
 
 #define _(s) gettext(s)
-
-/* Exit codes, documented in man/ptagsctl.1; scripts depend on them. */
-enum {
-        EXIT_OK = 0,
-        EXIT_NO_MATCH = 1,    /* check: no matching tag */
-        EXIT_USAGE = 2,       /* bad command line, nothing was asked */
-        EXIT_INVALID = 3,     /* ptagsd refused the input */
-        EXIT_DENIED = 4,      /* not authorized */
-        EXIT_NO_PROCESS = 5,  /* no such process (or peer) */
-        EXIT_UNREACHABLE = 6, /* no bus, or no ptagsd on it */
-        EXIT_FAILED = 7,      /* any other failure */
-        EXIT_EXEC_FAILED = 126,
-        EXIT_EXEC_NOT_FOUND = 127,
-};
 
 static struct {
         const char *address;
@@ -43,66 +31,9 @@ static struct {
         bool keep;
         char **tags; /* exec --tag, NULL-terminated */
         size_t n_tags;
+        const char *uuid; /* container register --uuid */
+        const char *name; /* container register --name */
 } arg = {.legend = true};
-
-static const struct {
-        const char *name;
-        int code;
-} error_codes[] = {
-        {"org.ptags.Error.InvalidTag", EXIT_INVALID},
-        {"org.ptags.Error.InvalidValue", EXIT_INVALID},
-        {"org.ptags.Error.InvalidPattern", EXIT_INVALID},
-        {"org.ptags.Error.InvalidCommand", EXIT_INVALID},
-        {"org.ptags.Error.NoSuchTag", EXIT_INVALID},
-        {"org.freedesktop.DBus.Error.InvalidArgs", EXIT_INVALID},
-        {"org.ptags.Error.NotAuthorized", EXIT_DENIED},
-        {"org.freedesktop.DBus.Error.InteractiveAuthorizationRequired", EXIT_DENIED},
-        {"org.freedesktop.DBus.Error.AccessDenied", EXIT_DENIED},
-        {"org.ptags.Error.NoSuchProcess", EXIT_NO_PROCESS},
-        {"org.freedesktop.DBus.Error.ServiceUnknown", EXIT_UNREACHABLE},
-        {"org.freedesktop.DBus.Error.NameHasNoOwner", EXIT_UNREACHABLE},
-        {"org.freedesktop.DBus.Error.NoReply", EXIT_UNREACHABLE},
-        {"org.freedesktop.DBus.Error.Disconnected", EXIT_UNREACHABLE},
-};
-
-static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int usage_error(const char *fmt, ...)
-{
-        va_list ap;
-
-        fputs("ptagsctl: ", stderr);
-        va_start(ap, fmt);
-        vfprintf(stderr, fmt, ap);
-        va_end(ap);
-        fprintf(stderr, "\n%s\n", _("Try 'ptagsctl --help' for more information."));
-        return EXIT_USAGE;
-}
-
-/* Says what failed and why on stderr; returns the documented exit code. */
-static int call_failed(const char *what, int r, const sd_bus_error *error)
-{
-        int code = EXIT_FAILED;
-
-        if (sd_bus_error_is_set(error)) {
-                for (size_t i = 0; i < sizeof(error_codes) / sizeof(error_codes[0]); i++) {
-                        if (strcmp(error->name, error_codes[i].name) == 0)
-                                code = error_codes[i].code;
-                }
-                fprintf(stderr, "ptagsctl: %s: %s (%s)\n", what,
-                        error->message ? error->message : error->name, error->name);
-                if (strcmp(error->name,
-                           "org.freedesktop.DBus.Error.InteractiveAuthorizationRequired") == 0)
-                        fprintf(stderr, "ptagsctl: %s\n",
-                                _("Authentication is required; run ptagsctl on a terminal "
-                                  "without --no-ask-password, or ask your administrator for a "
-                                  "polkit rule."));
-                return code;
-        }
-        if (r == -ENOENT || r == -ECONNREFUSED || r == -ECONNRESET || r == -ETIMEDOUT)
-                code = EXIT_UNREACHABLE;
-        fprintf(stderr, "ptagsctl: %s: %s\n", what, strerror(-r));
-        return code;
-}
 
 static int open_bus(sd_bus **ret)
 {
@@ -114,27 +45,6 @@ static int open_bus(sd_bus **ret)
                 return EXIT_UNREACHABLE;
         }
         return EXIT_OK;
-}
-
-/* A decimal pid, or "self" (this ptagsctl process, pid 0 on the bus) where
- * @allow_self. 0 is refused: on the bus it would mean ptagsctl itself. */
-static int parse_pid(const char *s, bool allow_self, uint32_t *ret)
-{
-        char *end;
-
-        if (allow_self && strcmp(s, "self") == 0) {
-                *ret = 0;
-                return 0;
-        }
-        errno = 0;
-        unsigned long v = strtoul(s, &end, 10);
-        if (s[0] < '0' || s[0] > '9' || *end != '\0' || errno != 0 || v == 0 || v > INT32_MAX)
-                return usage_error(allow_self ? _("Invalid process '%s': expected a process id "
-                                                  "or 'self'.")
-                                              : _("Invalid process '%s': expected a process id."),
-                                   s);
-        *ret = (uint32_t)v;
-        return 0;
 }
 
 static void print_json_tags(uint32_t pid, const CtlTagList *tags)
@@ -178,7 +88,7 @@ static int report_change(sd_bus *bus, uint32_t pid)
                 return EXIT_OK;
         int r = ctl_get_tags(bus, pid, &tags, &error);
         if (r < 0) {
-                int code = call_failed(_("Cannot read the tags back"), r, &error);
+                int code = ctl_call_failed(_("Cannot read the tags back"), r, &error);
                 sd_bus_error_free(&error);
                 return code;
         }
@@ -194,7 +104,7 @@ static int cmd_status(sd_bus *bus, char **args)
         int r = ctl_get_status(bus, &s, &error);
 
         if (r < 0) {
-                int code = call_failed(_("Cannot read ptagsd's properties"), r, &error);
+                int code = ctl_call_failed(_("Cannot read ptagsd's properties"), r, &error);
                 sd_bus_error_free(&error);
                 return code;
         }
@@ -236,13 +146,13 @@ static int cmd_list(sd_bus *bus, char **args)
         sd_bus_error error = SD_BUS_ERROR_NULL;
         CtlTagList tags = {0};
         uint32_t pid;
-        int r = parse_pid(args[0], true, &pid);
+        int r = ctl_parse_pid(args[0], true, &pid);
 
         if (r)
                 return r;
         r = ctl_get_tags(bus, pid, &tags, &error);
         if (r < 0) {
-                int code = call_failed(_("Cannot read the tags"), r, &error);
+                int code = ctl_call_failed(_("Cannot read the tags"), r, &error);
                 sd_bus_error_free(&error);
                 return code;
         }
@@ -261,7 +171,7 @@ static int cmd_peer(sd_bus *bus, char **args)
         int r = ctl_get_peer_tags(bus, args[0], &tags, &error);
 
         if (r < 0) {
-                int code = call_failed(_("Cannot read the peer's tags"), r, &error);
+                int code = ctl_call_failed(_("Cannot read the peer's tags"), r, &error);
                 sd_bus_error_free(&error);
                 return code;
         }
@@ -283,13 +193,13 @@ static int cmd_check(sd_bus *bus, char **args)
         sd_bus_error error = SD_BUS_ERROR_NULL;
         uint32_t pid;
         bool match = false;
-        int r = parse_pid(args[0], true, &pid);
+        int r = ctl_parse_pid(args[0], true, &pid);
 
         if (r)
                 return r;
         r = ctl_has_tag(bus, pid, args[1], &match, &error);
         if (r < 0) {
-                int code = call_failed(_("Cannot check the tags"), r, &error);
+                int code = ctl_call_failed(_("Cannot check the tags"), r, &error);
                 sd_bus_error_free(&error);
                 return code;
         }
@@ -309,7 +219,7 @@ static int cmd_find(sd_bus *bus, char **args)
         int r = ctl_find_tagged(bus, args[0] ? args[0] : "", &procs, &n, &error);
 
         if (r < 0) {
-                int code = call_failed(_("Cannot find tagged processes"), r, &error);
+                int code = ctl_call_failed(_("Cannot find tagged processes"), r, &error);
                 sd_bus_error_free(&error);
                 return code;
         }
@@ -352,10 +262,10 @@ static int cmd_find(sd_bus *bus, char **args)
 #define CHANGE(bus, pid, what, expr)                                                               \
         ({                                                                                         \
                 sd_bus_error error = SD_BUS_ERROR_NULL;                                            \
-                ctl_agent_open(arg.ask_password);                                                  \
+                ctl_agent_open(arg.ask_password, arg.address);                                     \
                 int r_ = (expr);                                                                   \
                 ctl_agent_close();                                                                 \
-                int code_ = r_ < 0 ? call_failed(what, r_, &error) : report_change(bus, pid);      \
+                int code_ = r_ < 0 ? ctl_call_failed(what, r_, &error) : report_change(bus, pid);  \
                 sd_bus_error_free(&error);                                                         \
                 code_;                                                                             \
         })
@@ -363,7 +273,7 @@ static int cmd_find(sd_bus *bus, char **args)
 static int cmd_add(sd_bus *bus, char **args)
 {
         uint32_t pid;
-        int r = parse_pid(args[0], false, &pid);
+        int r = ctl_parse_pid(args[0], false, &pid);
 
         if (r)
                 return r;
@@ -380,7 +290,7 @@ static int cmd_add(sd_bus *bus, char **args)
         if (add == NULL || set == NULL) {
                 free(add);
                 free(set);
-                return call_failed(_("Cannot add the tag"), -ENOMEM, NULL);
+                return ctl_call_failed(_("Cannot add the tag"), -ENOMEM, NULL);
         }
         char *lines[] = {add, set, NULL};
         r = CHANGE(bus, pid, _("Cannot add the tag"), ctl_apply(bus, pid, lines, &error));
@@ -392,7 +302,7 @@ static int cmd_add(sd_bus *bus, char **args)
 static int cmd_remove(sd_bus *bus, char **args)
 {
         uint32_t pid;
-        int r = parse_pid(args[0], false, &pid);
+        int r = ctl_parse_pid(args[0], false, &pid);
 
         if (r)
                 return r;
@@ -403,7 +313,7 @@ static int cmd_remove(sd_bus *bus, char **args)
 static int cmd_set(sd_bus *bus, char **args)
 {
         uint32_t pid;
-        int r = parse_pid(args[0], false, &pid);
+        int r = ctl_parse_pid(args[0], false, &pid);
 
         if (r)
                 return r;
@@ -414,7 +324,7 @@ static int cmd_set(sd_bus *bus, char **args)
 static int set_keep(sd_bus *bus, char **args, bool keep)
 {
         uint32_t pid;
-        int r = parse_pid(args[0], false, &pid);
+        int r = ctl_parse_pid(args[0], false, &pid);
 
         if (r)
                 return r;
@@ -481,7 +391,7 @@ static int read_lines(const char *path, char ***ret)
         }
         free(text);
         if (lines == NULL)
-                return call_failed(path, -ENOMEM, NULL);
+                return ctl_call_failed(path, -ENOMEM, NULL);
         *ret = lines;
         return EXIT_OK;
 }
@@ -490,7 +400,7 @@ static int cmd_apply(sd_bus *bus, char **args)
 {
         uint32_t pid;
         char **lines = NULL;
-        int r = parse_pid(args[0], false, &pid);
+        int r = ctl_parse_pid(args[0], false, &pid);
 
         if (r)
                 return r;
@@ -504,13 +414,14 @@ static int cmd_apply(sd_bus *bus, char **args)
 
 static void monitor_ready(void *userdata)
 {
-        fprintf(stderr, "%s\n", _("Monitoring tag changes; press Ctrl+C to stop."));
+        fprintf(stderr, "%s\n", _("Monitoring tag and container changes; press Ctrl+C to stop."));
 }
 
-static void monitor_event(const CtlTagsChanged *event, void *userdata)
+static void monitor_tags_changed(const CtlTagsChanged *event, void *userdata)
 {
         if (arg.json) {
-                printf("{\"pid\": %" PRIu32 ", \"lines\": [", event->pid);
+                printf("{\"event\": \"tags-changed\", \"pid\": %" PRIu32 ", \"lines\": [",
+                       event->pid);
                 for (size_t i = 0; event->lines[i]; i++) {
                         fputs(i ? ", " : "", stdout);
                         ctl_json_string(stdout, event->lines[i]);
@@ -528,12 +439,55 @@ static void monitor_event(const CtlTagsChanged *event, void *userdata)
         fflush(stdout);
 }
 
+static void monitor_container_registered(uint64_t contid, uint32_t pid,
+                                         const CtlContainer *container, void *userdata)
+{
+        if (arg.json) {
+                printf("{\"event\": \"container-registered\", \"contid\": %" PRIu64
+                       ", \"pid\": %" PRIu32 ", \"container\": ",
+                       contid, pid);
+                ctl_json_container(stdout, container);
+                fputs("}\n", stdout);
+        } else {
+                printf(_("%" PRIu32 ": registered in container %" PRIu64 "\n"), pid, contid);
+        }
+        fflush(stdout);
+}
+
+static void monitor_container_removed(uint64_t contid, void *userdata)
+{
+        if (arg.json)
+                printf("{\"event\": \"container-removed\", \"contid\": %" PRIu64 "}\n", contid);
+        else
+                printf(_("Container %" PRIu64 " removed\n"), contid);
+        fflush(stdout);
+}
+
 static int cmd_monitor(sd_bus *bus, char **args)
 {
+        static const CtlMonitorHandlers handlers = {
+                .ready = monitor_ready,
+                .tags_changed = monitor_tags_changed,
+                .container_registered = monitor_container_registered,
+                .container_removed = monitor_container_removed,
+        };
         /* Runs until interrupted; returning means the bus went away. */
-        int r = ctl_monitor(bus, monitor_ready, monitor_event, NULL);
+        int r = ctl_monitor(bus, &handlers, NULL);
 
-        return call_failed(_("Cannot monitor tag changes"), r < 0 ? r : -ECONNRESET, NULL);
+        return ctl_call_failed(_("Cannot monitor tag changes"), r < 0 ? r : -ECONNRESET, NULL);
+}
+
+static CtlContainerOptions container_options(void)
+{
+        return (CtlContainerOptions){arg.json,    arg.legend, arg.ask_password,
+                                     arg.address, arg.uuid,   arg.name};
+}
+
+static int cmd_container(sd_bus *bus, char **args)
+{
+        CtlContainerOptions o = container_options();
+
+        return ctl_container_run(bus, args, &o);
 }
 
 /* exec: tag this very process through ptagsd (pid 0, so polkit sees the
@@ -555,7 +509,7 @@ static int cmd_exec(sd_bus *bus, char **command)
                 }
         }
         if (lines == NULL)
-                return call_failed(_("Cannot tag this process"), -ENOMEM, NULL);
+                return ctl_call_failed(_("Cannot tag this process"), -ENOMEM, NULL);
         if (n > 0)
                 r = CHANGE(bus, 0, _("Cannot tag this process"), ctl_apply(bus, 0, lines, &error));
         ctl_strv_free(lines);
@@ -586,9 +540,14 @@ static void help(void)
                 "  check PID|self PATTERN      Exit 0 when a matching tag is held, else 1\n"
                 "  peer BUS_NAME               List the tags of a bus peer's process\n"
                 "  find [PATTERN]              List the processes holding a matching tag\n"
-                "  monitor                     Print every tag change as it happens\n"
+                "  monitor                     Print every tag and container change\n"
                 "  exec [--tag TAG[=VALUE]]... -- COMMAND [ARG...]\n"
                 "                              Tag this process (kept tags), run COMMAND\n"
+                "  container register PID CONTID [--uuid=UUID] [--name=NAME]\n"
+                "                              Give a process an audit container ID\n"
+                "  container show CONTID|pid:PID|self\n"
+                "                              Show a container, or a process's container\n"
+                "  container list              List the containers\n"
                 "\n"
                 "Options:\n"
                 "  -h --help                   Show this help\n"
@@ -599,6 +558,8 @@ static void help(void)
                 "     --address=ADDRESS        Use this bus instead of the system bus\n"
                 "     --keep                   add: set the keep flag\n"
                 "     --tag=TAG[=VALUE]        exec: give COMMAND this kept tag\n"
+                "     --uuid=UUID              container register: the container's UUID\n"
+                "     --name=NAME              container register: the container's name\n"
                 "\n"
                 "See the ptagsctl(1) and ptags(7) manual pages for details.\n"),
               stdout);
@@ -612,6 +573,8 @@ enum {
         OPT_ADDRESS,
         OPT_KEEP,
         OPT_TAG,
+        OPT_UUID,
+        OPT_NAME,
 };
 
 typedef int (*CommandFunc)(sd_bus *bus, char **args);
@@ -643,6 +606,7 @@ static const struct {
         {"find", 0, 1, FIRST_ANY, cmd_find},
         {"monitor", 0, 0, FIRST_ANY, cmd_monitor},
         {"exec", 1, -1, FIRST_ANY, cmd_exec},
+        {"container", 0, -1, FIRST_ANY, cmd_container},
 };
 
 static int parse_options(int argc, char **argv)
@@ -656,6 +620,8 @@ static int parse_options(int argc, char **argv)
                 {"address", required_argument, NULL, OPT_ADDRESS},
                 {"keep", no_argument, NULL, OPT_KEEP},
                 {"tag", required_argument, NULL, OPT_TAG},
+                {"uuid", required_argument, NULL, OPT_UUID},
+                {"name", required_argument, NULL, OPT_NAME},
                 {},
         };
         int c;
@@ -684,10 +650,16 @@ static int parse_options(int argc, char **argv)
                 case OPT_KEEP:
                         arg.keep = true;
                         break;
+                case OPT_UUID:
+                        arg.uuid = optarg;
+                        break;
+                case OPT_NAME:
+                        arg.name = optarg;
+                        break;
                 case OPT_TAG: {
                         char **tags = reallocarray(arg.tags, arg.n_tags + 2, sizeof(char *));
                         if (tags == NULL)
-                                return call_failed("--tag", -ENOMEM, NULL);
+                                return ctl_call_failed("--tag", -ENOMEM, NULL);
                         arg.tags = tags;
                         arg.tags[arg.n_tags++] = optarg;
                         arg.tags[arg.n_tags] = NULL;
@@ -695,13 +667,13 @@ static int parse_options(int argc, char **argv)
                 }
                 case '?':
                         if (optopt != 0)
-                                return usage_error(_("Option '-%c' is unknown or lacks its "
-                                                     "argument."),
-                                                   optopt);
-                        return usage_error(_("Option '%s' is unknown or lacks its argument."),
-                                           argv[optind - 1]);
+                                return ctl_usage_error(_("Option '-%c' is unknown or lacks its "
+                                                         "argument."),
+                                                       optopt);
+                        return ctl_usage_error(_("Option '%s' is unknown or lacks its argument."),
+                                               argv[optind - 1]);
                 default:
-                        return usage_error(_("Unexpected option."));
+                        return ctl_usage_error(_("Unexpected option."));
                 }
         }
         return EXIT_OK;
@@ -736,7 +708,7 @@ int main(int argc, char **argv)
         for (int i = dash + 1; i < argc; i++)
                 args[n_args++] = argv[i];
         if (n_args == 0)
-                return usage_error(_("A command is needed."));
+                return ctl_usage_error(_("A command is needed."));
 
         for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
                 if (strcmp(args[0], commands[i].name) != 0)
@@ -744,16 +716,22 @@ int main(int argc, char **argv)
                 int given = (int)n_args - 1;
                 if (given < commands[i].min_args ||
                     (commands[i].max_args >= 0 && given > commands[i].max_args))
-                        return usage_error(_("Wrong number of arguments for '%s'."), args[0]);
+                        return ctl_usage_error(_("Wrong number of arguments for '%s'."), args[0]);
                 if (arg.keep && commands[i].func != cmd_add)
-                        return usage_error(_("--keep belongs to 'add'."));
+                        return ctl_usage_error(_("--keep belongs to 'add'."));
                 if (arg.n_tags > 0 && commands[i].func != cmd_exec)
-                        return usage_error(_("--tag belongs to 'exec'."));
+                        return ctl_usage_error(_("--tag belongs to 'exec'."));
                 if (commands[i].func == cmd_exec && (tail != 1 || dash >= argc - 1))
-                        return usage_error(_("exec runs the command given after '--'."));
+                        return ctl_usage_error(_("exec runs the command given after '--'."));
+                if ((arg.uuid || arg.name) && commands[i].func != cmd_container)
+                        return ctl_usage_error(
+                                _("--uuid and --name belong to 'container register'."));
+                CtlContainerOptions o = container_options();
+                if (commands[i].func == cmd_container && (r = ctl_container_check(args + 1, &o)))
+                        return r;
                 uint32_t pid;
                 if (commands[i].first != FIRST_ANY &&
-                    (r = parse_pid(args[1], commands[i].first == FIRST_PID_OR_SELF, &pid)))
+                    (r = ctl_parse_pid(args[1], commands[i].first == FIRST_PID_OR_SELF, &pid)))
                         return r;
                 sd_bus *bus = NULL;
                 r = open_bus(&bus);
@@ -763,5 +741,5 @@ int main(int argc, char **argv)
                 free(args);
                 return r;
         }
-        return usage_error(_("Unknown command '%s'."), args[0]);
+        return ctl_usage_error(_("Unknown command '%s'."), args[0]);
 }

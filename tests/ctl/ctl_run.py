@@ -43,6 +43,25 @@ def tags_json(tags):
     return [{"name": n, "keep": k, "value": v} for n, k, v in tags]
 
 
+def complete(test, world, line):
+    """The candidates bash completion (data/completion/ptagsctl) offers at
+    the end of @line, with the built ptagsctl first on PATH."""
+    root = os.environ.get("PTAGS_SOURCE_ROOT") or os.path.join(
+        os.path.dirname(os.path.abspath(__file__)), "..", "..")
+    script = ("source %s/data/completion/ptagsctl\n"
+              "COMP_LINE=$1; COMP_POINT=${#1}; read -ra COMP_WORDS <<< \"$1\"\n"
+              "[[ $1 == *' ' ]] && COMP_WORDS+=('')\n"
+              "COMP_CWORD=$((${#COMP_WORDS[@]} - 1))\n"
+              "_ptagsctl; printf '%%s\\n' \"${COMPREPLY[@]}\"\n" % root)
+    env = world.child_env()
+    env["PATH"] = os.path.dirname(ptagsctl_path()) + ":" + env["PATH"]
+    out = subprocess.run(["bash", "--norc", "-c", script, "bash", line],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                         timeout=30)
+    test.assertEqual(out.returncode, 0, out.stderr)
+    return [c for c in out.stdout.splitlines() if c]
+
+
 def unprivileged_prefix(uid):
     """setpriv arguments running a child as @uid (None: stay root)."""
     return [] if uid is None else ptags_harness.unprivileged_argv(uid, uid)

@@ -237,7 +237,7 @@ class ChangeTests(CtlTestCase):
                 mon.stderr.close()
             if json_mode:
                 self.assertEqual(json.loads(line), {
-                    "pid": pid, "lines": ["+@app:seen-1"],
+                    "event": "tags-changed", "pid": pid, "lines": ["+@app:seen-1"],
                     "tags": tags_json([("app:seen-0", True, ""), ("app:seen-1", True, "")])})
             else:
                 self.assertEqual(line, "%d: +@app:seen-0\n" % pid)
@@ -322,7 +322,8 @@ class UsageTests(CtlTestCase):
         out = run(self.world, "--help")
         self.assertExit(out, OK)
         for command in ("status", "list", "add", "remove", "set", "keep", "unkeep", "apply",
-                        "check", "peer", "find", "monitor", "exec"):
+                        "check", "peer", "find", "monitor", "exec", "container register",
+                        "container show", "container list"):
             self.assertRegex(out.stdout, r"(?m)^  %s\b" % command)
         out = run(self.world, "--version")
         self.assertExit(out, OK)
@@ -380,21 +381,7 @@ class ReadmeTests(CtlTestCase):
 
 class CompletionTests(CtlTestCase):
     def complete(self, line):
-        """The candidates bash completion offers at the end of @line."""
-        root = os.environ.get("PTAGS_SOURCE_ROOT") or os.path.join(
-            os.path.dirname(os.path.abspath(__file__)), "..", "..")
-        script = ("source %s/data/completion/ptagsctl\n"
-                  "COMP_LINE=$1; COMP_POINT=${#1}; read -ra COMP_WORDS <<< \"$1\"\n"
-                  "[[ $1 == *' ' ]] && COMP_WORDS+=('')\n"
-                  "COMP_CWORD=$((${#COMP_WORDS[@]} - 1))\n"
-                  "_ptagsctl; printf '%%s\\n' \"${COMPREPLY[@]}\"\n" % root)
-        env = self.world.child_env()
-        env["PATH"] = os.path.dirname(ctl_run.ptagsctl_path()) + ":" + env["PATH"]
-        out = subprocess.run(["bash", "--norc", "-c", script, "bash", line],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-                             timeout=30)
-        self.assertEqual(out.returncode, 0, out.stderr)
-        return [c for c in out.stdout.splitlines() if c]
+        return ctl_run.complete(self, self.world, line)
 
     def test_commands_options_pids_and_tags(self):
         self.assertEqual(self.complete("ptagsctl un"), ["unkeep"])

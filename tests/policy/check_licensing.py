@@ -15,7 +15,8 @@ INTERFACE = "data/dbus-1/org.ptags.Manager.xml"
 
 
 def tree_files(root):
-    if os.path.isdir(os.path.join(root, ".git")):
+    # A checkout's .git is a directory, a worktree's a file.
+    if os.path.exists(os.path.join(root, ".git")):
         out = subprocess.run(["git", "-C", root, "ls-files"], stdout=subprocess.PIPE, text=True,
                              check=True).stdout
         return [f for f in out.split("\n") if f and os.path.isfile(os.path.join(root, f))]

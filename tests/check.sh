@@ -4,7 +4,8 @@
 # The one test command: installs missing Debian packages, configures with
 # -Werror, builds, and runs every test (plus the model, fixture, daemon and
 # integration suites under ASan/UBSan, 60 s of the model parser's libFuzzer
-# target, and `meson test` as an unprivileged user on a fresh build).
+# target, the bus-thread reads under ThreadSanitizer, and `meson test` as an
+# unprivileged user on a fresh build).
 # Usage (as root on Debian 12): tests/check.sh [extra meson test args]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,6 +20,7 @@ export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:$PATH
 builddir=${BUILDDIR:-$top/build}
 asandir=${ASANDIR:-$top/build-asan}
 fuzzdir=${FUZZDIR:-$top/build-fuzz}
+tsandir=${TSANDIR:-$top/build-tsan}
 fuzz_seconds=${PTAGS_FUZZ_SECONDS:-60}
 
 # 2. Main build: every component, warnings are errors.
@@ -38,6 +40,13 @@ else
   meson configure "$asandir" -Dcomponents=model,fixture,daemon >/dev/null
 fi
 ninja -C "$asandir"
+
+# 3b. ThreadSanitizer build of the daemon with the bpf backend (step 7).
+if [ ! -f "$tsandir/build.ninja" ]; then
+  meson setup "$tsandir" -Dwerror=true -Db_sanitize=thread -Db_lundef=false \
+    -Dbuildtype=debugoptimized -Dcomponents=model,fixture,daemon,bpf
+fi
+ninja -C "$tsandir"
 
 # 4. The parser fuzz target (libFuzzer, clang): built here, run below.
 if [ ! -f "$fuzzdir/build.ninja" ]; then
@@ -98,21 +107,42 @@ else
 fi
 rm -rf "$unpriv" "$unpriv.log"
 
+# 7. The reads ptagsd answers in GDBus's worker thread, and what they share
+#    with the main loop, under ThreadSanitizer on the bpf backend: any report
+#    with ptagsd's code off the main thread fails the run (tests/tsan_check.py
+#    explains the GLib reports it leaves aside).
+tsan_failed=0
+tsanreports=$(mktemp -d "${TMPDIR:-/tmp}/ptags-tsan.XXXXXX")
+chmod 755 "$tsanreports"
+tsan_tests=$(meson test -C "$tsandir" --list 2>/dev/null |
+  sed -n 's#^.* / \(bpf/test_\(fast_reads\|peers\|concurrency\)\..*\)$#\1#p')
+if [ -z "$tsan_tests" ]; then
+  echo "tsan: no tests found in $tsandir"
+  tsan_failed=1
+elif ! TSAN_OPTIONS="exitcode=0 halt_on_error=0 log_path=$tsanreports/report" \
+    meson test -C "$tsandir" --print-errorlogs --suite integration-bpf $tsan_tests; then
+  tsan_failed=1
+elif ! (shopt -s nullglob; python3 tests/tsan_check.py "$tsanreports"/report.*); then
+  tsan_failed=1
+fi
+[ "$tsan_failed" = 0 ] || status=1
+rm -rf "$tsanreports"
+
 # The plain closing line CI reads, summed over every run (and the fuzz run).
-PTAGS_FUZZ_FAILED=$fuzz_failed python3 - "$builddir" "$asandir" \
-    "$top/unprivileged-testlog.json" <<'PY'
+PTAGS_FUZZ_FAILED=$fuzz_failed PTAGS_TSAN_FAILED=$tsan_failed python3 - "$builddir" "$asandir" \
+    "$tsandir" "$top/unprivileged-testlog.json" <<'PY'
 import json, sys, os
 passed = failed = 0
 def results(path):
     if not os.path.exists(path):
         return []
     return [json.loads(line).get("result") for line in open(path) if line.strip()]
-for d in sys.argv[1:3]:
+for d in sys.argv[1:4]:
     for r in results(os.path.join(d, "meson-logs", "testlog.json")):
         if r in ("OK", "EXPECTEDFAIL"): passed += 1
         else: failed += 1  # a skipped test is a failure here: CI never passes on skipped work
 # As nobody, tests that need root skip by design; the others must pass.
-unpriv = results(sys.argv[3])
+unpriv = results(sys.argv[4])
 u_ok = sum(r in ("OK", "EXPECTEDFAIL") for r in unpriv)
 u_skip = sum(r == "SKIP" for r in unpriv)
 u_bad = len(unpriv) - u_ok - u_skip
@@ -120,6 +150,9 @@ print(f"unprivileged meson test: {u_ok} passed, {u_skip} skipped (need root), {u
 if not unpriv:
     u_bad = 1
 fuzz_failed = int(os.environ.get("PTAGS_FUZZ_FAILED", "0"))
-print(f"{passed + u_ok + 1 - fuzz_failed} passed, {failed + u_bad + fuzz_failed} failed")
+# The fuzz run and the TSan report check count as one test each.
+tsan_failed = int(os.environ.get("PTAGS_TSAN_FAILED", "0"))
+print(f"{passed + u_ok + 2 - fuzz_failed - tsan_failed} passed, "
+      f"{failed + u_bad + fuzz_failed + tsan_failed} failed")
 PY
 exit $status

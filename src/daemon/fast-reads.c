@@ -123,7 +123,10 @@ static GDBusMessage *filter(GDBusConnection *connection, GDBusMessage *msg, gboo
                             gpointer user_data)
 {
         PtagsFastReads *fast = user_data;
-        PtagsService *svc = fast->svc;
+        /* Pairs with the release in ptags_fast_reads_new: everything the
+         * main thread set up before is visible here (GDBus orders it too,
+         * but with locks a thread sanitizer cannot see). */
+        PtagsService *svc = __atomic_load_n(&fast->svc, __ATOMIC_ACQUIRE);
 
         if (!incoming || g_dbus_message_get_message_type(msg) != G_DBUS_MESSAGE_TYPE_METHOD_CALL ||
             g_strcmp0(g_dbus_message_get_path(msg), PTAGS_OBJECT_PATH) != 0 ||
@@ -178,7 +181,7 @@ PtagsFastReads *ptags_fast_reads_new(PtagsService *svc)
         if (svc->backend->ops->read_max == NULL)
                 return NULL;
         PtagsFastReads *fast = g_new0(PtagsFastReads, 1);
-        fast->svc = svc;
+        __atomic_store_n(&fast->svc, svc, __ATOMIC_RELEASE);
         fast->filter = g_dbus_connection_add_filter(svc->connection, filter, fast, released);
         return fast;
 }

@@ -394,7 +394,7 @@ class World:
             "DBUS_SYSTEM_BUS_ADDRESS": self.address or "",
         }
         # Sanitizer settings reach the daemon and fixture of a sanitizer build.
-        for var in ("ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS"):
+        for var in ("ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS", "TSAN_OPTIONS"):
             if var in os.environ:
                 env[var] = os.environ[var]
         env.update(extra or {})

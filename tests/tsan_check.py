@@ -1,0 +1,79 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
+# SPDX-FileCopyrightText: 2026 The ptags authors
+# tsan_check.py: reads the ThreadSanitizer reports of a ptagsd run and fails
+# on any that involve ptagsd's own code off the main thread: the reads
+# answered in GDBus's worker thread (fast-reads.c) and everything they
+# share with the main loop.
+#
+# Usage: tsan_check.py REPORT_FILE...
+#
+# GLib is not built with ThreadSanitizer, so GDBus's own handoffs between
+# its worker thread and the main thread (a message built on one, written
+# or freed on the other, under GLib's futex locks) are reported although
+# they are ordered. Those reports show no ptagsd frame on the worker side;
+# they are counted and listed, but only ptagsd's are failures.
+
+import re
+import sys
+
+ACCESS = re.compile(r"^\s*(?:Previous )?(?:atomic )?(?:[Rr]ead|[Ww]rite|Mutex|Lock)\b.*\bby "
+                    r"(main thread|thread T\d+)")
+FRAME = re.compile(r"^\s*#\d+ (\S+) (\S+)")
+
+
+def sections(block):
+    """(who, frames) for each access stack of one report; frames are
+    (function, file) pairs."""
+    who, frames, out = None, [], []
+    for line in block.splitlines():
+        m = ACCESS.match(line)
+        if m:
+            if who is not None:
+                out.append((who, frames))
+            who, frames = m.group(1), []
+            continue
+        if line.strip().startswith(("Location is", "Thread T", "Mutex M", "SUMMARY")):
+            if who is not None:
+                out.append((who, frames))
+            who, frames = None, []
+            continue
+        f = FRAME.match(line)
+        if f and who is not None:
+            frames.append((f.group(1), f.group(2)))
+    if who is not None:
+        out.append((who, frames))
+    return out
+
+
+def ours(frames):
+    return [fn for fn, where in frames if "src/daemon/" in where or "src/bpf/" in where
+            or "src/model/" in where]
+
+
+def main(paths):
+    found = glib_only = 0
+    failures = []
+    for path in paths:
+        with open(path, errors="replace") as f:
+            text = f.read()
+        for block in text.split("==================\n"):
+            if "WARNING: ThreadSanitizer" not in block:
+                continue
+            found += 1
+            kind = block.strip().splitlines()[0]
+            off_main = [(who, ours(fr)) for who, fr in sections(block) if who != "main thread"]
+            if any(fns for _, fns in off_main) or ("data race" not in kind and ours(
+                    [fr for _, frames in sections(block) for fr in frames])):
+                failures.append(block)
+            else:
+                glib_only += 1
+    print("tsan: %d reports, %d inside GLib's own thread handoffs, %d in ptagsd's code "
+          "off the main thread" % (found, glib_only, len(failures)))
+    for block in failures:
+        print("==================\n" + block)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

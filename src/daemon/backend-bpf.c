@@ -123,7 +123,7 @@ static int bpf_find(PtagsBackend *b, const char *pattern, size_t len, PtagsFound
                                             tags);
                 }
                 if (ptags_set_matches(tags, pattern, len, false))
-                        cb(tasks[i].tgid, tags, user_data);
+                        cb(tasks[i].tgid, tags, tasks[i].set_id, user_data);
         }
         free(tasks);
         return 0;

@@ -216,7 +216,7 @@ static int lsm_find(PtagsBackend *b, const char *pattern, size_t len, PtagsFound
                 if (lsm_read(b, -1, (pid_t)pid, &tags) != 0)
                         continue; /* exited meanwhile, or unreadable: not a holder */
                 if (ptags_set_matches(tags, pattern, len, false))
-                        cb((pid_t)pid, tags, user_data);
+                        cb((pid_t)pid, tags, 0, user_data);
                 ptags_set_free(tags);
         }
         closedir(dir);

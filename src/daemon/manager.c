@@ -186,42 +186,85 @@ typedef struct {
         const char *pattern;
         guint64 size;     /* the reply's wire size so far, at most */
         gboolean too_big; /* over PTAGS_MAX_MESSAGE_BYTES: collect no more */
+        /* Processes often share one tag list (the backend then passes the
+         * same list id): its matching part is built once. id -> Matching. */
+        GHashTable *by_set;
 } FoundList;
 
-static void found_one(pid_t pid, const ptags_set *tags, void *user_data)
+/* The matching tags of @tags as a(sbs), or NULL when none match. Only the
+ * matching tags: what the caller asked about, and a reply that grows with
+ * the matches rather than with everything else the processes hold. */
+static GVariant *matching_tags(FoundList *list, const ptags_set *tags, guint64 *bytes)
 {
-        FoundList *list = user_data;
         size_t len = strlen(list->pattern);
-        GVariantBuilder b;
-        gboolean any = FALSE;
+        g_autoptr(GPtrArray) items = g_ptr_array_new();
 
-        if (list->too_big)
-                return;
-        /* Only the matching tags: what the caller asked about, and a reply
-         * that grows with the matches rather than with everything else the
-         * processes hold. */
-        g_variant_builder_init(&b, G_VARIANT_TYPE("a(sbs)"));
+        *bytes = 0;
         for (size_t i = 0; i < ptags_set_count(tags); i++) {
                 const ptags_entry *e = ptags_set_at(tags, i);
                 if ((list->kept_only && !e->keep) ||
                     !ptags_pattern_match(list->pattern, len, e->name, e->name_len))
                         continue;
-                list->size += e->name_len + e->value_len + PTAGS_WIRE_TAG_OVERHEAD;
-                if (list->size > PTAGS_MAX_MESSAGE_BYTES) {
-                        list->too_big = TRUE;
-                        g_variant_builder_clear(&b);
-                        return;
-                }
-                g_variant_builder_add(&b, "(sbs)", e->name, (gboolean)e->keep, e->value);
-                any = TRUE;
+                *bytes += e->name_len + e->value_len + PTAGS_WIRE_TAG_OVERHEAD;
+                GVariant *fields[3] = {g_variant_new_string(e->name),
+                                       g_variant_new_boolean(e->keep),
+                                       g_variant_new_string(e->value)};
+                g_ptr_array_add(items, g_variant_new_tuple(fields, 3));
         }
-        if (!any) {
-                g_variant_builder_clear(&b);
+        if (items->len == 0)
+                return NULL;
+        return g_variant_ref_sink(g_variant_new_array(G_VARIANT_TYPE("(sbs)"),
+                                                      (GVariant **)items->pdata, items->len));
+}
+
+/* The matching part of one tag list; tags NULL when nothing matches. */
+typedef struct {
+        GVariant *tags;
+        guint64 bytes; /* their wire size, at most */
+} Matching;
+
+static void matching_free(gpointer p)
+{
+        Matching *m = p;
+
+        if (m->tags != NULL)
+                g_variant_unref(m->tags);
+        g_free(m);
+}
+
+static void found_add(FoundList *list, pid_t pid, const Matching *m)
+{
+        if (m->tags == NULL)
+                return;
+        list->size += m->bytes + PTAGS_WIRE_PROCESS_OVERHEAD;
+        if (list->size > PTAGS_MAX_MESSAGE_BYTES) {
+                list->too_big = TRUE;
                 return;
         }
-        list->size += PTAGS_WIRE_PROCESS_OVERHEAD;
-        FoundProcess p = {pid, g_variant_ref_sink(g_variant_builder_end(&b))};
+        FoundProcess p = {pid, g_variant_ref(m->tags)};
         g_array_append_val(list->found, p);
+}
+
+static void found_one(pid_t pid, const ptags_set *tags, guint64 list_id, void *user_data)
+{
+        FoundList *list = user_data;
+
+        if (list->too_big)
+                return;
+        if (list_id == 0) {
+                Matching own = {NULL, 0};
+                own.tags = matching_tags(list, tags, &own.bytes);
+                found_add(list, pid, &own);
+                g_clear_pointer(&own.tags, g_variant_unref);
+                return;
+        }
+        Matching *m = g_hash_table_lookup(list->by_set, &list_id);
+        if (m == NULL) {
+                m = g_new0(Matching, 1);
+                m->tags = matching_tags(list, tags, &m->bytes);
+                g_hash_table_insert(list->by_set, g_memdup2(&list_id, sizeof(list_id)), m);
+        }
+        found_add(list, pid, m);
 }
 
 static gint found_by_pid(gconstpointer a, gconstpointer b)
@@ -241,7 +284,10 @@ static void find_step(Call *call)
         PtagsService *svc = call->svc;
         g_autoptr(GArray) found = g_array_new(FALSE, FALSE, sizeof(FoundProcess));
         g_array_set_clear_func(found, found_clear);
-        FoundList list = {found, call->kept_only, call->pattern, PTAGS_WIRE_HEADER_OVERHEAD, FALSE};
+        g_autoptr(GHashTable) by_set =
+                g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, matching_free);
+        FoundList list = {found, call->kept_only, call->pattern, PTAGS_WIRE_HEADER_OVERHEAD,
+                          FALSE, by_set};
         int r = svc->backend->ops->find(svc->backend, call->pattern, strlen(call->pattern),
                                         found_one, &list);
         if (r < 0) {
@@ -261,13 +307,14 @@ static void find_step(Call *call)
         }
         /* Sorted by pid, whatever order the backend found them in. */
         g_array_sort(found, found_by_pid);
-        GVariantBuilder b;
-        g_variant_builder_init(&b, G_VARIANT_TYPE("a(ua(sbs))"));
+        g_autofree GVariant **entries = g_new(GVariant *, found->len + 1);
         for (guint i = 0; i < found->len; i++) {
                 FoundProcess *p = &g_array_index(found, FoundProcess, i);
-                g_variant_builder_add(&b, "(u@a(sbs))", (guint32)p->pid, p->tags);
+                GVariant *fields[2] = {g_variant_new_uint32((guint32)p->pid), p->tags};
+                entries[i] = g_variant_new_tuple(fields, 2);
         }
-        call_return(call, g_variant_new("(@a(ua(sbs)))", g_variant_builder_end(&b)));
+        GVariant *array = g_variant_new_array(G_VARIANT_TYPE("(ua(sbs))"), entries, found->len);
+        call_return(call, g_variant_new_tuple(&array, 1));
 }
 
 static gboolean handle_find_tagged(PtagsManager *object, GDBusMethodInvocation *inv,

@@ -30,8 +30,12 @@ void call_free(Call *call)
 {
         target_lock_release(call);
         call_end_turn(call);
-        if (call->owner_watch != 0)
-                g_dbus_connection_signal_unsubscribe(call->svc->connection, call->owner_watch);
+        if (call->watched && call->svc->leaving != NULL) {
+                GPtrArray *calls = g_hash_table_lookup(
+                        call->svc->leaving, g_dbus_method_invocation_get_sender(call->invocation));
+                if (calls != NULL)
+                        g_ptr_array_remove_fast(calls, call);
+        }
         g_clear_object(&call->invocation);
         g_clear_object(&call->cancellable);
         g_free(call->pattern);
@@ -340,4 +344,66 @@ gboolean target_lock_wait(Call *call, CallStepFn resume)
         call->resume = resume;
         g_queue_push_tail(waiting, call);
         return TRUE;
+}
+
+/* ------------------------------------------------- callers leaving the bus
+ *
+ * One subscription for the whole service (the same match rule the peer
+ * cache and the client table use, so the bus is asked once) rather than
+ * an AddMatch and RemoveMatch round trip per call that waits for polkit. */
+
+static void caller_left(GDBusConnection *connection, const char *sender, const char *path,
+                        const char *interface, const char *signal, GVariant *params,
+                        gpointer user_data)
+{
+        PtagsService *svc = user_data;
+        const char *name, *old_owner, *new_owner;
+        gpointer key = NULL, value = NULL;
+
+        g_variant_get(params, "(&s&s&s)", &name, &old_owner, &new_owner);
+        if (name[0] != ':' || new_owner[0] != '\0' ||
+            !g_hash_table_steal_extended(svc->leaving, name, &key, &value))
+                return;
+        g_autofree char *owned_key = key;
+        g_autoptr(GPtrArray) calls = value;
+        /* Cancelling may end a call (and free it) at once: cancel copies. */
+        g_autoptr(GPtrArray) pending = g_ptr_array_new_with_free_func(g_object_unref);
+        for (guint i = 0; i < calls->len; i++)
+                g_ptr_array_add(pending, g_object_ref(((Call *)calls->pdata[i])->cancellable));
+        g_debug("%s left the bus: cancelling %u pending authorizations", name, pending->len);
+        for (guint i = 0; i < pending->len; i++)
+                g_cancellable_cancel(pending->pdata[i]);
+}
+
+void call_cancel_if_caller_leaves(Call *call)
+{
+        const char *sender = g_dbus_method_invocation_get_sender(call->invocation);
+        GPtrArray *calls;
+
+        if (call->watched)
+                return;
+        calls = g_hash_table_lookup(call->svc->leaving, sender);
+        if (calls == NULL) {
+                calls = g_ptr_array_new();
+                g_hash_table_insert(call->svc->leaving, g_strdup(sender), calls);
+        }
+        g_ptr_array_add(calls, call);
+        call->watched = TRUE;
+}
+
+void call_watch_start(PtagsService *svc)
+{
+        svc->leaving = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
+                                             (GDestroyNotify)g_ptr_array_unref);
+        svc->leaving_watch = g_dbus_connection_signal_subscribe(
+                svc->connection, "org.freedesktop.DBus", "org.freedesktop.DBus", "NameOwnerChanged",
+                "/org/freedesktop/DBus", NULL, G_DBUS_SIGNAL_FLAGS_NONE, caller_left, svc, NULL);
+}
+
+void call_watch_stop(PtagsService *svc)
+{
+        if (svc->leaving == NULL)
+                return;
+        g_dbus_connection_signal_unsubscribe(svc->connection, svc->leaving_watch);
+        g_clear_pointer(&svc->leaving, g_hash_table_unref);
 }

@@ -44,7 +44,7 @@ struct _Call {
         CallStepFn resume;        /* what runs once the target lock is free */
         gboolean summarize_lines; /* TagsChanged lists no lines: too many bytes */
         GCancellable *cancellable;
-        guint owner_watch;
+        gboolean watched; /* on svc->leaving (call_cancel_if_caller_leaves) */
         /* container methods: their arguments (manager-container.c) */
         gpointer extra;
         GDestroyNotify extra_free;
@@ -86,3 +86,10 @@ void call_end_turn(Call *call);
 void target_lock_take(Call *call);
 void target_lock_release(Call *call);
 gboolean target_lock_wait(Call *call, CallStepFn resume);
+
+/* Cancel @call's cancellable (its pending polkit checks) if its caller
+ * leaves the bus before the call ends. */
+void call_cancel_if_caller_leaves(Call *call);
+/* The service-wide watch behind it, started and stopped with the service. */
+void call_watch_start(PtagsService *svc);
+void call_watch_stop(PtagsService *svc);

@@ -216,19 +216,6 @@ static void authorized(GObject *source, GAsyncResult *res, gpointer user_data)
         change_commit(call);
 }
 
-static void caller_vanished(GDBusConnection *connection, const char *sender, const char *path,
-                            const char *interface, const char *signal, GVariant *params,
-                            gpointer user_data)
-{
-        const char *name, *old_owner, *new_owner;
-
-        g_variant_get(params, "(&s&s&s)", &name, &old_owner, &new_owner);
-        if (new_owner[0] == '\0') {
-                g_debug("%s left the bus: cancelling its pending authorization", name);
-                g_cancellable_cancel(user_data);
-        }
-}
-
 static void change_authorize(Call *call)
 {
         GError *error = NULL;
@@ -284,12 +271,8 @@ static void change_authorize(Call *call)
         }
         ptags_set_free(caller_tags);
 
-        if (call->owner_watch == 0)
-                call->owner_watch = g_dbus_connection_signal_subscribe(
-                        call->svc->connection, "org.freedesktop.DBus", "org.freedesktop.DBus",
-                        "NameOwnerChanged", "/org/freedesktop/DBus", sender,
-                        G_DBUS_SIGNAL_FLAGS_NONE, caller_vanished, g_object_ref(call->cancellable),
-                        g_object_unref);
+        /* A caller that leaves the bus cancels its pending checks. */
+        call_cancel_if_caller_leaves(call);
         GDBusMessage *msg = g_dbus_method_invocation_get_message(call->invocation);
         gboolean interactive = (g_dbus_message_get_flags(msg) &
                                 G_DBUS_MESSAGE_FLAGS_ALLOW_INTERACTIVE_AUTHORIZATION) != 0;

@@ -322,17 +322,6 @@ static void register_authorized(GObject *source, GAsyncResult *res, gpointer use
         register_commit(call);
 }
 
-static void caller_vanished(GDBusConnection *connection, const char *sender, const char *path,
-                            const char *interface, const char *signal, GVariant *params,
-                            gpointer user_data)
-{
-        const char *name, *old_owner, *new_owner;
-
-        g_variant_get(params, "(&s&s&s)", &name, &old_owner, &new_owner);
-        if (new_owner[0] == '\0')
-                g_cancellable_cancel(user_data);
-}
-
 static PolkitDetails *target_details(const PtagsTarget *t, const PtagsProcessInfo *info,
                                      gboolean self)
 {
@@ -366,13 +355,8 @@ static void authorize_one(Call *call, const char *action, PolkitDetails *details
         const char *what = polkit_details_lookup(details, "contid");
         const char *sender = g_dbus_method_invocation_get_sender(call->invocation);
 
-        /* A caller that leaves the bus cancels its pending check. */
-        if (call->owner_watch == 0)
-                call->owner_watch = g_dbus_connection_signal_subscribe(
-                        call->svc->connection, "org.freedesktop.DBus", "org.freedesktop.DBus",
-                        "NameOwnerChanged", "/org/freedesktop/DBus", sender,
-                        G_DBUS_SIGNAL_FLAGS_NONE, caller_vanished, g_object_ref(call->cancellable),
-                        g_object_unref);
+        /* A caller that leaves the bus cancels its pending checks. */
+        call_cancel_if_caller_leaves(call);
 
         g_ptr_array_add(checks, ptags_check_new(action, details, what ? what : "-"));
         ptags_authority_check_all_async(call->svc->authority, sender, call->caller->uid, checks,

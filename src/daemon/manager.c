@@ -356,6 +356,7 @@ PtagsService *ptags_service_new(GDBusConnection *connection, PtagsBackend *backe
         svc->authority = authority;
         svc->reauthorizing = g_hash_table_new(g_direct_hash, g_direct_equal);
         svc->peers = ptags_peer_cache_new(connection);
+        call_watch_start(svc);
         svc->skeleton = ptags_manager_skeleton_new();
         ptags_manager_set_version(svc->skeleton, PACKAGE_VERSION);
         ptags_manager_set_backend(svc->skeleton, backend->ops->name);
@@ -401,6 +402,7 @@ void ptags_service_free(PtagsService *svc)
         ptags_clients_free(svc->clients);
         ptags_byte_cache_free(svc->byte_cache);
         g_hash_table_unref(svc->reauthorizing);
+        call_watch_stop(svc);
         ptags_peer_cache_free(svc->peers);
         g_clear_object(&svc->connection);
         g_free(svc);

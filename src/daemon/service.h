@@ -25,5 +25,7 @@ struct _PtagsService {
         PtagsLimits limits;
         PtagsClients *clients;
         PtagsByteCache *byte_cache; /* for the per-uid budgets */
+        GHashTable *leaving;        /* unique name -> its calls waiting for polkit (call.c) */
+        guint leaving_watch;
         PtagsFastReads *fast_reads; /* NULL when every read runs on the main loop */
 };

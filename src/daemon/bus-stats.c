@@ -80,14 +80,20 @@ static void question_free(Question *q)
         g_free(q);
 }
 
-/* Errors saying the bus will never answer this kind of question. */
+/* Whether an error says the bus will never answer this kind of question:
+ * anything but a connection gone or a passing shortage. (dbus-broker knows
+ * the method but answers Failed, "unimplemented".) */
 static gboolean error_is_final(const GError *error)
 {
-        return g_error_matches(error, G_DBUS_ERROR, G_DBUS_ERROR_ACCESS_DENIED) ||
-               g_error_matches(error, G_DBUS_ERROR, G_DBUS_ERROR_UNKNOWN_METHOD) ||
-               g_error_matches(error, G_DBUS_ERROR, G_DBUS_ERROR_UNKNOWN_INTERFACE) ||
-               g_error_matches(error, G_DBUS_ERROR, G_DBUS_ERROR_UNKNOWN_OBJECT) ||
-               g_error_matches(error, G_DBUS_ERROR, G_DBUS_ERROR_NOT_SUPPORTED);
+        if (!g_dbus_error_is_remote_error(error))
+                return FALSE; /* our own connection closing, a timeout */
+        return !g_error_matches(error, G_DBUS_ERROR, G_DBUS_ERROR_NAME_HAS_NO_OWNER) &&
+               !g_error_matches(error, G_DBUS_ERROR, G_DBUS_ERROR_NO_MEMORY) &&
+               !g_error_matches(error, G_DBUS_ERROR, G_DBUS_ERROR_LIMITS_EXCEEDED) &&
+               !g_error_matches(error, G_DBUS_ERROR, G_DBUS_ERROR_NO_REPLY) &&
+               !g_error_matches(error, G_DBUS_ERROR, G_DBUS_ERROR_TIMEOUT) &&
+               !g_error_matches(error, G_DBUS_ERROR, G_DBUS_ERROR_TIMED_OUT) &&
+               !g_error_matches(error, G_DBUS_ERROR, G_DBUS_ERROR_DISCONNECTED);
 }
 
 static void refuse(PtagsBusStats *s, const char *why)
@@ -166,6 +172,101 @@ void ptags_bus_stats_queued_for(PtagsBusStats *s, const char *name, PtagsBusQueu
         ask_on_main(q);
 }
 
+/* ------------------------------------------------------------ the holders
+ *
+ * When the signals pause, name the connections the bus holds much for (one
+ * at a time: the bus bounds the calls one connection may have pending), so
+ * an administrator sees who stopped reading. */
+
+#define HOLDER_BYTES (1024u * 1024u)
+
+typedef struct {
+        PtagsBusStats *s;
+        char **names;
+        guint next;
+        char *name;     /* the one being asked about */
+        guint32 queued; /* what the bus holds for it */
+} Holders;
+
+static void holders_next(Holders *h);
+
+static void holders_free(Holders *h)
+{
+        stats_unref(h->s);
+        g_strfreev(h->names);
+        g_free(h->name);
+        g_free(h);
+}
+
+static void holder_credentials(GObject *source, GAsyncResult *res, gpointer user_data)
+{
+        Holders *h = user_data;
+        g_autoptr(GVariant) reply =
+                g_dbus_connection_call_finish(G_DBUS_CONNECTION(source), res, NULL);
+        guint32 uid = G_MAXUINT32, pid = 0;
+
+        if (reply != NULL) {
+                g_autoptr(GVariant) dict = g_variant_get_child_value(reply, 0);
+                g_variant_lookup(dict, "UnixUserID", "u", &uid);
+                g_variant_lookup(dict, "ProcessID", "u", &pid);
+        }
+        g_warning("connection %s (uid %d, pid %u) is not reading: the bus holds %u bytes for it",
+                  h->name, uid == G_MAXUINT32 ? -1 : (int)uid, pid, h->queued);
+        holders_next(h);
+}
+
+static void holder_queued(gpointer data, gboolean known, guint64 queued)
+{
+        Holders *h = data;
+
+        if (!known || queued < HOLDER_BYTES) {
+                holders_next(h);
+                return;
+        }
+        h->queued = (guint32)queued;
+        g_dbus_connection_call(h->s->bus, "org.freedesktop.DBus", "/org/freedesktop/DBus",
+                               "org.freedesktop.DBus", "GetConnectionCredentials",
+                               g_variant_new("(s)", h->name), G_VARIANT_TYPE("(a{sv})"),
+                               G_DBUS_CALL_FLAGS_NONE, -1, NULL, holder_credentials, h);
+}
+
+static void holders_next(Holders *h)
+{
+        const char *own = g_dbus_connection_get_unique_name(h->s->bus);
+
+        g_clear_pointer(&h->name, g_free);
+        while (h->names != NULL && h->names[h->next] != NULL) {
+                const char *name = h->names[h->next++];
+                if (name[0] != ':' || g_strcmp0(name, own) == 0)
+                        continue;
+                h->name = g_strdup(name);
+                ptags_bus_stats_queued_for(h->s, name, holder_queued, h);
+                return;
+        }
+        holders_free(h);
+}
+
+static void holders_listed(GObject *source, GAsyncResult *res, gpointer user_data)
+{
+        Holders *h = user_data;
+        g_autoptr(GVariant) reply =
+                g_dbus_connection_call_finish(G_DBUS_CONNECTION(source), res, NULL);
+
+        if (reply != NULL)
+                g_variant_get(reply, "(^as)", &h->names);
+        holders_next(h);
+}
+
+static void report_holders(PtagsBusStats *s)
+{
+        Holders *h = g_new0(Holders, 1);
+
+        h->s = stats_ref(s);
+        g_dbus_connection_call(s->bus, "org.freedesktop.DBus", "/org/freedesktop/DBus",
+                               "org.freedesktop.DBus", "ListNames", NULL, G_VARIANT_TYPE("(as)"),
+                               G_DBUS_CALL_FLAGS_NONE, -1, NULL, holders_listed, h);
+}
+
 /* -------------------------------------------------------------- the watch */
 
 static void check_own(PtagsBusStats *s);
@@ -222,11 +323,13 @@ static void own_answered(gpointer data, gboolean known, guint64 queued)
                 s->checking = FALSE;
         g_mutex_unlock(&s->lock);
 
-        if (announce)
+        if (announce) {
                 g_warning("signals paused: the bus holds %" G_GUINT64_FORMAT " bytes of ptagsd's "
                           "messages for receivers that do not read them (over %u); TagsChanged "
                           "and the container signals are dropped until it holds less than %u",
                           queued, PTAGS_BUS_QUEUED_HIGH, PTAGS_BUS_QUEUED_LOW);
+                report_holders(s);
+        }
         if (resumed)
                 g_message("signals resumed: the bus holds %" G_GUINT64_FORMAT
                           " bytes of ptagsd's messages; %" G_GUINT64_FORMAT " signals were dropped",

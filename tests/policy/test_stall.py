@@ -161,7 +161,11 @@ class StoppedSubscriber(StallTestCase):
         self.assertEqual(failures, [], "ptagsd stalled behind the stopped subscriber")
         self.assertOk(reply, "root's GetTags while the subscriber is stopped")
         self.assertLess(took, 2.0)
-        self.assertIn("signals paused", w.read_log("ptagsd.log", tail_lines=100000))
+        log = w.read_log("ptagsd.log", tail_lines=100000)
+        self.assertIn("signals paused", log)
+        # The administrator learns who stopped reading.
+        self.assertIn("connection %s (uid 65534, pid %d) is not reading"
+                      % (subscriber.unique_name, subscriber.pid), log)
 
         # Once the subscriber reads again (or leaves), signals flow again.
         os.kill(subscriber.pid, signal.SIGCONT)

@@ -100,8 +100,9 @@ static void refuse(PtagsBusStats *s, const char *why)
 {
         if (g_atomic_int_compare_and_exchange(&s->refused, FALSE, TRUE))
                 g_message("the bus does not report queued bytes (%s): unread replies are "
-                          "confirmed by Peer.Ping only, and a receiver that stops reading "
-                          "ptagsd's signals can make the bus stop reading ptagsd",
+                          "confirmed by Peer.Ping only, and ptagsd's signals are not watched "
+                          "(on dbus-daemon a receiver that stops reading them can make the bus "
+                          "stop reading ptagsd)",
                           why);
 }
 

@@ -59,6 +59,7 @@ struct _PtagsClients {
         GQueue turns;        /* User with queued calls, in turn order */
         guint runner;
         guint name_watch;
+        gint stopped; /* atomic: freed, answers still in flight are ignored */
 };
 
 /* A question to the bus or a client about one connection, answered later. */
@@ -72,16 +73,38 @@ static Question *question_new(PtagsClients *c, const char *name, guint64 bytes)
 {
         Question *q = g_new0(Question, 1);
 
-        q->c = c;
+        /* Reference counted: an answer may arrive after ptags_clients_free(). */
+        q->c = g_atomic_rc_box_acquire(c);
         q->name = g_strdup(name);
         q->bytes = bytes;
         return q;
 }
 
+static void clients_clear(gpointer p)
+{
+        PtagsClients *c = p;
+
+        g_hash_table_unref(c->clients);
+        g_hash_table_unref(c->users);
+        g_mutex_clear(&c->lock);
+        g_main_context_unref(c->context);
+        g_object_unref(c->bus);
+}
+
 static void question_free(Question *q)
 {
+        g_atomic_rc_box_release_full(q->c, clients_clear);
         g_free(q->name);
         g_free(q);
+}
+
+/* The answer to @q came after ptags_clients_free(): drop it. */
+static gboolean question_stale(Question *q)
+{
+        if (!g_atomic_int_get(&q->c->stopped))
+                return FALSE;
+        question_free(q);
+        return TRUE;
 }
 
 /* Called with the lock held. */
@@ -163,7 +186,7 @@ static void name_owner_changed(GDBusConnection *bus, const char *sender, const c
 
 PtagsClients *ptags_clients_new(GDBusConnection *bus, const PtagsLimits *limits)
 {
-        PtagsClients *c = g_new0(PtagsClients, 1);
+        PtagsClients *c = g_atomic_rc_box_new0(PtagsClients);
 
         c->bus = g_object_ref(bus);
         c->context = g_main_context_ref_thread_default();
@@ -184,6 +207,7 @@ void ptags_clients_free(PtagsClients *c)
 {
         if (c == NULL)
                 return;
+        g_atomic_int_set(&c->stopped, TRUE);
         g_dbus_connection_signal_unsubscribe(c->bus, c->name_watch);
         if (c->runner != 0)
                 g_source_remove(c->runner);
@@ -214,13 +238,12 @@ void ptags_clients_free(PtagsClients *c)
                 p->drop(p->data);
                 g_free(p);
         }
-        ptags_bus_stats_free(c->stats);
-        g_hash_table_unref(c->clients);
-        g_hash_table_unref(c->users);
-        g_mutex_clear(&c->lock);
-        g_main_context_unref(c->context);
-        g_object_unref(c->bus);
-        g_free(c);
+        /* Their waits for the bus go with them. */
+        g_mutex_lock(&c->lock);
+        g_hash_table_remove_all(c->clients);
+        g_mutex_unlock(&c->lock);
+        ptags_bus_stats_free(g_steal_pointer(&c->stats));
+        g_atomic_rc_box_release_full(c, clients_clear);
 }
 
 /* ------------------------------------------------------------------ uids */
@@ -229,15 +252,17 @@ static void uid_answered(GObject *source, GAsyncResult *res, gpointer user_data)
 {
         Question *q = user_data;
         PtagsClients *c = q->c;
-        g_autofree char *name = g_steal_pointer(&q->name);
+        const char *name = q->name;
         g_autoptr(GError) error = NULL;
         g_autoptr(GVariant) reply =
                 g_dbus_connection_call_finish(G_DBUS_CONNECTION(source), res, &error);
 
-        question_free(q);
+        if (question_stale(q))
+                return;
         if (reply == NULL) {
                 g_debug("cannot learn the uid of %s: %s", name, error->message);
                 client_remove(c, name);
+                question_free(q);
                 return;
         }
         guint32 uid;
@@ -253,6 +278,7 @@ static void uid_answered(GObject *source, GAsyncResult *res, gpointer user_data)
         }
         g_mutex_unlock(&c->lock);
         tell_waiting(waiting, uid, NULL);
+        question_free(q);
 }
 
 void ptags_clients_get_uid(PtagsClients *c, const char *sender, PtagsClientUidFunc done,
@@ -342,6 +368,8 @@ static void ping_answered(GObject *source, GAsyncResult *res, gpointer user_data
         g_autoptr(GVariant) reply =
                 g_dbus_connection_call_finish(G_DBUS_CONNECTION(source), res, &error);
 
+        if (question_stale(p))
+                return;
         /* Any answer from the client itself, even an error, comes after it
          * read our earlier replies. An error from the bus (the client left,
          * or a policy forbids the ping) proves nothing: the bytes stay. */
@@ -373,6 +401,8 @@ static void queued_answered(gpointer data, gboolean known, guint64 queued)
         Question *q = data;
         PtagsClients *c = q->c;
 
+        if (question_stale(q))
+                return;
         g_mutex_lock(&c->lock);
         Client *cl = g_hash_table_lookup(c->clients, q->name);
         if (cl == NULL) {
@@ -421,6 +451,8 @@ static gboolean ping_now(gpointer data)
 {
         Question *q = data;
 
+        if (question_stale(q))
+                return G_SOURCE_REMOVE;
         /* No timeout: a stopped client keeps its replies counted until it
          * reads them or leaves the bus. */
         g_dbus_connection_call(q->c->bus, q->name, "/", "org.freedesktop.DBus.Peer", "Ping", NULL,

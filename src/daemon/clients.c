@@ -1,17 +1,20 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // SPDX-FileCopyrightText: 2026 The ptags authors
 /* clients.c: per-connection and per-uid bookkeeping: uid lookups, unread
- * reply bytes confirmed by Peer.Ping, and the round-robin queue of reads. */
+ * reply bytes confirmed by the bus or by Peer.Ping, and the round-robin queue of reads. */
 #define G_LOG_DOMAIN "ptagsd-clients"
 
 #include "clients.h"
 
+#include "bus-stats.h"
 #include "errors.h"
 
-#include <pthread.h>
-
-/* Replies smaller than this in total are not worth a ping round trip. */
+/* Replies smaller than this in total are not worth a round trip. */
 #define PING_THRESHOLD (64u * 1024u)
+/* A connection that has not read: ask the bus again after this long,
+ * doubling up to the maximum, so it is admitted soon after it reads. */
+#define RETRY_FIRST_MSEC 50u
+#define RETRY_MAX_MSEC   2000u
 
 typedef struct {
         PtagsClientUidFunc done;
@@ -22,10 +25,11 @@ typedef struct {
         char *name;
         gboolean uid_known;
         uid_t uid;
-        GSList *waiting; /* UidWait, while the lookup runs */
-        guint64 unread;  /* reply bytes sent and not yet confirmed read */
-        guint64 pinged;  /* of which the ping in flight covers this many */
-        gboolean ping_pending;
+        GSList *waiting;     /* UidWait, while the lookup runs */
+        guint64 unread;      /* reply bytes sent and not yet confirmed read */
+        gboolean confirming; /* a question, a ping or a retry is pending */
+        guint retry_msec;    /* the next wait before asking the bus again */
+        GSource *retry;      /* that wait */
 } Client;
 
 typedef struct {
@@ -42,45 +46,68 @@ typedef struct {
         gpointer data;
 } Pending;
 
+struct _PtagsClients {
+        GDBusConnection *bus;
+        GMainContext *context; /* where callbacks and questions run */
+        const PtagsLimits *limits;
+        PtagsBusStats *stats;
+        /* Guards every table and record below; never held while a callback
+         * of the caller runs. */
+        GMutex lock;
+        GHashTable *clients; /* unique name -> Client */
+        GHashTable *users;   /* uid -> User; few, kept for the daemon's life */
+        GQueue turns;        /* User with queued calls, in turn order */
+        guint runner;
+        guint name_watch;
+        gint stopped; /* atomic: freed, answers still in flight are ignored */
+};
+
 /* A question to the bus or a client about one connection, answered later. */
 typedef struct {
         PtagsClients *c;
         char *name;
-        guint64 bytes; /* a ping: the unread bytes it covers */
+        guint64 bytes; /* a read confirmation: the unread bytes it covers */
 } Question;
 
 static Question *question_new(PtagsClients *c, const char *name, guint64 bytes)
 {
         Question *q = g_new0(Question, 1);
 
-        q->c = c;
+        /* Reference counted: an answer may arrive after ptags_clients_free(). */
+        q->c = g_atomic_rc_box_acquire(c);
         q->name = g_strdup(name);
         q->bytes = bytes;
         return q;
 }
 
+static void clients_clear(gpointer p)
+{
+        PtagsClients *c = p;
+
+        g_hash_table_unref(c->clients);
+        g_hash_table_unref(c->users);
+        g_mutex_clear(&c->lock);
+        g_main_context_unref(c->context);
+        g_object_unref(c->bus);
+}
+
 static void question_free(Question *q)
 {
+        g_atomic_rc_box_release_full(q->c, clients_clear);
         g_free(q->name);
         g_free(q);
 }
 
-/* Everything runs on the main loop except ptags_clients_cached_uid,
- * ptags_clients_check_unread and ptags_clients_sent, which GDBus's worker
- * thread also calls for the reads it answers; the lock guards the tables
- * and their entries. (A pthread mutex, which ThreadSanitizer sees.) Never
- * held while calling out. */
-struct _PtagsClients {
-        pthread_mutex_t lock;
-        GDBusConnection *bus;
-        const PtagsLimits *limits;
-        GHashTable *clients; /* unique name -> Client */
-        GHashTable *users;   /* uid -> User; few, kept for the daemon's life */
-        GQueue turns;        /* User with queued calls, in turn order */
-        guint runner;
-        guint name_watch;
-};
+/* The answer to @q came after ptags_clients_free(): drop it. */
+static gboolean question_stale(Question *q)
+{
+        if (!g_atomic_int_get(&q->c->stopped))
+                return FALSE;
+        question_free(q);
+        return TRUE;
+}
 
+/* Called with the lock held. */
 static User *user_get(PtagsClients *c, uid_t uid)
 {
         User *u = g_hash_table_lookup(c->users, GUINT_TO_POINTER(uid));
@@ -106,33 +133,44 @@ static void client_free(gpointer p)
 {
         Client *cl = p;
 
+        if (cl->retry != NULL) {
+                g_source_destroy(cl->retry);
+                g_source_unref(cl->retry);
+        }
         g_slist_free_full(cl->waiting, g_free);
         g_free(cl->name);
         g_free(cl);
 }
 
+/* Tell @waiting (UidWait, stolen from a record) the outcome of a lookup,
+ * without the lock: the callbacks call back into this module. */
+static void tell_waiting(GSList *waiting, uid_t uid, const GError *error)
+{
+        for (GSList *l = waiting; l != NULL; l = l->next) {
+                UidWait *w = l->data;
+                w->done(w->data, uid, error);
+        }
+        g_slist_free_full(waiting, g_free);
+}
+
 /* Forget a connection that left; its unread replies died with it. */
 static void client_remove(PtagsClients *c, const char *name)
 {
-        pthread_mutex_lock(&c->lock);
+        g_mutex_lock(&c->lock);
         Client *cl = g_hash_table_lookup(c->clients, name);
-
         if (cl == NULL) {
-                pthread_mutex_unlock(&c->lock);
+                g_mutex_unlock(&c->lock);
                 return;
         }
         if (cl->uid_known)
                 user_get(c, cl->uid)->unread -= cl->unread;
         GSList *waiting = g_steal_pointer(&cl->waiting);
         g_hash_table_remove(c->clients, name);
-        pthread_mutex_unlock(&c->lock);
+        g_mutex_unlock(&c->lock);
+
         g_autoptr(GError) error = g_error_new(PTAGS_ERROR, PTAGS_ERROR_NO_SUCH_PROCESS,
                                               "the caller %s left the bus", name);
-        for (GSList *l = waiting; l != NULL; l = l->next) {
-                UidWait *w = l->data;
-                w->done(w->data, (uid_t)-1, error);
-        }
-        g_slist_free_full(waiting, g_free);
+        tell_waiting(waiting, (uid_t)-1, error);
 }
 
 static void name_owner_changed(GDBusConnection *bus, const char *sender, const char *path,
@@ -148,12 +186,13 @@ static void name_owner_changed(GDBusConnection *bus, const char *sender, const c
 
 PtagsClients *ptags_clients_new(GDBusConnection *bus, const PtagsLimits *limits)
 {
-        PtagsClients *c = g_new0(PtagsClients, 1);
-
-        pthread_mutex_init(&c->lock, NULL);
+        PtagsClients *c = g_atomic_rc_box_new0(PtagsClients);
 
         c->bus = g_object_ref(bus);
+        c->context = g_main_context_ref_thread_default();
         c->limits = limits;
+        c->stats = ptags_bus_stats_new(bus);
+        g_mutex_init(&c->lock);
         c->clients = g_hash_table_new_full(g_str_hash, g_str_equal, NULL, client_free);
         c->users = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, user_free);
         g_queue_init(&c->turns);
@@ -168,37 +207,43 @@ void ptags_clients_free(PtagsClients *c)
 {
         if (c == NULL)
                 return;
+        g_atomic_int_set(&c->stopped, TRUE);
         g_dbus_connection_signal_unsubscribe(c->bus, c->name_watch);
         if (c->runner != 0)
                 g_source_remove(c->runner);
-        g_queue_clear(&c->turns);
-        /* Dropped calls give their turn back into tables still alive. */
+        /* Dropped calls give their turn back into tables still alive, so
+         * collect them under the lock and tell them without it. */
+        GSList *waiting = NULL;
+        GQueue pending = G_QUEUE_INIT;
         GHashTableIter iter;
         gpointer value;
-        g_autoptr(GError) stopping =
-                g_error_new(PTAGS_ERROR, PTAGS_ERROR_FAILED, "ptagsd is stopping");
+        g_mutex_lock(&c->lock);
+        g_queue_clear(&c->turns);
         g_hash_table_iter_init(&iter, c->clients);
-        while (g_hash_table_iter_next(&iter, NULL, &value)) {
-                GSList *waiting = g_steal_pointer(&((Client *)value)->waiting);
-                for (GSList *l = waiting; l != NULL; l = l->next) {
-                        UidWait *w = l->data;
-                        w->done(w->data, (uid_t)-1, stopping);
-                }
-                g_slist_free_full(waiting, g_free);
-        }
+        while (g_hash_table_iter_next(&iter, NULL, &value))
+                waiting = g_slist_concat(waiting, g_steal_pointer(&((Client *)value)->waiting));
         g_hash_table_iter_init(&iter, c->users);
         while (g_hash_table_iter_next(&iter, NULL, &value)) {
                 Pending *p;
-                while ((p = g_queue_pop_head(&((User *)value)->queue)) != NULL) {
-                        p->drop(p->data);
-                        g_free(p);
-                }
+                while ((p = g_queue_pop_head(&((User *)value)->queue)) != NULL)
+                        g_queue_push_tail(&pending, p);
         }
-        g_hash_table_unref(c->clients);
-        g_hash_table_unref(c->users);
-        g_object_unref(c->bus);
-        pthread_mutex_destroy(&c->lock);
-        g_free(c);
+        g_mutex_unlock(&c->lock);
+
+        g_autoptr(GError) stopping =
+                g_error_new(PTAGS_ERROR, PTAGS_ERROR_FAILED, "ptagsd is stopping");
+        tell_waiting(waiting, (uid_t)-1, stopping);
+        Pending *p;
+        while ((p = g_queue_pop_head(&pending)) != NULL) {
+                p->drop(p->data);
+                g_free(p);
+        }
+        /* Their waits for the bus go with them. */
+        g_mutex_lock(&c->lock);
+        g_hash_table_remove_all(c->clients);
+        g_mutex_unlock(&c->lock);
+        ptags_bus_stats_free(g_steal_pointer(&c->stats));
+        g_atomic_rc_box_release_full(c, clients_clear);
 }
 
 /* ------------------------------------------------------------------ uids */
@@ -207,109 +252,114 @@ static void uid_answered(GObject *source, GAsyncResult *res, gpointer user_data)
 {
         Question *q = user_data;
         PtagsClients *c = q->c;
-        g_autofree char *name = g_strdup(q->name);
+        const char *name = q->name;
         g_autoptr(GError) error = NULL;
         g_autoptr(GVariant) reply =
                 g_dbus_connection_call_finish(G_DBUS_CONNECTION(source), res, &error);
 
-        question_free(q);
+        if (question_stale(q))
+                return;
         if (reply == NULL) {
                 g_debug("cannot learn the uid of %s: %s", name, error->message);
                 client_remove(c, name);
+                question_free(q);
                 return;
         }
         guint32 uid;
         g_variant_get(reply, "(u)", &uid);
-        pthread_mutex_lock(&c->lock);
+        g_mutex_lock(&c->lock);
         /* A client that left meanwhile was removed and its waiters told. */
         Client *cl = g_hash_table_lookup(c->clients, name);
-        if (cl == NULL) {
-                pthread_mutex_unlock(&c->lock);
-                return;
+        GSList *waiting = NULL;
+        if (cl != NULL) {
+                cl->uid = uid;
+                cl->uid_known = TRUE;
+                waiting = g_slist_reverse(g_steal_pointer(&cl->waiting));
         }
-        cl->uid = uid;
-        cl->uid_known = TRUE;
-        GSList *waiting = g_slist_reverse(g_steal_pointer(&cl->waiting));
-        pthread_mutex_unlock(&c->lock);
-        for (GSList *l = waiting; l != NULL; l = l->next) {
-                UidWait *w = l->data;
-                w->done(w->data, uid, NULL);
-        }
-        g_slist_free_full(waiting, g_free);
-}
-
-gboolean ptags_clients_cached_uid(PtagsClients *c, const char *sender, uid_t *uid)
-{
-        pthread_mutex_lock(&c->lock);
-        Client *cl = g_hash_table_lookup(c->clients, sender);
-        gboolean known = cl != NULL && cl->uid_known;
-        if (known)
-                *uid = cl->uid;
-        pthread_mutex_unlock(&c->lock);
-        return known;
+        g_mutex_unlock(&c->lock);
+        tell_waiting(waiting, uid, NULL);
+        question_free(q);
 }
 
 void ptags_clients_get_uid(PtagsClients *c, const char *sender, PtagsClientUidFunc done,
                            gpointer data)
 {
-        uid_t uid;
-
-        if (ptags_clients_cached_uid(c, sender, &uid)) {
+        g_mutex_lock(&c->lock);
+        Client *cl = g_hash_table_lookup(c->clients, sender);
+        if (cl != NULL && cl->uid_known) {
+                uid_t uid = cl->uid;
+                g_mutex_unlock(&c->lock);
                 done(data, uid, NULL);
                 return;
         }
         UidWait *w = g_new0(UidWait, 1);
         w->done = done;
         w->data = data;
-        pthread_mutex_lock(&c->lock);
-        Client *cl = g_hash_table_lookup(c->clients, sender);
         if (cl != NULL) {
                 cl->waiting = g_slist_prepend(cl->waiting, w);
-                pthread_mutex_unlock(&c->lock);
+                g_mutex_unlock(&c->lock);
                 return;
         }
         cl = g_new0(Client, 1);
         cl->name = g_strdup(sender);
         cl->waiting = g_slist_prepend(NULL, w);
         g_hash_table_insert(c->clients, cl->name, cl);
-        pthread_mutex_unlock(&c->lock);
+        g_mutex_unlock(&c->lock);
         g_dbus_connection_call(
                 c->bus, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
                 "GetConnectionUnixUser", g_variant_new("(s)", sender), G_VARIANT_TYPE("(u)"),
                 G_DBUS_CALL_FLAGS_NONE, -1, NULL, uid_answered, question_new(c, sender, 0));
 }
 
-/* ------------------------------------------------------- unread replies */
-
-gboolean ptags_clients_check_unread(PtagsClients *c, const char *sender, uid_t uid, GError **error)
+gboolean ptags_clients_cached_uid(PtagsClients *c, const char *sender, uid_t *uid)
 {
-        pthread_mutex_lock(&c->lock);
+        g_mutex_lock(&c->lock);
         Client *cl = g_hash_table_lookup(c->clients, sender);
-        guint64 unread = cl != NULL ? cl->unread : 0;
-        guint64 user_unread = user_get(c, uid)->unread;
-        pthread_mutex_unlock(&c->lock);
-
-        if (unread > c->limits->unread_reply_bytes) {
-                g_set_error(error, PTAGS_ERROR, PTAGS_ERROR_LIMIT_EXCEEDED,
-                            "%" G_GUINT64_FORMAT " bytes of replies to this connection are "
-                            "still unread, over the MaxUnreadReplyBytes limit of %u; read them "
-                            "first",
-                            unread, c->limits->unread_reply_bytes);
-                return FALSE;
-        }
-        /* Root's connections are many system services: only each one's own
-         * bound applies, so one stalled service cannot refuse the others. */
-        if (uid != 0 && user_unread > c->limits->user_unread_reply_bytes) {
-                g_set_error(error, PTAGS_ERROR, PTAGS_ERROR_LIMIT_EXCEEDED,
-                            "%" G_GUINT64_FORMAT " bytes of replies to connections of uid %u "
-                            "are still unread, over the MaxUserUnreadReplyBytes limit of %u",
-                            user_unread, (unsigned)uid, c->limits->user_unread_reply_bytes);
-                return FALSE;
-        }
-        return TRUE;
+        gboolean known = cl != NULL && cl->uid_known;
+        if (known)
+                *uid = cl->uid;
+        g_mutex_unlock(&c->lock);
+        return known;
 }
 
-static void ping_send(PtagsClients *c, const char *name);
+/* ------------------------------------------------------- unread replies
+ *
+ * ptagsd counts the bytes of its replies to each connection and un-counts
+ * them once they are known to be read. The bus knows best: dbus-daemon
+ * reports the bytes it still holds queued for a connection (Debug.Stats,
+ * which Debian's system bus lets root use), so ptagsd's replies beyond that
+ * figure have left the bus. A bus that does not tell (dbus-broker, another
+ * policy) leaves the Peer.Ping: its answer comes after the client read every
+ * earlier reply, but a client that never dispatches never answers. */
+
+static void confirm_send(PtagsClients *c, Client *cl);
+
+/* Un-count @bytes of @cl's replies (the lock is held). */
+static void uncount(PtagsClients *c, Client *cl, guint64 bytes)
+{
+        bytes = MIN(bytes, cl->unread);
+        cl->unread -= bytes;
+        if (cl->uid_known)
+                user_get(c, cl->uid)->unread -= bytes;
+}
+
+/* The wait is destroyed with its Client, so the record outlives it. */
+typedef struct {
+        PtagsClients *c;
+        Client *cl;
+} Retry;
+
+static gboolean retry_fire(gpointer data)
+{
+        Retry *r = data;
+
+        g_mutex_lock(&r->c->lock);
+        g_clear_pointer(&r->cl->retry, g_source_unref);
+        r->cl->confirming = FALSE; /* the wait held the slot */
+        confirm_send(r->c, r->cl);
+        g_mutex_unlock(&r->c->lock);
+        return G_SOURCE_REMOVE;
+}
 
 static void ping_answered(GObject *source, GAsyncResult *res, gpointer user_data)
 {
@@ -317,6 +367,9 @@ static void ping_answered(GObject *source, GAsyncResult *res, gpointer user_data
         g_autoptr(GError) error = NULL;
         g_autoptr(GVariant) reply =
                 g_dbus_connection_call_finish(G_DBUS_CONNECTION(source), res, &error);
+
+        if (question_stale(p))
+                return;
         /* Any answer from the client itself, even an error, comes after it
          * read our earlier replies. An error from the bus (the client left,
          * or a policy forbids the ping) proves nothing: the bytes stay. */
@@ -327,71 +380,159 @@ static void ping_answered(GObject *source, GAsyncResult *res, gpointer user_data
                          !g_error_matches(error, G_DBUS_ERROR, G_DBUS_ERROR_SERVICE_UNKNOWN) &&
                          !g_error_matches(error, G_DBUS_ERROR, G_DBUS_ERROR_LIMITS_EXCEEDED) &&
                          !g_error_matches(error, G_IO_ERROR, G_IO_ERROR_CLOSED));
-        gboolean again = FALSE;
-        pthread_mutex_lock(&p->c->lock);
+        g_mutex_lock(&p->c->lock);
         Client *cl = g_hash_table_lookup(p->c->clients, p->name);
         if (cl != NULL) {
-                cl->ping_pending = FALSE;
+                cl->confirming = FALSE;
                 if (read) {
-                        cl->unread -= p->bytes;
-                        if (cl->uid_known)
-                                user_get(p->c, cl->uid)->unread -= p->bytes;
-                        again = cl->unread >= PING_THRESHOLD;
-                        cl->ping_pending = again;
+                        uncount(p->c, cl, p->bytes);
+                        if (cl->unread >= PING_THRESHOLD)
+                                confirm_send(p->c, cl);
                 } else {
                         g_debug("no read confirmation from %s: %s", p->name, error->message);
                 }
         }
-        pthread_mutex_unlock(&p->c->lock);
-        if (again)
-                ping_send(p->c, p->name);
+        g_mutex_unlock(&p->c->lock);
         question_free(p);
 }
 
-/* Ping @name, which has ping_pending set, for all its unread bytes. */
-static void ping_send(PtagsClients *c, const char *name)
+static void queued_answered(gpointer data, gboolean known, guint64 queued)
 {
-        pthread_mutex_lock(&c->lock);
-        Client *cl = g_hash_table_lookup(c->clients, name);
-        guint64 unread = cl != NULL ? cl->unread : 0;
-        pthread_mutex_unlock(&c->lock);
-        if (cl == NULL)
-                return;
-        Question *p = question_new(c, name, unread);
+        Question *q = data;
+        PtagsClients *c = q->c;
 
-        /* No timeout: a stopped client keeps its replies counted until it
-         * reads them or leaves the bus. */
-        g_dbus_connection_call(c->bus, cl->name, "/", "org.freedesktop.DBus.Peer", "Ping", NULL,
-                               NULL, G_DBUS_CALL_FLAGS_NO_AUTO_START, G_MAXINT, NULL, ping_answered,
-                               p);
+        if (question_stale(q))
+                return;
+        g_mutex_lock(&c->lock);
+        Client *cl = g_hash_table_lookup(c->clients, q->name);
+        if (cl == NULL) {
+                g_mutex_unlock(&c->lock);
+                question_free(q);
+                return;
+        }
+        cl->confirming = FALSE;
+        if (!known) {
+                /* The bus does not tell (for good: the next confirmation
+                 * pings), or the connection is leaving. */
+                if (!ptags_bus_stats_available(c->stats))
+                        confirm_send(c, cl);
+                g_mutex_unlock(&c->lock);
+                question_free(q);
+                return;
+        }
+        /* Everything ptagsd sent before asking either waits in the bus's
+         * queue for the client (at most @queued bytes of it, with others'
+         * messages) or has left the bus. */
+        guint64 gone = q->bytes - MIN(q->bytes, queued);
+        uncount(c, cl, gone);
+        if (gone > 0)
+                cl->retry_msec = RETRY_FIRST_MSEC;
+        if (cl->unread >= PING_THRESHOLD) {
+                if (gone > 0) {
+                        confirm_send(c, cl);
+                } else {
+                        /* Not reading: look again later (sooner when a read
+                         * is refused), not in a loop. */
+                        Retry *r = g_new0(Retry, 1);
+                        r->c = c;
+                        r->cl = cl;
+                        cl->confirming = TRUE;
+                        cl->retry = g_timeout_source_new(cl->retry_msec);
+                        g_source_set_callback(cl->retry, retry_fire, r, g_free);
+                        g_source_attach(cl->retry, c->context);
+                        cl->retry_msec = MIN(cl->retry_msec * 2, RETRY_MAX_MSEC);
+                }
+        }
+        g_mutex_unlock(&c->lock);
+        question_free(q);
 }
 
-/* Pings are sent from the main loop, whichever thread sent the reply. */
-static gboolean ping_send_idle(gpointer data)
+static gboolean ping_now(gpointer data)
 {
         Question *q = data;
 
-        ping_send(q->c, q->name);
-        question_free(q);
+        if (question_stale(q))
+                return G_SOURCE_REMOVE;
+        /* No timeout: a stopped client keeps its replies counted until it
+         * reads them or leaves the bus. */
+        g_dbus_connection_call(q->c->bus, q->name, "/", "org.freedesktop.DBus.Peer", "Ping", NULL,
+                               NULL, G_DBUS_CALL_FLAGS_NO_AUTO_START, G_MAXINT, NULL, ping_answered,
+                               q);
         return G_SOURCE_REMOVE;
+}
+
+/* Ask whether @cl's counted replies were read (the lock is held; the
+ * answers run on the main context, after the lock is released). */
+static void confirm_send(PtagsClients *c, Client *cl)
+{
+        if (cl->confirming)
+                return;
+        cl->confirming = TRUE;
+        if (cl->retry_msec == 0)
+                cl->retry_msec = RETRY_FIRST_MSEC;
+        Question *q = question_new(c, cl->name, cl->unread);
+        if (ptags_bus_stats_available(c->stats)) {
+                ptags_bus_stats_queued_for(c->stats, cl->name, queued_answered, q);
+                return;
+        }
+        /* From the main context, so the answer runs there too. */
+        GSource *idle = g_idle_source_new();
+        g_source_set_priority(idle, G_PRIORITY_DEFAULT);
+        g_source_set_callback(idle, ping_now, q, NULL);
+        g_source_attach(idle, c->context);
+        g_source_unref(idle);
+}
+
+gboolean ptags_clients_check_unread(PtagsClients *c, const char *sender, uid_t uid, GError **error)
+{
+        g_mutex_lock(&c->lock);
+        Client *cl = g_hash_table_lookup(c->clients, sender);
+        User *u = user_get(c, uid);
+        gboolean ok = TRUE;
+
+        if (cl != NULL && cl->unread > c->limits->unread_reply_bytes) {
+                g_set_error(error, PTAGS_ERROR, PTAGS_ERROR_LIMIT_EXCEEDED,
+                            "%" G_GUINT64_FORMAT " bytes of replies to this connection are "
+                            "still unread, over the MaxUnreadReplyBytes limit of %u; read them "
+                            "first",
+                            cl->unread, c->limits->unread_reply_bytes);
+                ok = FALSE;
+        } else if (uid != 0 && u->unread > c->limits->user_unread_reply_bytes) {
+                /* Root's connections are many system services: only each
+                 * one's own bound applies, so one stalled service cannot
+                 * refuse the others. */
+                g_set_error(error, PTAGS_ERROR, PTAGS_ERROR_LIMIT_EXCEEDED,
+                            "%" G_GUINT64_FORMAT " bytes of replies to connections of uid %u "
+                            "are still unread, over the MaxUserUnreadReplyBytes limit of %u",
+                            u->unread, (unsigned)uid, c->limits->user_unread_reply_bytes);
+                ok = FALSE;
+        }
+        /* A refused client may have read meanwhile: have the bus tell before
+         * its next call rather than at the next retry. */
+        if (!ok && cl != NULL && cl->unread > 0) {
+                cl->retry_msec = RETRY_FIRST_MSEC;
+                if (cl->retry != NULL) {
+                        g_source_destroy(cl->retry);
+                        g_clear_pointer(&cl->retry, g_source_unref);
+                        cl->confirming = FALSE;
+                }
+                confirm_send(c, cl);
+        }
+        g_mutex_unlock(&c->lock);
+        return ok;
 }
 
 void ptags_clients_sent(PtagsClients *c, const char *sender, gsize bytes)
 {
-        pthread_mutex_lock(&c->lock);
+        g_mutex_lock(&c->lock);
         Client *cl = g_hash_table_lookup(c->clients, sender);
-        gboolean ping = FALSE;
-
         if (cl != NULL && cl->uid_known) {
                 cl->unread += bytes;
                 user_get(c, cl->uid)->unread += bytes;
-                ping = !cl->ping_pending && cl->unread >= PING_THRESHOLD;
-                if (ping)
-                        cl->ping_pending = TRUE;
+                if (cl->unread >= PING_THRESHOLD)
+                        confirm_send(c, cl);
         }
-        pthread_mutex_unlock(&c->lock);
-        if (ping)
-                g_main_context_invoke(NULL, ping_send_idle, question_new(c, sender, 0));
+        g_mutex_unlock(&c->lock);
 }
 
 /* ------------------------------------------------------ expensive calls */
@@ -402,12 +543,12 @@ void ptags_clients_sent(PtagsClients *c, const char *sender, gsize bytes)
 static gboolean run_next(gpointer data)
 {
         PtagsClients *c = data;
-        pthread_mutex_lock(&c->lock);
-        User *u = g_queue_pop_head(&c->turns);
 
+        g_mutex_lock(&c->lock);
+        User *u = g_queue_pop_head(&c->turns);
         if (u == NULL) {
                 c->runner = 0;
-                pthread_mutex_unlock(&c->lock);
+                g_mutex_unlock(&c->lock);
                 return G_SOURCE_REMOVE;
         }
         Pending *p = g_queue_pop_head(&u->queue);
@@ -415,9 +556,9 @@ static gboolean run_next(gpointer data)
                 u->in_turn = FALSE;
         else
                 g_queue_push_tail(&c->turns, u);
+        g_mutex_unlock(&c->lock);
         PtagsClientRunFunc run = p->run;
         gpointer run_data = p->data;
-        pthread_mutex_unlock(&c->lock);
         g_free(p);
         run(run_data);
         return G_SOURCE_CONTINUE;
@@ -426,15 +567,15 @@ static gboolean run_next(gpointer data)
 gboolean ptags_clients_queue_expensive(PtagsClients *c, uid_t uid, PtagsClientRunFunc run,
                                        GDestroyNotify drop, gpointer data, GError **error)
 {
-        pthread_mutex_lock(&c->lock);
+        g_mutex_lock(&c->lock);
         User *u = user_get(c, uid);
 
         if (u->expensive >= c->limits->expensive_calls) {
-                pthread_mutex_unlock(&c->lock);
                 g_set_error(error, PTAGS_ERROR, PTAGS_ERROR_LIMIT_EXCEEDED,
                             "uid %u already has %u reads queued or running, the "
                             "MaxExpensiveCalls limit; wait for their replies",
                             (unsigned)uid, u->expensive);
+                g_mutex_unlock(&c->lock);
                 return FALSE;
         }
         Pending *p = g_new0(Pending, 1);
@@ -449,16 +590,16 @@ gboolean ptags_clients_queue_expensive(PtagsClients *c, uid_t uid, PtagsClientRu
         }
         if (c->runner == 0)
                 c->runner = g_idle_add(run_next, c);
-        pthread_mutex_unlock(&c->lock);
+        g_mutex_unlock(&c->lock);
         return TRUE;
 }
 
 void ptags_clients_expensive_done(PtagsClients *c, uid_t uid)
 {
-        pthread_mutex_lock(&c->lock);
+        g_mutex_lock(&c->lock);
         User *u = user_get(c, uid);
 
         if (u->expensive > 0)
                 u->expensive--;
-        pthread_mutex_unlock(&c->lock);
+        g_mutex_unlock(&c->lock);
 }

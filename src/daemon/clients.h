@@ -2,7 +2,14 @@
 // SPDX-FileCopyrightText: 2026 The ptags authors
 /* clients.h: what ptagsd keeps per bus client so that no client can stall
  * the others: the uid behind each connection, the bytes of replies it has not
- * read yet, and a fair queue of reads per uid. */
+ * read yet, and a fair queue of reads per uid.
+ *
+ * Threads: a mutex guards every table. ptags_clients_cached_uid(),
+ * ptags_clients_check_unread() and ptags_clients_sent() may be called from
+ * any thread (GDBus's worker thread included) and never block on I/O. The
+ * others belong to the thread running the main context current at
+ * ptags_clients_new(), where every callback (uid lookups, queued calls, bus
+ * answers) runs. */
 #pragma once
 
 #include <gio/gio.h>
@@ -15,8 +22,9 @@ typedef struct _PtagsClients PtagsClients;
 /* A queued call's next step (GLib 2.74's GSourceOnceFunc, on older GLib). */
 typedef void (*PtagsClientRunFunc)(gpointer data);
 
-/* Watches @bus for connections leaving. Borrows @limits, which must outlive
- * it. (transfer full: ptags_clients_free) */
+/* Watches @bus for connections leaving, and watches what the bus holds of
+ * ptagsd's messages (bus-stats.h). Borrows @limits, which must outlive it.
+ * Main thread. (transfer full: ptags_clients_free) */
 PtagsClients *ptags_clients_new(GDBusConnection *bus, const PtagsLimits *limits);
 void ptags_clients_free(PtagsClients *c);
 
@@ -24,27 +32,33 @@ void ptags_clients_free(PtagsClients *c);
  * when it could not be learnt (the connection left). */
 typedef void (*PtagsClientUidFunc)(gpointer data, uid_t uid, const GError *error);
 
-/* The uid behind @sender when already learnt (no I/O). Any thread. */
-gboolean ptags_clients_cached_uid(PtagsClients *c, const char *sender, uid_t *uid);
-
-/* Learn the uid behind @sender (asked of the bus once per connection). */
+/* Learn the uid behind @sender (asked of the bus once per connection).
+ * Main thread; @done may run before this returns. */
 void ptags_clients_get_uid(PtagsClients *c, const char *sender, PtagsClientUidFunc done,
                            gpointer data);
 
+/* The uid behind @sender into *@uid when already known, without I/O (FALSE
+ * otherwise). Any thread. */
+gboolean ptags_clients_cached_uid(PtagsClients *c, const char *sender, uid_t *uid);
+
 /* LimitExceeded when @sender (a connection of @uid) or @uid as a whole has
- * more unread reply bytes than its budget. Any thread. */
+ * more unread reply bytes than its budget (a refusal also has the bus asked
+ * again, so a client that has read since is admitted at once). Any thread. */
 gboolean ptags_clients_check_unread(PtagsClients *c, const char *sender, uid_t uid, GError **error);
 
-/* Count @bytes of a reply just sent to @sender (any thread). Once enough is outstanding,
- * ptagsd pings the connection (org.freedesktop.DBus.Peer.Ping): the answer
- * comes after the client has read every earlier reply, which un-counts them. */
+/* Count @bytes of a reply just sent to @sender. Once enough is outstanding,
+ * ptagsd asks the bus how much it still holds queued for the connection
+ * (dbus-daemon's Debug.Stats): the rest has been read, or at least has left
+ * the bus. Where the bus does not tell, it pings the connection
+ * (org.freedesktop.DBus.Peer.Ping): the answer comes after the client has
+ * read every earlier reply. Either un-counts them. Any thread. */
 void ptags_clients_sent(PtagsClients *c, const char *sender, gsize bytes);
 
 /* Queue a read (an "expensive call") of @uid: @run(@data) is called from the main loop,
  * in turn with the queued calls of other uids (round robin). LimitExceeded
  * when @uid already has MaxExpensiveCalls queued or running. Calls still
- * queued when @c is freed get @drop(@data) instead. */
+ * queued when @c is freed get @drop(@data) instead. Main thread. */
 gboolean ptags_clients_queue_expensive(PtagsClients *c, uid_t uid, PtagsClientRunFunc run,
                                        GDestroyNotify drop, gpointer data, GError **error);
-/* A queued call of @uid has finished (replied). */
+/* A queued call of @uid has finished (replied). Main thread. */
 void ptags_clients_expensive_done(PtagsClients *c, uid_t uid);

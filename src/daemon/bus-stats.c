@@ -1,0 +1,443 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// SPDX-FileCopyrightText: 2026 The ptags authors
+/* bus-stats.c: the bus's own figures of queued bytes (Debug.Stats), and the
+ * watch that pauses ptagsd's signals before receivers that stop reading
+ * them can make dbus-daemon stop reading ptagsd. */
+#define G_LOG_DOMAIN "ptagsd-bus"
+
+#include "bus-stats.h"
+
+#include "budgets.h"
+
+#define STATS_INTERFACE "org.freedesktop.DBus.Debug.Stats"
+#define OUR_INTERFACE   "org.ptags.Manager"
+
+/* Reference counted: the bus filter and the questions in flight may outlive
+ * ptags_bus_stats_free() (see g_dbus_connection_remove_filter()). */
+struct _PtagsBusStats {
+        GDBusConnection *bus;
+        GMainContext *context;
+        guint filter;
+        gint refused; /* atomic: the bus gives no figures */
+        gint freed;   /* atomic */
+
+        GMutex lock;           /* guards the watch below */
+        guint64 sent;          /* bytes ptagsd sent since the bus last answered */
+        guint64 sent_at_query; /* of which were sent before the question in flight */
+        guint64 queued;        /* ptagsd's messages the bus held at its last answer */
+        gboolean checking;     /* a question (or a recheck timer) is pending */
+        gboolean paused;       /* ptagsd's signals are being dropped */
+        gboolean announced;    /* the pause was logged */
+        guint64 dropped;       /* signals dropped during this pause */
+};
+
+static PtagsBusStats *stats_ref(PtagsBusStats *s)
+{
+        return g_atomic_rc_box_acquire(s);
+}
+
+static void stats_clear(gpointer p)
+{
+        PtagsBusStats *s = p;
+
+        g_object_unref(s->bus);
+        g_main_context_unref(s->context);
+        g_mutex_clear(&s->lock);
+}
+
+static void stats_unref(gpointer p)
+{
+        g_atomic_rc_box_release_full(p, stats_clear);
+}
+
+gboolean ptags_bus_stats_available(PtagsBusStats *s)
+{
+        return !g_atomic_int_get(&s->refused);
+}
+
+gboolean ptags_bus_stats_signals_paused(PtagsBusStats *s)
+{
+        g_mutex_lock(&s->lock);
+        gboolean paused = s->paused;
+        g_mutex_unlock(&s->lock);
+        return paused;
+}
+
+/* --------------------------------------------------------------- questions */
+
+typedef struct {
+        PtagsBusStats *s;
+        char *name;
+        const char *field; /* "OutgoingBytes", or "IncomingBytes" for our own */
+        PtagsBusQueuedFunc done;
+        gpointer data;
+} Question;
+
+static void question_free(Question *q)
+{
+        stats_unref(q->s);
+        g_free(q->name);
+        g_free(q);
+}
+
+/* Whether an error says the bus will never answer this kind of question:
+ * anything but a connection gone or a passing shortage. (dbus-broker knows
+ * the method but answers Failed, "unimplemented".) */
+static gboolean error_is_final(const GError *error)
+{
+        if (!g_dbus_error_is_remote_error(error))
+                return FALSE; /* our own connection closing, a timeout */
+        return !g_error_matches(error, G_DBUS_ERROR, G_DBUS_ERROR_NAME_HAS_NO_OWNER) &&
+               !g_error_matches(error, G_DBUS_ERROR, G_DBUS_ERROR_NO_MEMORY) &&
+               !g_error_matches(error, G_DBUS_ERROR, G_DBUS_ERROR_LIMITS_EXCEEDED) &&
+               !g_error_matches(error, G_DBUS_ERROR, G_DBUS_ERROR_NO_REPLY) &&
+               !g_error_matches(error, G_DBUS_ERROR, G_DBUS_ERROR_TIMEOUT) &&
+               !g_error_matches(error, G_DBUS_ERROR, G_DBUS_ERROR_TIMED_OUT) &&
+               !g_error_matches(error, G_DBUS_ERROR, G_DBUS_ERROR_DISCONNECTED);
+}
+
+static void refuse(PtagsBusStats *s, const char *why)
+{
+        if (g_atomic_int_compare_and_exchange(&s->refused, FALSE, TRUE))
+                g_message("the bus does not report queued bytes (%s): unread replies are "
+                          "confirmed by Peer.Ping only, and ptagsd's signals are not watched "
+                          "(on dbus-daemon a receiver that stops reading them can make the bus "
+                          "stop reading ptagsd)",
+                          why);
+}
+
+static void answered(GObject *source, GAsyncResult *res, gpointer user_data)
+{
+        Question *q = user_data;
+        g_autoptr(GError) error = NULL;
+        g_autoptr(GVariant) reply =
+                g_dbus_connection_call_finish(G_DBUS_CONNECTION(source), res, &error);
+        guint32 bytes = 0;
+        gboolean known = FALSE;
+
+        if (reply != NULL) {
+                g_autoptr(GVariant) dict = g_variant_get_child_value(reply, 0);
+                known = g_variant_lookup(dict, q->field, "u", &bytes);
+                if (!known)
+                        refuse(q->s, "its statistics lack the byte counts");
+        } else if (error_is_final(error)) {
+                refuse(q->s, error->message);
+        } else {
+                g_debug("no statistics for %s: %s", q->name, error->message);
+        }
+        q->done(q->data, known, bytes);
+        question_free(q);
+}
+
+static void ask(Question *q)
+{
+        if (g_atomic_int_get(&q->s->refused)) {
+                q->done(q->data, FALSE, 0);
+                question_free(q);
+                return;
+        }
+        g_dbus_connection_call(q->s->bus, "org.freedesktop.DBus", "/org/freedesktop/DBus",
+                               STATS_INTERFACE, "GetConnectionStats", g_variant_new("(s)", q->name),
+                               G_VARIANT_TYPE("(a{sv})"), G_DBUS_CALL_FLAGS_NONE, -1, NULL,
+                               answered, q);
+}
+
+static gboolean ask_now(gpointer data)
+{
+        ask(data);
+        return G_SOURCE_REMOVE;
+}
+
+/* On the main context, whichever thread asks (the answer runs there too),
+ * and never before the asker returns: it may hold its own lock. */
+static void ask_on_main(Question *q)
+{
+        GSource *idle = g_idle_source_new();
+
+        g_source_set_priority(idle, G_PRIORITY_DEFAULT);
+        g_source_set_callback(idle, ask_now, q, NULL);
+        g_source_attach(idle, q->s->context);
+        g_source_unref(idle);
+}
+
+void ptags_bus_stats_queued_for(PtagsBusStats *s, const char *name, PtagsBusQueuedFunc done,
+                                gpointer data)
+{
+        Question *q = g_new0(Question, 1);
+
+        q->s = stats_ref(s);
+        q->name = g_strdup(name);
+        q->field = "OutgoingBytes";
+        q->done = done;
+        q->data = data;
+        ask_on_main(q);
+}
+
+/* ------------------------------------------------------------ the holders
+ *
+ * When the signals pause, name the connections the bus holds much for (one
+ * at a time: the bus bounds the calls one connection may have pending), so
+ * an administrator sees who stopped reading. */
+
+#define HOLDER_BYTES (1024u * 1024u)
+
+typedef struct {
+        PtagsBusStats *s;
+        char **names;
+        guint next;
+        char *name;     /* the one being asked about */
+        guint32 queued; /* what the bus holds for it */
+} Holders;
+
+static void holders_next(Holders *h);
+
+static void holders_free(Holders *h)
+{
+        stats_unref(h->s);
+        g_strfreev(h->names);
+        g_free(h->name);
+        g_free(h);
+}
+
+static void holder_credentials(GObject *source, GAsyncResult *res, gpointer user_data)
+{
+        Holders *h = user_data;
+        g_autoptr(GVariant) reply =
+                g_dbus_connection_call_finish(G_DBUS_CONNECTION(source), res, NULL);
+        guint32 uid = G_MAXUINT32, pid = 0;
+
+        if (reply != NULL) {
+                g_autoptr(GVariant) dict = g_variant_get_child_value(reply, 0);
+                g_variant_lookup(dict, "UnixUserID", "u", &uid);
+                g_variant_lookup(dict, "ProcessID", "u", &pid);
+        }
+        g_warning("connection %s (uid %d, pid %u) is not reading: the bus holds %u bytes for it",
+                  h->name, uid == G_MAXUINT32 ? -1 : (int)uid, pid, h->queued);
+        holders_next(h);
+}
+
+static void holder_queued(gpointer data, gboolean known, guint64 queued)
+{
+        Holders *h = data;
+
+        if (!known || queued < HOLDER_BYTES) {
+                holders_next(h);
+                return;
+        }
+        h->queued = (guint32)queued;
+        g_dbus_connection_call(h->s->bus, "org.freedesktop.DBus", "/org/freedesktop/DBus",
+                               "org.freedesktop.DBus", "GetConnectionCredentials",
+                               g_variant_new("(s)", h->name), G_VARIANT_TYPE("(a{sv})"),
+                               G_DBUS_CALL_FLAGS_NONE, -1, NULL, holder_credentials, h);
+}
+
+static void holders_next(Holders *h)
+{
+        const char *own = g_dbus_connection_get_unique_name(h->s->bus);
+
+        g_clear_pointer(&h->name, g_free);
+        while (h->names != NULL && h->names[h->next] != NULL) {
+                const char *name = h->names[h->next++];
+                if (name[0] != ':' || g_strcmp0(name, own) == 0)
+                        continue;
+                h->name = g_strdup(name);
+                ptags_bus_stats_queued_for(h->s, name, holder_queued, h);
+                return;
+        }
+        holders_free(h);
+}
+
+static void holders_listed(GObject *source, GAsyncResult *res, gpointer user_data)
+{
+        Holders *h = user_data;
+        g_autoptr(GVariant) reply =
+                g_dbus_connection_call_finish(G_DBUS_CONNECTION(source), res, NULL);
+
+        if (reply != NULL)
+                g_variant_get(reply, "(^as)", &h->names);
+        holders_next(h);
+}
+
+static void report_holders(PtagsBusStats *s)
+{
+        Holders *h = g_new0(Holders, 1);
+
+        h->s = stats_ref(s);
+        g_dbus_connection_call(s->bus, "org.freedesktop.DBus", "/org/freedesktop/DBus",
+                               "org.freedesktop.DBus", "ListNames", NULL, G_VARIANT_TYPE("(as)"),
+                               G_DBUS_CALL_FLAGS_NONE, -1, NULL, holders_listed, h);
+}
+
+/* -------------------------------------------------------------- the watch */
+
+static void check_own(PtagsBusStats *s);
+
+static gboolean recheck(gpointer data)
+{
+        PtagsBusStats *s = data;
+
+        if (!g_atomic_int_get(&s->freed))
+                check_own(s);
+        return G_SOURCE_REMOVE;
+}
+
+static void own_answered(gpointer data, gboolean known, guint64 queued)
+{
+        PtagsBusStats *s = data;
+        gboolean announce = FALSE, resumed = FALSE, again = FALSE, later = FALSE;
+        guint64 dropped = 0;
+
+        if (g_atomic_int_get(&s->freed))
+                return;
+        g_mutex_lock(&s->lock);
+        if (!known) {
+                /* No figure: stop watching (the bus refused) or try again
+                 * at the next step of sent bytes. */
+                s->checking = FALSE;
+                s->paused = FALSE;
+                g_mutex_unlock(&s->lock);
+                return;
+        }
+        s->queued = queued;
+        s->sent -= MIN(s->sent, s->sent_at_query);
+        s->sent_at_query = 0;
+        if (!s->paused && queued >= PTAGS_BUS_QUEUED_HIGH)
+                s->paused = TRUE;
+        if (s->paused && !s->announced) {
+                s->announced = TRUE;
+                announce = TRUE;
+        }
+        if (s->paused && queued < PTAGS_BUS_QUEUED_LOW &&
+            queued + s->sent < PTAGS_BUS_QUEUED_HARD) {
+                s->paused = FALSE;
+                s->announced = FALSE;
+                resumed = TRUE;
+                dropped = s->dropped;
+                s->dropped = 0;
+        }
+        /* Paused: look again shortly, whatever ptagsd sends meanwhile. */
+        if (s->paused)
+                later = TRUE;
+        else if (s->sent >= PTAGS_BUS_CHECK_STEP)
+                again = TRUE;
+        else
+                s->checking = FALSE;
+        g_mutex_unlock(&s->lock);
+
+        if (announce) {
+                g_warning("signals paused: the bus holds %" G_GUINT64_FORMAT " bytes of ptagsd's "
+                          "messages for receivers that do not read them (over %u); TagsChanged "
+                          "and the container signals are dropped until it holds less than %u",
+                          queued, PTAGS_BUS_QUEUED_HIGH, PTAGS_BUS_QUEUED_LOW);
+                report_holders(s);
+        }
+        if (resumed)
+                g_message("signals resumed: the bus holds %" G_GUINT64_FORMAT
+                          " bytes of ptagsd's messages; %" G_GUINT64_FORMAT " signals were dropped",
+                          queued, dropped);
+        if (later) {
+                GSource *timer = g_timeout_source_new(PTAGS_BUS_RECHECK_MSEC);
+                g_source_set_callback(timer, recheck, stats_ref(s), stats_unref);
+                g_source_attach(timer, s->context);
+                g_source_unref(timer);
+        } else if (again) {
+                check_own(s);
+        }
+}
+
+/* Ask the bus what it holds of ptagsd's own messages (s->checking is set). */
+static void check_own(PtagsBusStats *s)
+{
+        Question *q = g_new0(Question, 1);
+
+        q->s = stats_ref(s);
+        q->name = g_strdup(g_dbus_connection_get_unique_name(s->bus));
+        q->field = "IncomingBytes";
+        q->done = own_answered;
+        q->data = s;
+        g_mutex_lock(&s->lock);
+        s->sent_at_query = s->sent;
+        g_mutex_unlock(&s->lock);
+        ask(q);
+}
+
+static gboolean check_own_now(gpointer data)
+{
+        PtagsBusStats *s = data;
+
+        if (!g_atomic_int_get(&s->freed))
+                check_own(s);
+        return G_SOURCE_REMOVE;
+}
+
+/* Runs in GDBus's worker thread for every message ptagsd sends: counts its
+ * bytes, asks the bus every PTAGS_BUS_CHECK_STEP of them, and drops our own
+ * signals while paused. */
+static GDBusMessage *watch_filter(GDBusConnection *bus, GDBusMessage *message, gboolean incoming,
+                                  gpointer user_data)
+{
+        PtagsBusStats *s = user_data;
+
+        if (incoming || g_atomic_int_get(&s->refused) || g_atomic_int_get(&s->freed))
+                return message;
+        GVariant *body = g_dbus_message_get_body(message);
+        guint64 size = PTAGS_WIRE_HEADER_OVERHEAD + (body != NULL ? g_variant_get_size(body) : 0);
+        gboolean ours = g_dbus_message_get_message_type(message) == G_DBUS_MESSAGE_TYPE_SIGNAL &&
+                        g_strcmp0(g_dbus_message_get_interface(message), OUR_INTERFACE) == 0;
+        gboolean drop = FALSE, kick = FALSE;
+
+        g_mutex_lock(&s->lock);
+        if (ours && !s->paused && s->queued + s->sent + size >= PTAGS_BUS_QUEUED_HARD)
+                s->paused = TRUE; /* no time to wait for the bus's answer */
+        if (ours && s->paused) {
+                s->dropped++;
+                drop = TRUE;
+        } else {
+                s->sent += size;
+        }
+        if (!s->checking && (s->paused || s->sent >= PTAGS_BUS_CHECK_STEP)) {
+                s->checking = TRUE;
+                kick = TRUE;
+        }
+        g_mutex_unlock(&s->lock);
+
+        if (kick) {
+                GSource *idle = g_idle_source_new();
+                g_source_set_priority(idle, G_PRIORITY_HIGH);
+                g_source_set_callback(idle, check_own_now, stats_ref(s), stats_unref);
+                g_source_attach(idle, s->context);
+                g_source_unref(idle);
+        }
+        if (drop) {
+                g_debug("dropped %s: the bus holds too much of ptagsd's output",
+                        g_dbus_message_get_member(message));
+                g_object_unref(message);
+                return NULL;
+        }
+        return message;
+}
+
+/* --------------------------------------------------------------- lifetime */
+
+PtagsBusStats *ptags_bus_stats_new(GDBusConnection *bus)
+{
+        PtagsBusStats *s = g_atomic_rc_box_new0(PtagsBusStats);
+
+        s->bus = g_object_ref(bus);
+        s->context = g_main_context_ref_thread_default();
+        g_mutex_init(&s->lock);
+        s->filter = g_dbus_connection_add_filter(bus, watch_filter, stats_ref(s), stats_unref);
+        /* A first look, which also learns whether the bus answers at all. */
+        s->checking = TRUE;
+        check_own(s);
+        return s;
+}
+
+void ptags_bus_stats_free(PtagsBusStats *s)
+{
+        if (s == NULL)
+                return;
+        g_atomic_int_set(&s->freed, TRUE);
+        g_dbus_connection_remove_filter(s->bus, s->filter);
+        stats_unref(s);
+}

@@ -1,0 +1,186 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+# SPDX-FileCopyrightText: 2026 The ptags authors
+# test_stall.py: clients that stop reading must not stall ptagsd, on the real dbus-daemon with the
+# real bus policy: a synchronous reader that never answers a ping, and a stopped signal subscriber.
+#
+# Run one case per meson test, inside `unshare --mount --propagation private`:
+#   test_stall.py StoppedSubscriber.test_stopped_subscriber_does_not_stall_ptagsd
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import policy_world  # noqa: E402  (puts tests/lib on the path)
+import ptags_harness  # noqa: E402
+from policy_world import PolicyTestCase, PolicyWorld, unit_capabilities  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+BUS = ("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus")
+# The template's copy of Debian's rule; the fallback tests remove it.
+STATS_RULE = """  <policy user="root">
+    <allow send_destination="org.freedesktop.DBus"
+           send_interface="org.freedesktop.DBus.Debug.Stats"/>
+  </policy>
+"""
+MiB = 1024 * 1024
+
+
+def bus_config(stats=True, limits=None):
+    """The real policy's bus config, without root's Stats rule unless
+    @stats, with {name: value} <limit>s added."""
+
+    def make(socket_path):
+        text = policy_world.real_bus_config(socket_path)
+        if STATS_RULE not in text:
+            raise ptags_harness.HarnessError("the bus template lost root's Stats rule")
+        if not stats:
+            text = text.replace(STATS_RULE, "")
+        extra = "".join('  <limit name="%s">%d</limit>\n' % kv for kv in (limits or {}).items())
+        return text.replace("</busconfig>", extra + "</busconfig>")
+
+    return make
+
+
+class StallWorld(PolicyWorld):
+    def __init__(self, stats=True, limits=None, **kw):
+        super().__init__(daemon_capabilities=unit_capabilities(), **kw)
+        self.bus_config = bus_config(stats, limits)
+
+    def big_target(self):
+        """A root target holding 200 tags of 1000 bytes: each GetTags reply
+        is about 200 KB."""
+        target = self.spawn_target()
+        reply = self.root_call("Apply", "uas", [
+            target, ["+app:%03d:%s" % (i, "x" * 1000) for i in range(200)]])
+        if not reply.ok:
+            raise ptags_harness.HarnessError("Apply failed: %r" % (reply,))
+        return target
+
+    def sync_reads(self, pid, count, user="nobody"):
+        """@count GetTags(@pid) by a libdbus client of @user that never
+        dispatches; returns its outcomes."""
+        script = os.path.join(self.tmp, "sync_reader.py")
+        if not os.path.exists(script):
+            shutil.copy(os.path.join(HERE, "sync_reader.py"), script)
+            os.chmod(script, 0o644)
+        prefix = policy_world.setpriv_argv(policy_world.pwd.getpwnam(user))
+        out = subprocess.run(prefix + [ptags_harness.PYTHON, "-I", script, self.address,
+                                       str(pid), str(count)],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120,
+                             env=self.child_env())
+        if out.returncode != 0:
+            raise ptags_harness.HarnessError("sync_reader failed (%d): %s"
+                                             % (out.returncode, out.stderr.decode()))
+        return json.loads(out.stdout)
+
+
+class StallTestCase(PolicyTestCase):
+    stall_options = {}
+
+    def setUp(self):
+        self.world = StallWorld(**self.stall_options)
+        self.addCleanup(self.world.stop)
+        self.world.start()
+
+
+class SyncReader(StallTestCase):
+    def test_reader_that_never_dispatches_is_served(self):
+        """A blocking client reads every reply but never answers the
+        Peer.Ping ptagsd confirms reads with; under Debian's policy ptagsd
+        asks the bus how much is queued for it instead."""
+        target = self.world.big_target()
+        outcomes = self.world.sync_reads(target, 40)  # 8 MB, twice MaxUnreadReplyBytes
+        refused = [(i, o) for i, o in enumerate(outcomes) if "ok" not in o]
+        self.assertEqual(refused, [], "reads refused although every reply was read")
+        self.assertEqual(len(outcomes), 40)
+
+
+class PingFallback(StallTestCase):
+    # A bus whose policy keeps the Stats interface from root (or a bus
+    # without it): ptagsd falls back to Peer.Ping.
+    stall_options = {"stats": False}
+
+    def test_without_stats_a_dispatching_reader_is_confirmed_by_ping(self):
+        target = self.world.big_target()
+        client = self.world.spawn_client_as("nobody")  # GDBus: answers pings
+        for i in range(40):
+            self.assertOk(client.call("GetTags", "u", [target]), "read %d" % i)
+        # Without the bus's figures only an answered ping proves a read, so
+        # a client that never answers is held to MaxUnreadReplyBytes.
+        outcomes = self.world.sync_reads(target, 40)
+        self.assertIn("ok", outcomes[0])
+        self.assertEqual(outcomes[-1].get("error"), "org.ptags.Error.LimitExceeded", outcomes[-1])
+
+
+class StoppedSubscriber(StallTestCase):
+    # dbus-daemon charges the messages it holds for receivers to their
+    # SENDER (max_incoming_bytes) and stops reading a sender over it. Debian
+    # keeps both limits at 127 MiB; this bus has them at 32 MiB (the same
+    # ratio, and still far above ptagsd's 4 MiB message bound) so the test
+    # needs less traffic.
+    stall_options = {"limits": {"max_incoming_bytes": 32 * MiB, "max_outgoing_bytes": 32 * MiB}}
+
+    def flood(self, target, count):
+        """Up to @count Applys of ~240 KB each as root, each making a
+        TagsChanged of 240-480 KB; stops at the first failure. Returns the
+        failures and the slowest call's seconds."""
+        add = ["+app:%03d:%s" % (i, "x" * 1000) for i in range(240)]
+        slowest = 0.0
+        for i in range(count):
+            start = time.monotonic()
+            reply = self.world.root_call("Apply", "uas", [target, add if i % 2 == 0 else
+                                                          ["-app:*"]], timeout_ms=5000)
+            slowest = max(slowest, time.monotonic() - start)
+            if not reply.ok:
+                return [(i, reply)], slowest
+        return [], slowest
+
+    def test_stopped_subscriber_does_not_stall_ptagsd(self):
+        w = self.world
+        target = w.spawn_target()
+        listener = w.record_signals()  # root, reading all along
+        subscriber = w.spawn_client_as("nobody")
+        self.assertOk(subscriber.call(
+            "AddMatch", "s", ["type='signal',sender='org.ptags.Manager',"
+                              "interface='org.ptags.Manager'"], destination=BUS))
+        os.kill(subscriber.pid, signal.SIGSTOP)
+        self.addCleanup(os.kill, subscriber.pid, signal.SIGCONT)
+
+        # 160 signals of 360 KB on average: 56 MB, well over the bus's limit.
+        failures, slowest = self.flood(target, 160)
+        start = time.monotonic()
+        reply = w.root_call("GetTags", "u", [target], timeout_ms=5000)
+        took = time.monotonic() - start
+        print("flood: slowest Apply %.2f s; GetTags after it %.3f s" % (slowest, took))
+        self.assertEqual(failures, [], "ptagsd stalled behind the stopped subscriber")
+        self.assertOk(reply, "root's GetTags while the subscriber is stopped")
+        self.assertLess(took, 2.0)
+        log = w.read_log("ptagsd.log", tail_lines=100000)
+        self.assertIn("signals paused", log)
+        # The administrator learns who stopped reading.
+        self.assertIn("connection %s (uid 65534, pid %d) is not reading"
+                      % (subscriber.unique_name, subscriber.pid), log)
+
+        # Once the subscriber reads again (or leaves), signals flow again.
+        os.kill(subscriber.pid, signal.SIGCONT)
+
+        def signalled():
+            before = len(listener.events)
+            self.assertOk(w.root_call("Apply", "uas", [target, ["+app:after"]]))
+            self.assertOk(w.root_call("Apply", "uas", [target, ["-app:after"]]))
+            listener.drain(0.3)
+            return any(e[1] == ["+app:after"] for e in listener.events[before:])
+
+        ptags_harness.wait_until(signalled, 20, "TagsChanged after the subscriber resumed",
+                                 interval=0.5)
+        self.assertIn("signals resumed", w.read_log("ptagsd.log", tail_lines=100000))
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)

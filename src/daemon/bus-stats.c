@@ -8,9 +8,11 @@
 #include "bus-stats.h"
 
 #include "budgets.h"
+#include "names.h"
+
+#include <pthread.h>
 
 #define STATS_INTERFACE "org.freedesktop.DBus.Debug.Stats"
-#define OUR_INTERFACE   "org.ptags.Manager"
 
 /* Reference counted: the bus filter and the questions in flight may outlive
  * ptags_bus_stats_free() (see g_dbus_connection_remove_filter()). */
@@ -21,7 +23,8 @@ struct _PtagsBusStats {
         gint refused; /* atomic: the bus gives no figures */
         gint freed;   /* atomic */
 
-        GMutex lock;           /* guards the watch below */
+        pthread_mutex_t lock;
+                /* not GMutex: ThreadSanitizer sees pthread locks */ /* guards the watch below */
         guint64 sent;          /* bytes ptagsd sent since the bus last answered */
         guint64 sent_at_query; /* of which were sent before the question in flight */
         guint64 queued;        /* ptagsd's messages the bus held at its last answer */
@@ -42,7 +45,7 @@ static void stats_clear(gpointer p)
 
         g_object_unref(s->bus);
         g_main_context_unref(s->context);
-        g_mutex_clear(&s->lock);
+        pthread_mutex_destroy(&s->lock);
 }
 
 static void stats_unref(gpointer p)
@@ -57,9 +60,9 @@ gboolean ptags_bus_stats_available(PtagsBusStats *s)
 
 gboolean ptags_bus_stats_signals_paused(PtagsBusStats *s)
 {
-        g_mutex_lock(&s->lock);
+        pthread_mutex_lock(&s->lock);
         gboolean paused = s->paused;
-        g_mutex_unlock(&s->lock);
+        pthread_mutex_unlock(&s->lock);
         return paused;
 }
 
@@ -289,13 +292,13 @@ static void own_answered(gpointer data, gboolean known, guint64 queued)
 
         if (g_atomic_int_get(&s->freed))
                 return;
-        g_mutex_lock(&s->lock);
+        pthread_mutex_lock(&s->lock);
         if (!known) {
                 /* No figure: stop watching (the bus refused) or try again
                  * at the next step of sent bytes. */
                 s->checking = FALSE;
                 s->paused = FALSE;
-                g_mutex_unlock(&s->lock);
+                pthread_mutex_unlock(&s->lock);
                 return;
         }
         s->queued = queued;
@@ -322,7 +325,7 @@ static void own_answered(gpointer data, gboolean known, guint64 queued)
                 again = TRUE;
         else
                 s->checking = FALSE;
-        g_mutex_unlock(&s->lock);
+        pthread_mutex_unlock(&s->lock);
 
         if (announce) {
                 g_warning("signals paused: the bus holds %" G_GUINT64_FORMAT " bytes of ptagsd's "
@@ -355,9 +358,9 @@ static void check_own(PtagsBusStats *s)
         q->field = "IncomingBytes";
         q->done = own_answered;
         q->data = s;
-        g_mutex_lock(&s->lock);
+        pthread_mutex_lock(&s->lock);
         s->sent_at_query = s->sent;
-        g_mutex_unlock(&s->lock);
+        pthread_mutex_unlock(&s->lock);
         ask(q);
 }
 
@@ -383,10 +386,10 @@ static GDBusMessage *watch_filter(GDBusConnection *bus, GDBusMessage *message, g
         GVariant *body = g_dbus_message_get_body(message);
         guint64 size = PTAGS_WIRE_HEADER_OVERHEAD + (body != NULL ? g_variant_get_size(body) : 0);
         gboolean ours = g_dbus_message_get_message_type(message) == G_DBUS_MESSAGE_TYPE_SIGNAL &&
-                        g_strcmp0(g_dbus_message_get_interface(message), OUR_INTERFACE) == 0;
+                        g_strcmp0(g_dbus_message_get_interface(message), PTAGS_INTERFACE) == 0;
         gboolean drop = FALSE, kick = FALSE;
 
-        g_mutex_lock(&s->lock);
+        pthread_mutex_lock(&s->lock);
         if (ours && !s->paused && s->queued + s->sent + size >= PTAGS_BUS_QUEUED_HARD)
                 s->paused = TRUE; /* no time to wait for the bus's answer */
         if (ours && s->paused) {
@@ -399,7 +402,7 @@ static GDBusMessage *watch_filter(GDBusConnection *bus, GDBusMessage *message, g
                 s->checking = TRUE;
                 kick = TRUE;
         }
-        g_mutex_unlock(&s->lock);
+        pthread_mutex_unlock(&s->lock);
 
         if (kick) {
                 GSource *idle = g_idle_source_new();
@@ -425,7 +428,7 @@ PtagsBusStats *ptags_bus_stats_new(GDBusConnection *bus)
 
         s->bus = g_object_ref(bus);
         s->context = g_main_context_ref_thread_default();
-        g_mutex_init(&s->lock);
+        pthread_mutex_init(&s->lock, NULL);
         s->filter = g_dbus_connection_add_filter(bus, watch_filter, stats_ref(s), stats_unref);
         /* A first look, which also learns whether the bus answers at all. */
         s->checking = TRUE;

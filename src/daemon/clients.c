@@ -9,6 +9,8 @@
 #include "bus-stats.h"
 #include "errors.h"
 
+#include <pthread.h>
+
 /* Replies smaller than this in total are not worth a round trip. */
 #define PING_THRESHOLD (64u * 1024u)
 /* A connection that has not read: ask the bus again after this long,
@@ -53,10 +55,10 @@ struct _PtagsClients {
         PtagsBusStats *stats;
         /* Guards every table and record below; never held while a callback
          * of the caller runs. */
-        GMutex lock;
-        GHashTable *clients; /* unique name -> Client */
-        GHashTable *users;   /* uid -> User; few, kept for the daemon's life */
-        GQueue turns;        /* User with queued calls, in turn order */
+        pthread_mutex_t lock; /* not GMutex: ThreadSanitizer sees pthread locks */
+        GHashTable *clients;  /* unique name -> Client */
+        GHashTable *users;    /* uid -> User; few, kept for the daemon's life */
+        GQueue turns;         /* User with queued calls, in turn order */
         guint runner;
         guint name_watch;
         gint stopped; /* atomic: freed, answers still in flight are ignored */
@@ -86,7 +88,7 @@ static void clients_clear(gpointer p)
 
         g_hash_table_unref(c->clients);
         g_hash_table_unref(c->users);
-        g_mutex_clear(&c->lock);
+        pthread_mutex_destroy(&c->lock);
         g_main_context_unref(c->context);
         g_object_unref(c->bus);
 }
@@ -156,17 +158,17 @@ static void tell_waiting(GSList *waiting, uid_t uid, const GError *error)
 /* Forget a connection that left; its unread replies died with it. */
 static void client_remove(PtagsClients *c, const char *name)
 {
-        g_mutex_lock(&c->lock);
+        pthread_mutex_lock(&c->lock);
         Client *cl = g_hash_table_lookup(c->clients, name);
         if (cl == NULL) {
-                g_mutex_unlock(&c->lock);
+                pthread_mutex_unlock(&c->lock);
                 return;
         }
         if (cl->uid_known)
                 user_get(c, cl->uid)->unread -= cl->unread;
         GSList *waiting = g_steal_pointer(&cl->waiting);
         g_hash_table_remove(c->clients, name);
-        g_mutex_unlock(&c->lock);
+        pthread_mutex_unlock(&c->lock);
 
         g_autoptr(GError) error = g_error_new(PTAGS_ERROR, PTAGS_ERROR_NO_SUCH_PROCESS,
                                               "the caller %s left the bus", name);
@@ -192,7 +194,7 @@ PtagsClients *ptags_clients_new(GDBusConnection *bus, const PtagsLimits *limits)
         c->context = g_main_context_ref_thread_default();
         c->limits = limits;
         c->stats = ptags_bus_stats_new(bus);
-        g_mutex_init(&c->lock);
+        pthread_mutex_init(&c->lock, NULL);
         c->clients = g_hash_table_new_full(g_str_hash, g_str_equal, NULL, client_free);
         c->users = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, user_free);
         g_queue_init(&c->turns);
@@ -217,7 +219,7 @@ void ptags_clients_free(PtagsClients *c)
         GQueue pending = G_QUEUE_INIT;
         GHashTableIter iter;
         gpointer value;
-        g_mutex_lock(&c->lock);
+        pthread_mutex_lock(&c->lock);
         g_queue_clear(&c->turns);
         g_hash_table_iter_init(&iter, c->clients);
         while (g_hash_table_iter_next(&iter, NULL, &value))
@@ -228,7 +230,7 @@ void ptags_clients_free(PtagsClients *c)
                 while ((p = g_queue_pop_head(&((User *)value)->queue)) != NULL)
                         g_queue_push_tail(&pending, p);
         }
-        g_mutex_unlock(&c->lock);
+        pthread_mutex_unlock(&c->lock);
 
         g_autoptr(GError) stopping =
                 g_error_new(PTAGS_ERROR, PTAGS_ERROR_FAILED, "ptagsd is stopping");
@@ -239,9 +241,9 @@ void ptags_clients_free(PtagsClients *c)
                 g_free(p);
         }
         /* Their waits for the bus go with them. */
-        g_mutex_lock(&c->lock);
+        pthread_mutex_lock(&c->lock);
         g_hash_table_remove_all(c->clients);
-        g_mutex_unlock(&c->lock);
+        pthread_mutex_unlock(&c->lock);
         ptags_bus_stats_free(g_steal_pointer(&c->stats));
         g_atomic_rc_box_release_full(c, clients_clear);
 }
@@ -267,7 +269,7 @@ static void uid_answered(GObject *source, GAsyncResult *res, gpointer user_data)
         }
         guint32 uid;
         g_variant_get(reply, "(u)", &uid);
-        g_mutex_lock(&c->lock);
+        pthread_mutex_lock(&c->lock);
         /* A client that left meanwhile was removed and its waiters told. */
         Client *cl = g_hash_table_lookup(c->clients, name);
         GSList *waiting = NULL;
@@ -276,7 +278,7 @@ static void uid_answered(GObject *source, GAsyncResult *res, gpointer user_data)
                 cl->uid_known = TRUE;
                 waiting = g_slist_reverse(g_steal_pointer(&cl->waiting));
         }
-        g_mutex_unlock(&c->lock);
+        pthread_mutex_unlock(&c->lock);
         tell_waiting(waiting, uid, NULL);
         question_free(q);
 }
@@ -284,11 +286,11 @@ static void uid_answered(GObject *source, GAsyncResult *res, gpointer user_data)
 void ptags_clients_get_uid(PtagsClients *c, const char *sender, PtagsClientUidFunc done,
                            gpointer data)
 {
-        g_mutex_lock(&c->lock);
+        pthread_mutex_lock(&c->lock);
         Client *cl = g_hash_table_lookup(c->clients, sender);
         if (cl != NULL && cl->uid_known) {
                 uid_t uid = cl->uid;
-                g_mutex_unlock(&c->lock);
+                pthread_mutex_unlock(&c->lock);
                 done(data, uid, NULL);
                 return;
         }
@@ -297,14 +299,14 @@ void ptags_clients_get_uid(PtagsClients *c, const char *sender, PtagsClientUidFu
         w->data = data;
         if (cl != NULL) {
                 cl->waiting = g_slist_prepend(cl->waiting, w);
-                g_mutex_unlock(&c->lock);
+                pthread_mutex_unlock(&c->lock);
                 return;
         }
         cl = g_new0(Client, 1);
         cl->name = g_strdup(sender);
         cl->waiting = g_slist_prepend(NULL, w);
         g_hash_table_insert(c->clients, cl->name, cl);
-        g_mutex_unlock(&c->lock);
+        pthread_mutex_unlock(&c->lock);
         g_dbus_connection_call(
                 c->bus, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
                 "GetConnectionUnixUser", g_variant_new("(s)", sender), G_VARIANT_TYPE("(u)"),
@@ -313,12 +315,12 @@ void ptags_clients_get_uid(PtagsClients *c, const char *sender, PtagsClientUidFu
 
 gboolean ptags_clients_cached_uid(PtagsClients *c, const char *sender, uid_t *uid)
 {
-        g_mutex_lock(&c->lock);
+        pthread_mutex_lock(&c->lock);
         Client *cl = g_hash_table_lookup(c->clients, sender);
         gboolean known = cl != NULL && cl->uid_known;
         if (known)
                 *uid = cl->uid;
-        g_mutex_unlock(&c->lock);
+        pthread_mutex_unlock(&c->lock);
         return known;
 }
 
@@ -353,11 +355,11 @@ static gboolean retry_fire(gpointer data)
 {
         Retry *r = data;
 
-        g_mutex_lock(&r->c->lock);
+        pthread_mutex_lock(&r->c->lock);
         g_clear_pointer(&r->cl->retry, g_source_unref);
         r->cl->confirming = FALSE; /* the wait held the slot */
         confirm_send(r->c, r->cl);
-        g_mutex_unlock(&r->c->lock);
+        pthread_mutex_unlock(&r->c->lock);
         return G_SOURCE_REMOVE;
 }
 
@@ -380,7 +382,7 @@ static void ping_answered(GObject *source, GAsyncResult *res, gpointer user_data
                          !g_error_matches(error, G_DBUS_ERROR, G_DBUS_ERROR_SERVICE_UNKNOWN) &&
                          !g_error_matches(error, G_DBUS_ERROR, G_DBUS_ERROR_LIMITS_EXCEEDED) &&
                          !g_error_matches(error, G_IO_ERROR, G_IO_ERROR_CLOSED));
-        g_mutex_lock(&p->c->lock);
+        pthread_mutex_lock(&p->c->lock);
         Client *cl = g_hash_table_lookup(p->c->clients, p->name);
         if (cl != NULL) {
                 cl->confirming = FALSE;
@@ -392,7 +394,7 @@ static void ping_answered(GObject *source, GAsyncResult *res, gpointer user_data
                         g_debug("no read confirmation from %s: %s", p->name, error->message);
                 }
         }
-        g_mutex_unlock(&p->c->lock);
+        pthread_mutex_unlock(&p->c->lock);
         question_free(p);
 }
 
@@ -403,10 +405,10 @@ static void queued_answered(gpointer data, gboolean known, guint64 queued)
 
         if (question_stale(q))
                 return;
-        g_mutex_lock(&c->lock);
+        pthread_mutex_lock(&c->lock);
         Client *cl = g_hash_table_lookup(c->clients, q->name);
         if (cl == NULL) {
-                g_mutex_unlock(&c->lock);
+                pthread_mutex_unlock(&c->lock);
                 question_free(q);
                 return;
         }
@@ -416,7 +418,7 @@ static void queued_answered(gpointer data, gboolean known, guint64 queued)
                  * pings), or the connection is leaving. */
                 if (!ptags_bus_stats_available(c->stats))
                         confirm_send(c, cl);
-                g_mutex_unlock(&c->lock);
+                pthread_mutex_unlock(&c->lock);
                 question_free(q);
                 return;
         }
@@ -443,7 +445,7 @@ static void queued_answered(gpointer data, gboolean known, guint64 queued)
                         cl->retry_msec = MIN(cl->retry_msec * 2, RETRY_MAX_MSEC);
                 }
         }
-        g_mutex_unlock(&c->lock);
+        pthread_mutex_unlock(&c->lock);
         question_free(q);
 }
 
@@ -485,7 +487,7 @@ static void confirm_send(PtagsClients *c, Client *cl)
 
 gboolean ptags_clients_check_unread(PtagsClients *c, const char *sender, uid_t uid, GError **error)
 {
-        g_mutex_lock(&c->lock);
+        pthread_mutex_lock(&c->lock);
         Client *cl = g_hash_table_lookup(c->clients, sender);
         User *u = user_get(c, uid);
         gboolean ok = TRUE;
@@ -518,13 +520,13 @@ gboolean ptags_clients_check_unread(PtagsClients *c, const char *sender, uid_t u
                 }
                 confirm_send(c, cl);
         }
-        g_mutex_unlock(&c->lock);
+        pthread_mutex_unlock(&c->lock);
         return ok;
 }
 
 void ptags_clients_sent(PtagsClients *c, const char *sender, gsize bytes)
 {
-        g_mutex_lock(&c->lock);
+        pthread_mutex_lock(&c->lock);
         Client *cl = g_hash_table_lookup(c->clients, sender);
         if (cl != NULL && cl->uid_known) {
                 cl->unread += bytes;
@@ -532,7 +534,7 @@ void ptags_clients_sent(PtagsClients *c, const char *sender, gsize bytes)
                 if (cl->unread >= PING_THRESHOLD)
                         confirm_send(c, cl);
         }
-        g_mutex_unlock(&c->lock);
+        pthread_mutex_unlock(&c->lock);
 }
 
 /* ------------------------------------------------------ expensive calls */
@@ -544,11 +546,11 @@ static gboolean run_next(gpointer data)
 {
         PtagsClients *c = data;
 
-        g_mutex_lock(&c->lock);
+        pthread_mutex_lock(&c->lock);
         User *u = g_queue_pop_head(&c->turns);
         if (u == NULL) {
                 c->runner = 0;
-                g_mutex_unlock(&c->lock);
+                pthread_mutex_unlock(&c->lock);
                 return G_SOURCE_REMOVE;
         }
         Pending *p = g_queue_pop_head(&u->queue);
@@ -556,7 +558,7 @@ static gboolean run_next(gpointer data)
                 u->in_turn = FALSE;
         else
                 g_queue_push_tail(&c->turns, u);
-        g_mutex_unlock(&c->lock);
+        pthread_mutex_unlock(&c->lock);
         PtagsClientRunFunc run = p->run;
         gpointer run_data = p->data;
         g_free(p);
@@ -567,7 +569,7 @@ static gboolean run_next(gpointer data)
 gboolean ptags_clients_queue_expensive(PtagsClients *c, uid_t uid, PtagsClientRunFunc run,
                                        GDestroyNotify drop, gpointer data, GError **error)
 {
-        g_mutex_lock(&c->lock);
+        pthread_mutex_lock(&c->lock);
         User *u = user_get(c, uid);
 
         if (u->expensive >= c->limits->expensive_calls) {
@@ -575,7 +577,7 @@ gboolean ptags_clients_queue_expensive(PtagsClients *c, uid_t uid, PtagsClientRu
                             "uid %u already has %u reads queued or running, the "
                             "MaxExpensiveCalls limit; wait for their replies",
                             (unsigned)uid, u->expensive);
-                g_mutex_unlock(&c->lock);
+                pthread_mutex_unlock(&c->lock);
                 return FALSE;
         }
         Pending *p = g_new0(Pending, 1);
@@ -590,16 +592,16 @@ gboolean ptags_clients_queue_expensive(PtagsClients *c, uid_t uid, PtagsClientRu
         }
         if (c->runner == 0)
                 c->runner = g_idle_add(run_next, c);
-        g_mutex_unlock(&c->lock);
+        pthread_mutex_unlock(&c->lock);
         return TRUE;
 }
 
 void ptags_clients_expensive_done(PtagsClients *c, uid_t uid)
 {
-        g_mutex_lock(&c->lock);
+        pthread_mutex_lock(&c->lock);
         User *u = user_get(c, uid);
 
         if (u->expensive > 0)
                 u->expensive--;
-        g_mutex_unlock(&c->lock);
+        pthread_mutex_unlock(&c->lock);
 }

@@ -11,6 +11,7 @@
 #include "names.h"
 
 #include <pthread.h>
+#include <string.h>
 
 #define STATS_INTERFACE "org.freedesktop.DBus.Debug.Stats"
 
@@ -23,8 +24,9 @@ struct _PtagsBusStats {
         gint refused; /* atomic: the bus gives no figures */
         gint freed;   /* atomic */
 
+        /* Guards the watch below. Not a GMutex: ThreadSanitizer sees
+         * pthread locks. */
         pthread_mutex_t lock;
-                /* not GMutex: ThreadSanitizer sees pthread locks */ /* guards the watch below */
         guint64 sent;          /* bytes ptagsd sent since the bus last answered */
         guint64 sent_at_query; /* of which were sent before the question in flight */
         guint64 queued;        /* ptagsd's messages the bus held at its last answer */
@@ -32,6 +34,11 @@ struct _PtagsBusStats {
         gboolean paused;       /* ptagsd's signals are being dropped */
         gboolean announced;    /* the pause was logged */
         guint64 dropped;       /* signals dropped during this pause */
+        /* While paused, the subscribers that do read: each gets its own
+         * copy of every signal (addressed to it, so the stalled ones get
+         * none). NULL until the bus has told who they are. */
+        GPtrArray *readers;
+        gboolean listing; /* a look for them is under way */
 };
 
 static PtagsBusStats *stats_ref(PtagsBusStats *s)
@@ -46,6 +53,7 @@ static void stats_clear(gpointer p)
         g_object_unref(s->bus);
         g_main_context_unref(s->context);
         pthread_mutex_destroy(&s->lock);
+        g_clear_pointer(&s->readers, g_ptr_array_unref);
 }
 
 static void stats_unref(gpointer p)
@@ -271,6 +279,131 @@ static void report_holders(PtagsBusStats *s)
                                G_DBUS_CALL_FLAGS_NONE, -1, NULL, holders_listed, h);
 }
 
+/* ------------------------------------------------ subscribers that read
+ *
+ * A pause must not silence ptagsd for everyone because one receiver
+ * stopped reading. The bus lists every connection's match rules
+ * (Debug.Stats.GetAllMatchRules); those with a rule that can match
+ * ptagsd's signals, and for which the bus holds less than HOLDER_BYTES,
+ * get addressed copies while the pause lasts. */
+
+/* One "key='value'" of a match rule: does @rule say @key, and is it @want
+ * (or one of @want2)? Absent keys match anything. */
+static gboolean rule_allows(char **fields, const char *key, const char *want, const char *want2)
+{
+        size_t n = strlen(key);
+
+        for (char **f = fields; *f != NULL; f++) {
+                const char *v = *f;
+                while (g_ascii_isspace(*v))
+                        v++;
+                if (strncmp(v, key, n) != 0 || v[n] != '=')
+                        continue;
+                v += n + 1;
+                g_autofree char *value =
+                        v[0] == '\'' ? g_strndup(v + 1, strcspn(v + 1, "'")) : g_strdup(v);
+                return g_strcmp0(value, want) == 0 || (want2 != NULL && strcmp(value, want2) == 0);
+        }
+        return TRUE;
+}
+
+/* Whether a connection with match rule @rule may want ptagsd's signals. A
+ * rule too clever for this reading gets the copies: a receiver drops what
+ * it did not ask for. */
+static gboolean rule_wants_ours(const char *rule, const char *own)
+{
+        g_auto(GStrv) fields = g_strsplit(rule, ",", -1);
+
+        return rule_allows(fields, "type", "signal", NULL) &&
+               rule_allows(fields, "sender", PTAGS_BUS_NAME, own) &&
+               rule_allows(fields, "interface", PTAGS_INTERFACE, NULL) &&
+               rule_allows(fields, "path", PTAGS_OBJECT_PATH, NULL);
+}
+
+typedef struct {
+        PtagsBusStats *s;
+        GPtrArray *candidates; /* unique names */
+        guint next;
+        GPtrArray *readers;
+} Readers;
+
+static void readers_next(Readers *r);
+
+static void readers_queued(gpointer data, gboolean known, guint64 queued)
+{
+        Readers *r = data;
+
+        if (known && queued < HOLDER_BYTES)
+                g_ptr_array_add(r->readers, g_strdup(r->candidates->pdata[r->next - 1]));
+        readers_next(r);
+}
+
+static void readers_next(Readers *r)
+{
+        PtagsBusStats *s = r->s;
+
+        if (r->next < r->candidates->len) {
+                ptags_bus_stats_queued_for(s, r->candidates->pdata[r->next++], readers_queued, r);
+                return;
+        }
+        pthread_mutex_lock(&s->lock);
+        s->listing = FALSE;
+        if (s->paused) {
+                g_clear_pointer(&s->readers, g_ptr_array_unref);
+                s->readers = g_steal_pointer(&r->readers);
+        }
+        pthread_mutex_unlock(&s->lock);
+        g_ptr_array_unref(r->candidates);
+        if (r->readers != NULL)
+                g_ptr_array_unref(r->readers);
+        stats_unref(s);
+        g_free(r);
+}
+
+static void rules_listed(GObject *source, GAsyncResult *res, gpointer user_data)
+{
+        Readers *r = user_data;
+        g_autoptr(GVariant) reply =
+                g_dbus_connection_call_finish(G_DBUS_CONNECTION(source), res, NULL);
+        const char *own = g_dbus_connection_get_unique_name(r->s->bus);
+
+        if (reply != NULL) {
+                g_autoptr(GVariantIter) iter = NULL;
+                const char *name;
+                GVariantIter *rules;
+                g_variant_get(reply, "(a{sas})", &iter);
+                while (g_variant_iter_next(iter, "{&sas}", &name, &rules)) {
+                        const char *rule;
+                        gboolean wants = FALSE;
+                        while (g_variant_iter_next(rules, "&s", &rule))
+                                wants = wants || rule_wants_ours(rule, own);
+                        g_variant_iter_free(rules);
+                        if (wants && name[0] == ':' && g_strcmp0(name, own) != 0)
+                                g_ptr_array_add(r->candidates, g_strdup(name));
+                }
+        }
+        readers_next(r);
+}
+
+/* Look (again) for the subscribers that read. */
+static void list_readers(PtagsBusStats *s)
+{
+        pthread_mutex_lock(&s->lock);
+        gboolean busy = s->listing;
+        s->listing = TRUE;
+        pthread_mutex_unlock(&s->lock);
+        if (busy)
+                return;
+        Readers *r = g_new0(Readers, 1);
+        r->s = stats_ref(s);
+        r->candidates = g_ptr_array_new_with_free_func(g_free);
+        r->readers = g_ptr_array_new_with_free_func(g_free);
+        g_dbus_connection_call(s->bus, "org.freedesktop.DBus", "/org/freedesktop/DBus",
+                               STATS_INTERFACE, "GetAllMatchRules", NULL,
+                               G_VARIANT_TYPE("(a{sas})"), G_DBUS_CALL_FLAGS_NONE, -1, NULL,
+                               rules_listed, r);
+}
+
 /* -------------------------------------------------------------- the watch */
 
 static void check_own(PtagsBusStats *s);
@@ -317,6 +450,7 @@ static void own_answered(gpointer data, gboolean known, guint64 queued)
                 resumed = TRUE;
                 dropped = s->dropped;
                 s->dropped = 0;
+                g_clear_pointer(&s->readers, g_ptr_array_unref);
         }
         /* Paused: look again shortly, whatever ptagsd sends meanwhile. */
         if (s->paused)
@@ -329,8 +463,9 @@ static void own_answered(gpointer data, gboolean known, guint64 queued)
 
         if (announce) {
                 g_warning("signals paused: the bus holds %" G_GUINT64_FORMAT " bytes of ptagsd's "
-                          "messages for receivers that do not read them (over %u); TagsChanged "
-                          "and the container signals are dropped until it holds less than %u",
+                          "messages for receivers that do not read them (over %u); until it "
+                          "holds less than %u, TagsChanged and the container signals go only "
+                          "to the subscribers that read, one addressed copy each",
                           queued, PTAGS_BUS_QUEUED_HIGH, PTAGS_BUS_QUEUED_LOW);
                 report_holders(s);
         }
@@ -338,6 +473,8 @@ static void own_answered(gpointer data, gboolean known, guint64 queued)
                 g_message("signals resumed: the bus holds %" G_GUINT64_FORMAT
                           " bytes of ptagsd's messages; %" G_GUINT64_FORMAT " signals were dropped",
                           queued, dropped);
+        if (later)
+                list_readers(s); /* subscribers come, go and stop reading */
         if (later) {
                 GSource *timer = g_timeout_source_new(PTAGS_BUS_RECHECK_MSEC);
                 g_source_set_callback(timer, recheck, stats_ref(s), stats_unref);
@@ -385,16 +522,22 @@ static GDBusMessage *watch_filter(GDBusConnection *bus, GDBusMessage *message, g
                 return message;
         GVariant *body = g_dbus_message_get_body(message);
         guint64 size = PTAGS_WIRE_HEADER_OVERHEAD + (body != NULL ? g_variant_get_size(body) : 0);
+        /* Broadcasts only: the addressed copies below pass as they are. */
         gboolean ours = g_dbus_message_get_message_type(message) == G_DBUS_MESSAGE_TYPE_SIGNAL &&
+                        g_dbus_message_get_destination(message) == NULL &&
                         g_strcmp0(g_dbus_message_get_interface(message), PTAGS_INTERFACE) == 0;
         gboolean drop = FALSE, kick = FALSE;
+        g_autoptr(GPtrArray) readers = NULL;
 
         pthread_mutex_lock(&s->lock);
         if (ours && !s->paused && s->queued + s->sent + size >= PTAGS_BUS_QUEUED_HARD)
                 s->paused = TRUE; /* no time to wait for the bus's answer */
         if (ours && s->paused) {
-                s->dropped++;
                 drop = TRUE;
+                if (s->readers != NULL)
+                        readers = g_ptr_array_ref(s->readers);
+                else
+                        s->dropped++;
         } else {
                 s->sent += size;
         }
@@ -411,9 +554,22 @@ static GDBusMessage *watch_filter(GDBusConnection *bus, GDBusMessage *message, g
                 g_source_attach(idle, s->context);
                 g_source_unref(idle);
         }
-        if (drop) {
+        if (drop && readers != NULL) {
+                /* Sent from here, the copies queue behind this write and
+                 * come back through this filter as addressed messages. */
+                for (guint i = 0; i < readers->len; i++) {
+                        g_autoptr(GDBusMessage) copy = g_dbus_message_copy(message, NULL);
+                        if (copy == NULL)
+                                continue;
+                        g_dbus_message_set_destination(copy, readers->pdata[i]);
+                        g_dbus_connection_send_message(bus, copy, G_DBUS_SEND_MESSAGE_FLAGS_NONE,
+                                                       NULL, NULL);
+                }
+        } else if (drop) {
                 g_debug("dropped %s: the bus holds too much of ptagsd's output",
                         g_dbus_message_get_member(message));
+        }
+        if (drop) {
                 g_object_unref(message);
                 return NULL;
         }

@@ -99,19 +99,24 @@ gboolean ptags_lines_validate(const char *const *lines, GError **error)
         return TRUE;
 }
 
+/* FALSE with "argument NAME (\"TEXT\"): why" unless @r is PTAGS_OK. */
+static gboolean arg_ok(ptags_result r, const char *name, const char *text, GError **error)
+{
+        if (r == PTAGS_OK)
+                return TRUE;
+        g_autofree char *shown = ptags_shorten(text);
+        g_set_error(error, PTAGS_ERROR, ptags_error_from_result(r), "argument %s (\"%s\"): %s",
+                    name, shown, ptags_result_message(r));
+        return FALSE;
+}
+
 gboolean ptags_query_pattern_parse(const char *pattern, gboolean *kept_only, char **body,
                                    GError **error)
 {
         gboolean kept = pattern[0] == '@';
         const char *rest = pattern + (kept ? 1 : 0);
-        ptags_result r = ptags_pattern_validate(rest, strlen(rest), true);
-
-        if (r != PTAGS_OK) {
-                g_autofree char *text = ptags_shorten(pattern);
-                g_set_error(error, PTAGS_ERROR, ptags_error_from_result(r),
-                            "argument pattern (\"%s\"): %s", text, ptags_result_message(r));
+        if (!arg_ok(ptags_pattern_validate(rest, strlen(rest), true), "pattern", pattern, error))
                 return FALSE;
-        }
         *kept_only = kept;
         *body = g_strdup(rest);
         return TRUE;
@@ -139,34 +144,19 @@ gboolean ptags_check_pid(guint32 pid, GError **error)
 gboolean ptags_check_change_arg(const char *arg_name, const char *arg, const char *value,
                                 GError **error)
 {
-        g_autofree char *text = ptags_shorten(arg);
         size_t len = strlen(arg);
-        ptags_result r;
 
-        if (strcmp(arg_name, "tag") == 0) {
-                r = ptags_tag_validate(arg, len);
-        } else if (arg[0] == '@') {
+        if (strcmp(arg_name, "tag") != 0 && arg[0] == '@') {
+                g_autofree char *text = ptags_shorten(arg);
                 g_set_error(error, PTAGS_ERROR, PTAGS_ERROR_INVALID_PATTERN,
                             "argument %s (\"%s\"): a leading '@' is not allowed here (keep "
                             "flags are SetKeep's)",
                             arg_name, text);
                 return FALSE;
-        } else {
-                r = ptags_pattern_validate(arg, len, true);
         }
-        if (r != PTAGS_OK) {
-                g_set_error(error, PTAGS_ERROR, ptags_error_from_result(r),
-                            "argument %s (\"%s\"): %s", arg_name, text, ptags_result_message(r));
-                return FALSE;
-        }
-        if (value != NULL) {
-                r = ptags_value_validate(value, strlen(value));
-                if (r != PTAGS_OK) {
-                        g_autofree char *vtext = ptags_shorten(value);
-                        g_set_error(error, PTAGS_ERROR, ptags_error_from_result(r),
-                                    "argument value (\"%s\"): %s", vtext, ptags_result_message(r));
-                        return FALSE;
-                }
-        }
-        return TRUE;
+        ptags_result r = strcmp(arg_name, "tag") == 0 ? ptags_tag_validate(arg, len)
+                                                      : ptags_pattern_validate(arg, len, true);
+        return arg_ok(r, arg_name, arg, error) &&
+               (value == NULL ||
+                arg_ok(ptags_value_validate(value, strlen(value)), "value", value, error));
 }

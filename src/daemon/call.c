@@ -227,23 +227,29 @@ static void read_run(gpointer data)
         call->read_next(call);
 }
 
+/* Queue @call in @uid's turn: @run(call) then, or LimitExceeded now. */
+static void queue_turn(Call *call, uid_t uid, PtagsClientRunFunc run)
+{
+        GError *error = NULL;
+
+        call->read_uid = uid;
+        if (!ptags_clients_queue_expensive(call->svc->clients, uid, run, turn_drop, call, &error)) {
+                call_fail(call, error);
+                return;
+        }
+        call->holds_read_slot = TRUE;
+}
+
 static void read_uid_known(gpointer data, uid_t uid, const GError *lookup_error)
 {
         Call *call = data;
-        GError *error = NULL;
 
         if (lookup_error != NULL) {
                 call_fail(call, g_error_copy(lookup_error));
                 return;
         }
-        call->read_uid = uid;
         call->counts_replies = TRUE;
-        if (!ptags_clients_queue_expensive(call->svc->clients, uid, read_run, turn_drop, call,
-                                           &error)) {
-                call_fail(call, error);
-                return;
-        }
-        call->holds_read_slot = TRUE;
+        queue_turn(call, uid, read_run);
 }
 
 static void turn_run(gpointer data)
@@ -255,16 +261,8 @@ static void turn_run(gpointer data)
 
 void call_take_turn(Call *call, uid_t uid, CallStepFn next)
 {
-        GError *error = NULL;
-
-        call->read_uid = uid;
         call->read_next = next;
-        if (!ptags_clients_queue_expensive(call->svc->clients, uid, turn_run, turn_drop, call,
-                                           &error)) {
-                call_fail(call, error);
-                return;
-        }
-        call->holds_read_slot = TRUE;
+        queue_turn(call, uid, turn_run);
 }
 
 void call_end_turn(Call *call)

@@ -80,23 +80,33 @@ static void get_peer_tags_step(Call *call)
         call_lookup_peer(call, call->peer_name, peer_read_step);
 }
 
-/* A read call whose arguments passed their checks, or NULL when @error is
- * set (the call has then been answered with it). */
-static Call *read_call_new(PtagsService *svc, GDBusMethodInvocation *inv, GError *error)
+/* A read call whose arguments passed their checks (@error NULL) and whose
+ * query @pattern (NULL: none) parses; NULL when not (the call has then
+ * been answered with the error). */
+static Call *read_call_new(PtagsService *svc, GDBusMethodInvocation *inv, GError *error,
+                           const char *pattern)
 {
+        gboolean kept_only = FALSE;
+        char *body = NULL;
+
+        if (error == NULL && pattern != NULL)
+                ptags_query_pattern_parse(pattern, &kept_only, &body, &error);
         if (error != NULL) {
                 g_dbus_method_invocation_return_gerror(inv, error);
                 g_error_free(error);
                 return NULL;
         }
-        return call_new(svc, inv);
+        Call *call = call_new(svc, inv);
+        call->kept_only = kept_only;
+        call->pattern = body;
+        return call;
 }
 
 static gboolean handle_get_tags(PtagsManager *object, GDBusMethodInvocation *inv, guint32 pid,
                                 PtagsService *svc)
 {
         GError *error = NULL;
-        Call *call = read_call_new(svc, inv, ptags_check_pid(pid, &error) ? NULL : error);
+        Call *call = read_call_new(svc, inv, ptags_check_pid(pid, &error) ? NULL : error, NULL);
 
         if (call != NULL)
                 call_pin_pid(call, pid, admit_read_step);
@@ -121,57 +131,41 @@ static gboolean handle_has_tag(PtagsManager *object, GDBusMethodInvocation *inv,
                                const char *pattern, PtagsService *svc)
 {
         GError *error = NULL;
-        gboolean kept_only = FALSE;
-        char *body = NULL;
-        Call *call = read_call_new(
-                svc, inv,
-                ptags_check_pid(pid, &error) &&
-                                ptags_query_pattern_parse(pattern, &kept_only, &body, &error)
-                        ? NULL
-                        : error);
+        Call *call = read_call_new(svc, inv, ptags_check_pid(pid, &error) ? NULL : error, pattern);
 
         if (call == NULL)
                 return TRUE;
         call->want_bool = TRUE;
-        call->kept_only = kept_only;
-        call->pattern = body;
         call_pin_pid(call, pid, admit_read_step);
         return TRUE;
+}
+
+/* GetPeerTags and PeerHasTag (@pattern non-NULL). */
+static void peer_read(PtagsService *svc, GDBusMethodInvocation *inv, const char *bus_name,
+                      const char *pattern)
+{
+        GError *error = NULL;
+        Call *call = read_call_new(svc, inv, ptags_check_bus_name(bus_name, &error) ? NULL : error,
+                                   pattern);
+
+        if (call == NULL)
+                return;
+        call->want_bool = pattern != NULL;
+        call->peer_name = g_strdup(bus_name);
+        call_admit_read(call, get_peer_tags_step);
 }
 
 static gboolean handle_get_peer_tags(PtagsManager *object, GDBusMethodInvocation *inv,
                                      const char *bus_name, PtagsService *svc)
 {
-        GError *error = NULL;
-        Call *call = read_call_new(svc, inv, ptags_check_bus_name(bus_name, &error) ? NULL : error);
-
-        if (call == NULL)
-                return TRUE;
-        call->peer_name = g_strdup(bus_name);
-        call_admit_read(call, get_peer_tags_step);
+        peer_read(svc, inv, bus_name, NULL);
         return TRUE;
 }
 
 static gboolean handle_peer_has_tag(PtagsManager *object, GDBusMethodInvocation *inv,
                                     const char *bus_name, const char *pattern, PtagsService *svc)
 {
-        GError *error = NULL;
-        gboolean kept_only = FALSE;
-        char *body = NULL;
-        Call *call = read_call_new(
-                svc, inv,
-                ptags_check_bus_name(bus_name, &error) &&
-                                ptags_query_pattern_parse(pattern, &kept_only, &body, &error)
-                        ? NULL
-                        : error);
-
-        if (call == NULL)
-                return TRUE;
-        call->want_bool = TRUE;
-        call->kept_only = kept_only;
-        call->pattern = body;
-        call->peer_name = g_strdup(bus_name);
-        call_admit_read(call, get_peer_tags_step);
+        peer_read(svc, inv, bus_name, pattern);
         return TRUE;
 }
 
@@ -320,18 +314,10 @@ static void find_step(Call *call)
 static gboolean handle_find_tagged(PtagsManager *object, GDBusMethodInvocation *inv,
                                    const char *pattern, PtagsService *svc)
 {
-        GError *error = NULL;
-        gboolean kept_only = FALSE;
-        char *body = NULL;
-        Call *call = read_call_new(
-                svc, inv,
-                ptags_query_pattern_parse(pattern, &kept_only, &body, &error) ? NULL : error);
+        Call *call = read_call_new(svc, inv, NULL, pattern);
 
-        if (call == NULL)
-                return TRUE;
-        call->kept_only = kept_only;
-        call->pattern = body;
-        call_admit_read(call, find_step);
+        if (call != NULL)
+                call_admit_read(call, find_step);
         return TRUE;
 }
 

@@ -196,8 +196,11 @@ static void change_commit(Call *call)
                                  ? ptags_set_to_variant(call->current)
                                  : ptags_set_to_variant(ptags_plan_result(call->plan));
         g_auto(GStrv) lines = change_signal_lines(call);
-        ptags_manager_emit_tags_changed(call->svc->skeleton, (guint32)pid,
-                                        (const char *const *)lines, tags);
+        /* Straight to the bus: the skeleton would first emit a GObject
+         * signal nobody in ptagsd listens to. */
+        g_dbus_connection_emit_signal(
+                call->svc->connection, NULL, PTAGS_OBJECT_PATH, PTAGS_INTERFACE, "TagsChanged",
+                g_variant_new("(u^as@a(sbs))", (guint32)pid, lines, tags), NULL);
         call_return(call, NULL);
 }
 

@@ -194,7 +194,10 @@ gboolean ptags_process_info_read(const PtagsTarget *t, PtagsProcessInfo *info, G
          * A user's unit named like a system service thus stays a user unit. */
         if (sd_pid_get_unit(t->pid, &info->unit) < 0)
                 info->unit = NULL;
-        if (sd_pid_get_user_unit(t->pid, &info->user_unit) < 0)
+        /* Only a user's manager (user@UID.service) runs user units: asking
+         * otherwise would parse the cgroup file again for nothing. */
+        if (info->unit == NULL || !g_str_has_prefix(info->unit, "user@") ||
+            sd_pid_get_user_unit(t->pid, &info->user_unit) < 0)
                 info->user_unit = NULL;
 
         /* Everything above came from a pid; it only describes our target if the

@@ -3,7 +3,7 @@
 # SPDX-FileCopyrightText: 2026 The ptags authors
 # The one test command: installs missing Debian packages, configures with
 # -Werror, builds, and runs every test (plus the model, fixture, daemon and
-# integration suites under ASan/UBSan, 60 s of the model parser's libFuzzer
+# integration suites, on both backends, under ASan/UBSan, 60 s of the model parser's libFuzzer
 # target, the bus-thread reads under ThreadSanitizer, and `meson test` as an
 # unprivileged user on a fresh build).
 # Usage (as root on Debian 12): tests/check.sh [extra meson test args]
@@ -31,13 +31,14 @@ else
 fi
 ninja -C "$builddir"
 
-# 3. Sanitizer build of the model, the kernel fixture and the daemon: the
-#    integration suite then runs a daemon built with ASan/UBSan.
+# 3. Sanitizer build of the model, the kernel fixture and the daemon with
+#    both backends: the integration suites then run a daemon built with
+#    ASan/UBSan (the bpf one includes the reads answered in the bus thread).
 if [ ! -f "$asandir/build.ninja" ]; then
   meson setup "$asandir" -Dwerror=true -Db_sanitize=address,undefined \
-    -Db_lundef=false -Dcomponents=model,fixture,daemon
+    -Db_lundef=false -Dcomponents=model,fixture,daemon,bpf
 else
-  meson configure "$asandir" -Dcomponents=model,fixture,daemon >/dev/null
+  meson configure "$asandir" -Dcomponents=model,fixture,daemon,bpf >/dev/null
 fi
 ninja -C "$asandir"
 
@@ -83,7 +84,8 @@ fi
 meson test -C "$builddir" --print-errorlogs --num-processes 2 "$@" || status=1
 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
   meson test -C "$asandir" --print-errorlogs --num-processes 2 \
-    --suite model --suite fixture --suite daemon --suite integration "$@" || status=1
+    --suite model --suite fixture --suite daemon --suite integration --suite integration-bpf \
+    "$@" || status=1
 
 # 6. What a distribution's build user sees: a fresh build and `meson test` as
 #    nobody, from a copy of the tree nobody can read. Tests that need root

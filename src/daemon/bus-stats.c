@@ -348,7 +348,8 @@ static void readers_next(Readers *r)
         }
         pthread_mutex_lock(&s->lock);
         s->listing = FALSE;
-        if (s->paused) {
+        /* Kept from halfway to a pause on (see own_answered). */
+        if (s->paused || s->queued >= PTAGS_BUS_QUEUED_LOW) {
                 g_clear_pointer(&s->readers, g_ptr_array_unref);
                 s->readers = g_steal_pointer(&r->readers);
         }
@@ -452,6 +453,11 @@ static void own_answered(gpointer data, gboolean known, guint64 queued)
                 s->dropped = 0;
                 g_clear_pointer(&s->readers, g_ptr_array_unref);
         }
+        /* Halfway to a pause, learn who reads, so that a pause loses no
+         * signal while the bus is asked; forget them once well below. */
+        gboolean prefetch = !s->paused && queued >= PTAGS_BUS_QUEUED_LOW;
+        if (!s->paused && queued < PTAGS_BUS_QUEUED_LOW)
+                g_clear_pointer(&s->readers, g_ptr_array_unref);
         /* Paused: look again shortly, whatever ptagsd sends meanwhile. */
         if (s->paused)
                 later = TRUE;
@@ -473,7 +479,7 @@ static void own_answered(gpointer data, gboolean known, guint64 queued)
                 g_message("signals resumed: the bus holds %" G_GUINT64_FORMAT
                           " bytes of ptagsd's messages; %" G_GUINT64_FORMAT " signals were dropped",
                           queued, dropped);
-        if (later)
+        if (later || prefetch)
                 list_readers(s); /* subscribers come, go and stop reading */
         if (later) {
                 GSource *timer = g_timeout_source_new(PTAGS_BUS_RECHECK_MSEC);

@@ -229,6 +229,21 @@ int ctl_has_tag(sd_bus *bus, uint32_t pid, const char *pattern, bool *ret, sd_bu
         return r < 0 ? r : 0;
 }
 
+/* Room for element @n of *@array (@size bytes each), doubling as needed:
+ * 0 or -ENOMEM (the array is then unchanged). */
+static int grow(void **array, size_t *allocated, size_t n, size_t size)
+{
+        if (n < *allocated)
+                return 0;
+        size_t grown = *allocated ? *allocated * 2 : 16;
+        void *p = reallocarray(*array, grown, size);
+        if (p == NULL)
+                return -ENOMEM;
+        *array = p;
+        *allocated = grown;
+        return 0;
+}
+
 int ctl_find_tagged(sd_bus *bus, const char *pattern, CtlProcess **ret, size_t *n_ret,
                     sd_bus_error *error)
 {
@@ -245,16 +260,9 @@ int ctl_find_tagged(sd_bus *bus, const char *pattern, CtlProcess **ret, size_t *
                 r = sd_bus_message_enter_container(reply, 'r', "ua(sbs)");
                 if (r <= 0)
                         break;
-                if (n == allocated) {
-                        size_t grown = allocated ? allocated * 2 : 16;
-                        CtlProcess *p = reallocarray(procs, grown, sizeof(*p));
-                        if (p == NULL) {
-                                r = -ENOMEM;
-                                break;
-                        }
-                        procs = p;
-                        allocated = grown;
-                }
+                r = grow((void **)&procs, &allocated, n, sizeof(*procs));
+                if (r < 0)
+                        break;
                 r = sd_bus_message_read(reply, "u", &pid);
                 if (r < 0)
                         break;
@@ -533,16 +541,9 @@ int ctl_list_containers(sd_bus *bus, CtlContainer **ret, size_t *n_ret, sd_bus_e
                 r = sd_bus_message_enter_container(reply, 'r', "ta{sv}");
                 if (r <= 0)
                         break;
-                if (n == allocated) {
-                        size_t grown = allocated ? allocated * 2 : 16;
-                        CtlContainer *l = reallocarray(list, grown, sizeof(*l));
-                        if (l == NULL) {
-                                r = -ENOMEM;
-                                break;
-                        }
-                        list = l;
-                        allocated = grown;
-                }
+                r = grow((void **)&list, &allocated, n, sizeof(*list));
+                if (r < 0)
+                        break;
                 r = sd_bus_message_read(reply, "t", &contid);
                 if (r >= 0)
                         r = read_container(reply, &list[n]);

@@ -562,8 +562,15 @@ static GDBusMessage *watch_filter(GDBusConnection *bus, GDBusMessage *message, g
         }
         if (drop && readers != NULL) {
                 /* Sent from here, the copies queue behind this write and
-                 * come back through this filter as addressed messages. */
-                for (guint i = 0; i < readers->len; i++) {
+                 * come back through this filter as addressed messages. At
+                 * most PTAGS_BUS_COPY_BYTES of them per signal: many
+                 * subscribers must not multiply ptagsd's output without
+                 * bound (the bus fans a broadcast out at its own cost). */
+                guint most = (guint)MAX(1, PTAGS_BUS_COPY_BYTES / size);
+                if (readers->len > most)
+                        g_debug("%s: copies for %u of %u subscribers",
+                                g_dbus_message_get_member(message), most, readers->len);
+                for (guint i = 0; i < readers->len && i < most; i++) {
                         g_autoptr(GDBusMessage) copy = g_dbus_message_copy(message, NULL);
                         if (copy == NULL)
                                 continue;

@@ -13,10 +13,13 @@
  * max_incoming_bytes, 127 MiB by default). Over HIGH, ptagsd's signals are
  * dropped until the bus holds less than LOW; over HARD by ptagsd's own count
  * of what it sent since the bus last answered, they are dropped at once. */
-#define PTAGS_BUS_QUEUED_HIGH  (16u * 1024u * 1024u)
-#define PTAGS_BUS_QUEUED_LOW   (8u * 1024u * 1024u)
-#define PTAGS_BUS_QUEUED_HARD  (24u * 1024u * 1024u)
-#define PTAGS_BUS_CHECK_STEP   (1024u * 1024u)
+#define PTAGS_BUS_QUEUED_HIGH (16u * 1024u * 1024u)
+#define PTAGS_BUS_QUEUED_LOW  (8u * 1024u * 1024u)
+#define PTAGS_BUS_QUEUED_HARD (24u * 1024u * 1024u)
+#define PTAGS_BUS_CHECK_STEP  (1024u * 1024u)
+/* While paused, each signal goes as addressed copies to the subscribers
+ * that read, at most this many bytes of copies per signal. */
+#define PTAGS_BUS_COPY_BYTES   (8u * 1024u * 1024u)
 #define PTAGS_BUS_RECHECK_MSEC 500u
 
 typedef struct _PtagsBusStats PtagsBusStats;

@@ -16,7 +16,7 @@ import time
 import unittest
 
 import ptags_client
-from ptags_harness import LIB_DIR, PYTHON, PtagsTestCase, unprivileged_argv
+from ptags_harness import HeldThread, LIB_DIR, PYTHON, PtagsTestCase, unprivileged_argv
 
 ADD = "org.ptags.tag.add"
 MiB = 1024 * 1024
@@ -404,7 +404,12 @@ class ExpensiveCallTests(LimitWorld):
     def test_expensive_calls_per_user_are_capped(self):
         target = self.world.spawn_target(unprivileged=True)
         self.assertOk(self.world.root_call("AddTag", "usb", [target, "t", False]))
-        flood = spawn_flood(self.world, "FindTagged", "s", ["t"], calls=50, connections=2)
+        # All 100 calls arrive while ptagsd's main loop is held, as a flood
+        # faster than ptagsd would: otherwise a quick FindTagged may end
+        # before the next call arrives, and the cap is never reached.
+        with HeldThread(self.world.daemon.pid):
+            flood = spawn_flood(self.world, "FindTagged", "s", ["t"], calls=50, connections=2)
+            time.sleep(0.5)  # the bus hands them all to ptagsd's bus thread
         summary = json.loads(flood.stdout.readline())["replies"]
         self.assertGreater(summary.get("org.ptags.Error.LimitExceeded", 0), 0, summary)
         self.assertGreater(summary.get("ok", 0), 0, summary)

@@ -26,6 +26,7 @@
 #           pid = self.world.spawn_target()
 #           self.assertOk(self.world.root_call("AddTag", "usb", [pid, "a", False]))
 
+import ctypes
 import json
 import os
 import pwd
@@ -696,6 +697,54 @@ class World:
 
     def record_signals(self):
         return SignalRecorder(self.conn)
+
+
+LIBC = ctypes.CDLL(None, use_errno=True)
+LIBC.ptrace.argtypes = [ctypes.c_long, ctypes.c_long, ctypes.c_void_p, ctypes.c_void_p]
+PTRACE_CONT, PTRACE_DETACH, PTRACE_SEIZE, PTRACE_INTERRUPT = 7, 17, 0x4206, 0x4207
+PTRACE_LISTEN_OR_CONT = PTRACE_CONT
+WALL = 0x40000000
+
+
+def ptrace(request, tid):
+    if LIBC.ptrace(request, tid, None, None) != 0:
+        raise OSError(ctypes.get_errno(), "ptrace(%#x, %d)" % (request, tid))
+
+
+class HeldThread:
+    """Stops one thread of a process (ptrace works per thread), leaving the
+    others running, until the with-block ends. With idle=True it is stopped
+    only while waiting in poll(), holding no lock another thread could need
+    (it is let go and caught again until it is)."""
+
+    POLL_SYSCALLS = ("7", "271")  # poll, ppoll (x86-64)
+
+    def __init__(self, tid, idle=True, timeout=10.0):
+        self.tid = tid
+        self.idle = idle
+        self.timeout = timeout
+
+    def syscall(self):
+        with open("/proc/%d/task/%d/syscall" % (self.tid, self.tid)) as f:
+            return f.read().split()[0]
+
+    def __enter__(self):
+        ptrace(PTRACE_SEIZE, self.tid)
+        deadline = time.monotonic() + self.timeout
+        while True:
+            ptrace(PTRACE_INTERRUPT, self.tid)
+            os.waitpid(self.tid, WALL)
+            if not self.idle or self.syscall() in self.POLL_SYSCALLS:
+                return self
+            if time.monotonic() > deadline:
+                ptrace(PTRACE_DETACH, self.tid)
+                raise HarnessError("thread %d never idle in poll()" % self.tid)
+            # Let it run on (a group-stop restart) and look again shortly.
+            ptrace(PTRACE_LISTEN_OR_CONT, self.tid)
+            time.sleep(0.005)
+
+    def __exit__(self, *exc):
+        ptrace(PTRACE_DETACH, self.tid)
 
 
 class PtagsTestCase(unittest.TestCase):

@@ -184,35 +184,78 @@ void ptags_bus_stats_queued_for(PtagsBusStats *s, const char *name, PtagsBusQueu
         ask_on_main(q);
 }
 
-/* ------------------------------------------------------------ the holders
+/* ------------------------------------------------- asking about many
  *
- * When the signals pause, name the connections the bus holds much for (one
- * at a time: the bus bounds the calls one connection may have pending), so
- * an administrator sees who stopped reading. */
+ * What the bus holds for each of a list of connections, asked one at a
+ * time (the bus bounds the calls one connection may have pending). */
 
 #define HOLDER_BYTES (1024u * 1024u)
 
+/* @queued[i] is what the bus holds for @names[i], G_MAXUINT64 if unknown. */
+typedef void (*WalkDone)(PtagsBusStats *s, GPtrArray *names, const guint64 *queued);
+
 typedef struct {
         PtagsBusStats *s;
-        char **names;
-        guint next;
-        char *name;     /* the one being asked about */
-        guint32 queued; /* what the bus holds for it */
-} Holders;
+        GPtrArray *names; /* unique names, ptagsd's own left out */
+        GArray *queued;   /* guint64, one per name answered so far */
+        WalkDone done;
+} Walk;
 
-static void holders_next(Holders *h);
+static void walk_next(Walk *w);
 
-static void holders_free(Holders *h)
+static void walk_answered(gpointer data, gboolean known, guint64 queued)
 {
-        stats_unref(h->s);
-        g_strfreev(h->names);
-        g_free(h->name);
-        g_free(h);
+        Walk *w = data;
+        guint64 v = known ? queued : G_MAXUINT64;
+
+        g_array_append_val(w->queued, v);
+        walk_next(w);
 }
+
+static void walk_next(Walk *w)
+{
+        if (w->queued->len < w->names->len) {
+                ptags_bus_stats_queued_for(w->s, w->names->pdata[w->queued->len], walk_answered, w);
+                return;
+        }
+        w->done(w->s, w->names, (const guint64 *)w->queued->data);
+        stats_unref(w->s);
+        g_ptr_array_unref(w->names);
+        g_array_unref(w->queued);
+        g_free(w);
+}
+
+/* Ask about every connection in @names (transfer full) but ptagsd's own. */
+static void walk_start(PtagsBusStats *s, GPtrArray *names, WalkDone done)
+{
+        Walk *w = g_new0(Walk, 1);
+        const char *own = g_dbus_connection_get_unique_name(s->bus);
+
+        for (guint i = names->len; i-- > 0;) {
+                const char *name = names->pdata[i];
+                if (name[0] != ':' || g_strcmp0(name, own) == 0)
+                        g_ptr_array_remove_index(names, i);
+        }
+        w->s = stats_ref(s);
+        w->names = names;
+        w->queued = g_array_new(FALSE, FALSE, sizeof(guint64));
+        w->done = done;
+        walk_next(w);
+}
+
+/* ------------------------------------------------------------ the holders
+ *
+ * When the signals pause, name the connections the bus holds much for, so
+ * an administrator sees who stopped reading. */
+
+typedef struct {
+        char *name;
+        guint64 queued;
+} Holder;
 
 static void holder_credentials(GObject *source, GAsyncResult *res, gpointer user_data)
 {
-        Holders *h = user_data;
+        Holder *h = user_data;
         g_autoptr(GVariant) reply =
                 g_dbus_connection_call_finish(G_DBUS_CONNECTION(source), res, NULL);
         guint32 uid = G_MAXUINT32, pid = 0;
@@ -222,61 +265,51 @@ static void holder_credentials(GObject *source, GAsyncResult *res, gpointer user
                 g_variant_lookup(dict, "UnixUserID", "u", &uid);
                 g_variant_lookup(dict, "ProcessID", "u", &pid);
         }
-        g_warning("connection %s (uid %d, pid %u) is not reading: the bus holds %u bytes for it",
+        g_warning("connection %s (uid %d, pid %u) is not reading: the bus holds %" G_GUINT64_FORMAT
+                  " bytes for it",
                   h->name, uid == G_MAXUINT32 ? -1 : (int)uid, pid, h->queued);
-        holders_next(h);
+        g_free(h->name);
+        g_free(h);
 }
 
-static void holder_queued(gpointer data, gboolean known, guint64 queued)
+static void holders_walked(PtagsBusStats *s, GPtrArray *names, const guint64 *queued)
 {
-        Holders *h = data;
-
-        if (!known || queued < HOLDER_BYTES) {
-                holders_next(h);
-                return;
-        }
-        h->queued = (guint32)queued;
-        g_dbus_connection_call(h->s->bus, "org.freedesktop.DBus", "/org/freedesktop/DBus",
-                               "org.freedesktop.DBus", "GetConnectionCredentials",
-                               g_variant_new("(s)", h->name), G_VARIANT_TYPE("(a{sv})"),
-                               G_DBUS_CALL_FLAGS_NONE, -1, NULL, holder_credentials, h);
-}
-
-static void holders_next(Holders *h)
-{
-        const char *own = g_dbus_connection_get_unique_name(h->s->bus);
-
-        g_clear_pointer(&h->name, g_free);
-        while (h->names != NULL && h->names[h->next] != NULL) {
-                const char *name = h->names[h->next++];
-                if (name[0] != ':' || g_strcmp0(name, own) == 0)
+        for (guint i = 0; i < names->len; i++) {
+                if (queued[i] == G_MAXUINT64 || queued[i] < HOLDER_BYTES)
                         continue;
-                h->name = g_strdup(name);
-                ptags_bus_stats_queued_for(h->s, name, holder_queued, h);
-                return;
+                Holder *h = g_new0(Holder, 1);
+                h->name = g_strdup(names->pdata[i]);
+                h->queued = queued[i];
+                g_dbus_connection_call(s->bus, "org.freedesktop.DBus", "/org/freedesktop/DBus",
+                                       "org.freedesktop.DBus", "GetConnectionCredentials",
+                                       g_variant_new("(s)", h->name), G_VARIANT_TYPE("(a{sv})"),
+                                       G_DBUS_CALL_FLAGS_NONE, -1, NULL, holder_credentials, h);
         }
-        holders_free(h);
 }
 
 static void holders_listed(GObject *source, GAsyncResult *res, gpointer user_data)
 {
-        Holders *h = user_data;
+        PtagsBusStats *s = user_data;
         g_autoptr(GVariant) reply =
                 g_dbus_connection_call_finish(G_DBUS_CONNECTION(source), res, NULL);
+        GPtrArray *names = g_ptr_array_new_with_free_func(g_free);
 
-        if (reply != NULL)
-                g_variant_get(reply, "(^as)", &h->names);
-        holders_next(h);
+        if (reply != NULL) {
+                g_autoptr(GVariantIter) iter = NULL;
+                const char *name;
+                g_variant_get(reply, "(as)", &iter);
+                while (g_variant_iter_next(iter, "&s", &name))
+                        g_ptr_array_add(names, g_strdup(name));
+        }
+        walk_start(s, names, holders_walked);
+        stats_unref(s);
 }
 
 static void report_holders(PtagsBusStats *s)
 {
-        Holders *h = g_new0(Holders, 1);
-
-        h->s = stats_ref(s);
         g_dbus_connection_call(s->bus, "org.freedesktop.DBus", "/org/freedesktop/DBus",
                                "org.freedesktop.DBus", "ListNames", NULL, G_VARIANT_TYPE("(as)"),
-                               G_DBUS_CALL_FLAGS_NONE, -1, NULL, holders_listed, h);
+                               G_DBUS_CALL_FLAGS_NONE, -1, NULL, holders_listed, stats_ref(s));
 }
 
 /* ------------------------------------------------ subscribers that read
@@ -320,53 +353,32 @@ static gboolean rule_wants_ours(const char *rule, const char *own)
                rule_allows(fields, "path", PTAGS_OBJECT_PATH, NULL);
 }
 
-typedef struct {
-        PtagsBusStats *s;
-        GPtrArray *candidates; /* unique names */
-        guint next;
-        GPtrArray *readers;
-} Readers;
-
-static void readers_next(Readers *r);
-
-static void readers_queued(gpointer data, gboolean known, guint64 queued)
+static void readers_walked(PtagsBusStats *s, GPtrArray *names, const guint64 *queued)
 {
-        Readers *r = data;
+        GPtrArray *readers = g_ptr_array_new_with_free_func(g_free);
 
-        if (known && queued < HOLDER_BYTES)
-                g_ptr_array_add(r->readers, g_strdup(r->candidates->pdata[r->next - 1]));
-        readers_next(r);
-}
-
-static void readers_next(Readers *r)
-{
-        PtagsBusStats *s = r->s;
-
-        if (r->next < r->candidates->len) {
-                ptags_bus_stats_queued_for(s, r->candidates->pdata[r->next++], readers_queued, r);
-                return;
-        }
+        for (guint i = 0; i < names->len; i++)
+                if (queued[i] < HOLDER_BYTES)
+                        g_ptr_array_add(readers, g_strdup(names->pdata[i]));
         pthread_mutex_lock(&s->lock);
         s->listing = FALSE;
         /* Kept from halfway to a pause on (see own_answered). */
         if (s->paused || s->queued >= PTAGS_BUS_QUEUED_LOW) {
                 g_clear_pointer(&s->readers, g_ptr_array_unref);
-                s->readers = g_steal_pointer(&r->readers);
+                s->readers = g_steal_pointer(&readers);
         }
         pthread_mutex_unlock(&s->lock);
-        g_ptr_array_unref(r->candidates);
-        if (r->readers != NULL)
-                g_ptr_array_unref(r->readers);
-        stats_unref(s);
-        g_free(r);
+        if (readers != NULL)
+                g_ptr_array_unref(readers);
 }
 
 static void rules_listed(GObject *source, GAsyncResult *res, gpointer user_data)
 {
-        Readers *r = user_data;
+        PtagsBusStats *s = user_data;
         g_autoptr(GVariant) reply =
                 g_dbus_connection_call_finish(G_DBUS_CONNECTION(source), res, NULL);
-        const char *own = g_dbus_connection_get_unique_name(r->s->bus);
+        const char *own = g_dbus_connection_get_unique_name(s->bus);
+        GPtrArray *names = g_ptr_array_new_with_free_func(g_free);
 
         if (reply != NULL) {
                 g_autoptr(GVariantIter) iter = NULL;
@@ -379,11 +391,12 @@ static void rules_listed(GObject *source, GAsyncResult *res, gpointer user_data)
                         while (g_variant_iter_next(rules, "&s", &rule))
                                 wants = wants || rule_wants_ours(rule, own);
                         g_variant_iter_free(rules);
-                        if (wants && name[0] == ':' && g_strcmp0(name, own) != 0)
-                                g_ptr_array_add(r->candidates, g_strdup(name));
+                        if (wants)
+                                g_ptr_array_add(names, g_strdup(name));
                 }
         }
-        readers_next(r);
+        walk_start(s, names, readers_walked);
+        stats_unref(s);
 }
 
 /* Look (again) for the subscribers that read. */
@@ -395,14 +408,10 @@ static void list_readers(PtagsBusStats *s)
         pthread_mutex_unlock(&s->lock);
         if (busy)
                 return;
-        Readers *r = g_new0(Readers, 1);
-        r->s = stats_ref(s);
-        r->candidates = g_ptr_array_new_with_free_func(g_free);
-        r->readers = g_ptr_array_new_with_free_func(g_free);
         g_dbus_connection_call(s->bus, "org.freedesktop.DBus", "/org/freedesktop/DBus",
                                STATS_INTERFACE, "GetAllMatchRules", NULL,
                                G_VARIANT_TYPE("(a{sas})"), G_DBUS_CALL_FLAGS_NONE, -1, NULL,
-                               rules_listed, r);
+                               rules_listed, stats_ref(s));
 }
 
 /* -------------------------------------------------------------- the watch */

@@ -7,6 +7,7 @@
 
 #include "call.h"
 
+#include "args.h"
 #include "errors.h"
 #include "page-writer.h"
 
@@ -171,12 +172,8 @@ void call_pin_pid(Call *call, guint32 pid, CallStep next)
                 call_lookup_peer(call, g_dbus_method_invocation_get_sender(call->invocation), next);
                 return;
         }
-        if (pid > G_MAXINT) {
-                call_fail(call, g_error_new(PTAGS_ERROR, PTAGS_ERROR_NO_SUCH_PROCESS,
-                                            "argument pid: %u is not a process id", pid));
-                return;
-        }
-        if (!ptags_target_pin_pid(&call->target, (pid_t)pid, &error)) {
+        if (!ptags_check_pid(pid, &error) ||
+            !ptags_target_pin_pid(&call->target, (pid_t)pid, &error)) {
                 call_fail(call, error);
                 return;
         }

@@ -66,47 +66,48 @@ static gboolean pin_peer(PtagsService *svc, const char *bus_name, PtagsTarget *t
                ptags_target_copy(target, &peer->target, NULL);
 }
 
+/* A target argument: a pid (GetTags, HasTag) or a bus name (the peer reads). */
+typedef struct {
+        guint32 pid;
+        const char *bus_name;
+} ArgName;
+
+static gboolean pin(PtagsService *svc, ReadKind kind, const char *sender, ArgName arg,
+                    PtagsTarget *target)
+{
+        return kind == READ_PID || kind == READ_PID_MATCH ? pin_pid(svc, sender, arg.pid, target)
+                                                          : pin_peer(svc, arg.bus_name, target);
+}
+
 /* The reply body for @msg, or NULL to leave the call to the main loop. */
 static GVariant *answer(PtagsService *svc, GDBusMessage *msg, ReadKind kind, const char *sender)
 {
         GVariant *body = g_dbus_message_get_body(msg);
         PtagsTarget target = {.pid = 0, .pidfd = -1};
         const char *pattern = NULL;
-        gboolean pinned;
+        ArgName name_or_pid = {0};
 
-        switch (kind) {
-        case READ_PID:
-        case READ_PID_MATCH: {
-                guint32 pid;
-                if (kind == READ_PID)
-                        g_variant_get(body, "(u)", &pid);
-                else
-                        g_variant_get(body, "(u&s)", &pid, &pattern);
-                pinned = pin_pid(svc, sender, pid, &target);
-                break;
-        }
-        default: {
-                const char *bus_name;
-                if (kind == READ_PEER)
-                        g_variant_get(body, "(&s)", &bus_name);
-                else
-                        g_variant_get(body, "(&s&s)", &bus_name, &pattern);
-                pinned = pin_peer(svc, bus_name, &target);
-                break;
-        }
-        }
-        if (!pinned)
-                return NULL;
-
+        if (kind == READ_PID)
+                g_variant_get(body, "(u)", &name_or_pid.pid);
+        else if (kind == READ_PID_MATCH)
+                g_variant_get(body, "(u&s)", &name_or_pid.pid, &pattern);
+        else if (kind == READ_PEER)
+                g_variant_get(body, "(&s)", &name_or_pid.bus_name);
+        else
+                g_variant_get(body, "(&s&s)", &name_or_pid.bus_name, &pattern);
+        /* The arguments first, as every handler does: nothing is pinned
+         * for a call whose pattern is bad. */
         gboolean kept_only = FALSE;
         g_autofree char *body_pattern = NULL;
+        if (pattern != NULL && !ptags_query_pattern_parse(pattern, &kept_only, &body_pattern, NULL))
+                return NULL;
+        if (!pin(svc, kind, sender, name_or_pid, &target))
+                return NULL;
         ptags_set *tags = NULL;
-        gboolean ok = (pattern == NULL ||
-                       ptags_query_pattern_parse(pattern, &kept_only, &body_pattern, NULL)) &&
-                      svc->backend->ops->read_max(svc->backend, target.pidfd, target.pid,
-                                                  FAST_READ_MAX_BYTES, &tags) == 0;
+        int r = svc->backend->ops->read_max(svc->backend, target.pidfd, target.pid,
+                                            FAST_READ_MAX_BYTES, &tags);
         ptags_target_clear(&target);
-        if (!ok)
+        if (r < 0)
                 return NULL;
         GVariant *reply;
         if (pattern != NULL)

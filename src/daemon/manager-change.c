@@ -357,11 +357,6 @@ static void single_line_change(PtagsService *svc, GDBusMethodInvocation *inv, gu
         call->lines = g_new0(char *, 2);
         call->lines[0] = value != NULL ? g_strconcat(line_prefix, arg, "=", value, NULL)
                                        : g_strconcat(line_prefix, arg, NULL);
-        /* The line made of valid parts parses; checked all the same. */
-        if (!ptags_lines_validate((const char *const *)call->lines, &error)) {
-                call_fail(call, error);
-                return;
-        }
         change_begin(call, pid);
 }
 

@@ -5,11 +5,13 @@
 #include <errno.h>
 #include <math.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <systemd/sd-bus.h>
 #include <time.h>
@@ -191,10 +193,20 @@ static double pct(double *v, int n, double p)
         return v[(int)floor(p * (n - 1))];
 }
 
+/* PTAGS_BENCH_ROWS=TEXT runs only the rows whose label contains TEXT (for a
+ * profiler attached to ptagsd); unset, every row runs. */
+static bool wanted(const char *label)
+{
+        const char *only = getenv("PTAGS_BENCH_ROWS");
+        return only == NULL || *only == '\0' || strstr(label, only) != NULL;
+}
+
 /* Floor and measured call alternate, so both see the same load. */
 static void row(sd_bus *bus, const char *label, call_fn floor_fn, call_fn fn, int rounds,
                 double floor_extra_median)
 {
+        if (!wanted(label))
+                return;
         double *f = calloc(rounds, sizeof(double)), *m = calloc(rounds, sizeof(double));
         for (int i = 0; i < rounds / 20 + 2; i++) { /* warm-up */
                 floor_fn(bus, i);
@@ -238,9 +250,60 @@ static double median_of(sd_bus *bus, call_fn fn, int rounds)
         return med;
 }
 
+/* CPU seconds a process has used so far (every thread), or -1. */
+static double cpu_seconds(pid_t pid)
+{
+        char path[64], text[1024];
+        snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+        FILE *f = fopen(path, "re");
+        if (f == NULL)
+                return -1;
+        size_t n = fread(text, 1, sizeof(text) - 1, f);
+        fclose(f);
+        text[n] = '\0';
+        const char *p = strrchr(text, ')'); /* the name may hold spaces */
+        unsigned long utime = 0, stime = 0;
+        if (p == NULL || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu",
+                                &utime, &stime) != 2)
+                return -1;
+        return (double)(utime + stime) / sysconf(_SC_CLK_TCK);
+}
+
+static double children_cpu_seconds(void)
+{
+        struct rusage ru;
+        getrusage(RUSAGE_CHILDREN, &ru);
+        return ru.ru_utime.tv_sec + ru.ru_stime.tv_sec +
+               (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
+/* The pid of the connection owning @name, or 0. */
+static pid_t owner_pid(sd_bus *bus, const char *name)
+{
+        sd_bus_error e = SD_BUS_ERROR_NULL;
+        sd_bus_message *m = NULL;
+        uint32_t pid = 0;
+        if (sd_bus_call_method(bus, "org.freedesktop.DBus", "/org/freedesktop/DBus",
+                               "org.freedesktop.DBus", "GetConnectionUnixProcessID", &e, &m, "s",
+                               name) >= 0)
+                sd_bus_message_read(m, "u", &pid);
+        sd_bus_message_unref(m);
+        sd_bus_error_free(&e);
+        return (pid_t)pid;
+}
+
+/* What one throughput run measured: calls per second, and the CPU each
+ * party spent per call, in microseconds (where the throughput goes). */
+typedef struct {
+        double rate;
+        double ptagsd_us, bus_us, clients_us;
+} load;
+
+static pid_t ptagsd_pid, bus_pid;
+
 /* Calls per second of @clients processes each looping @fn (each on its own
  * connection; @distinct: each client its own target pid, from @pids). */
-static double throughput(call_fn fn, int clients, const uint32_t *pids)
+static load throughput(call_fn fn, int clients, const uint32_t *pids)
 {
         uint64_t *counts = mmap(NULL, sizeof(uint64_t) * clients, PROT_READ | PROT_WRITE,
                                 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -271,6 +334,8 @@ static double throughput(call_fn fn, int clients, const uint32_t *pids)
         }
         close(go[0]);
         usleep(200000); /* every client connected */
+        double d0 = cpu_seconds(ptagsd_pid), b0 = cpu_seconds(bus_pid);
+        double c0 = children_cpu_seconds();
         close(go[1]);
         uint64_t total = 0;
         for (int c = 0; c < clients; c++) {
@@ -282,15 +347,31 @@ static double throughput(call_fn fn, int clients, const uint32_t *pids)
                 }
                 total += counts[c];
         }
+        /* Clients' connection set-up and teardown count too; both are small
+         * against seconds of calls. */
+        double calls = total > 0 ? (double)total : 1;
+        load l = {
+                .rate = total / opt.seconds,
+                .ptagsd_us = (cpu_seconds(ptagsd_pid) - d0) * 1e6 / calls,
+                .bus_us = (cpu_seconds(bus_pid) - b0) * 1e6 / calls,
+                .clients_us = (children_cpu_seconds() - c0) * 1e6 / calls,
+        };
         munmap(counts, sizeof(uint64_t) * clients);
-        return total / opt.seconds;
+        return l;
 }
 
 static void throughput_row(const char *label, call_fn fn, const uint32_t *pids)
 {
-        double floor = throughput(call_ping, 16, NULL);
-        double measured = throughput(fn, 16, pids);
-        printf("%-44s %9.0f/s %9.0f/s %25.2fx\n", label, measured, floor, measured / floor);
+        if (!wanted(label))
+                return;
+        load floor = throughput(call_ping, 16, NULL);
+        load measured = throughput(fn, 16, pids);
+        printf("%-44s %9.0f/s %9.0f/s %25.2fx\n", label, measured.rate, floor.rate,
+               measured.rate / floor.rate);
+        printf("  CPU per call (us), this / Ping: ptagsd %.1f / %.1f, bus %.1f / %.1f, "
+               "clients %.1f / %.1f\n",
+               measured.ptagsd_us, floor.ptagsd_us, measured.bus_us, floor.bus_us,
+               measured.clients_us, floor.clients_us);
         fflush(stdout);
 }
 
@@ -312,6 +393,8 @@ int main(int argc, char **argv)
                 distinct[n_distinct++] = (uint32_t)strtoul(argv[i], NULL, 10);
 
         sd_bus *bus = connect_bus();
+        ptagsd_pid = owner_pid(bus, NAME);
+        bus_pid = owner_pid(bus, "org.freedesktop.DBus");
         printf("%-44s %9s %9s %9s %9s %8s\n", "call (microseconds)", "median", "p10", "p90",
                "floor", "ratio");
         row(bus, "floor: Peer.Ping", call_ping, call_ping, opt.rounds, 0);
@@ -328,21 +411,33 @@ int main(int argc, char **argv)
         /* The polkit row runs as nobody, whose rule allows bench: tags on
          * its own target; the floor is polkitd's own answer plus a Ping. */
         fflush(stdout);
-        pid_t kid = fork();
+        pid_t kid = wanted("AddTag/RemoveTag through a polkit rule") ? fork() : -1;
         if (kid == 0) {
                 if (setresgid(65534, 65534, 65534) < 0 || setresuid(65534, 65534, 65534) < 0)
                         _exit(1);
                 sd_bus *nb = connect_bus();
                 int n = opt.rounds / 4;
+                /* Where the time goes: polkitd's CPU per check, asked
+                 * directly and through ptagsd; ptagsd's per change (plus
+                 * the Ping interleaved with it). */
+                pid_t polkitd = owner_pid(nb, "org.freedesktop.PolicyKit1");
+                double p0 = cpu_seconds(polkitd);
                 double polkit_floor = median_of(nb, call_polkit_floor, n);
+                double p1 = cpu_seconds(polkitd), d1 = cpu_seconds(ptagsd_pid);
                 row(nb, "AddTag/RemoveTag through a polkit rule", call_ping, call_polkit_change, n,
                     polkit_floor);
+                double p2 = cpu_seconds(polkitd), d2 = cpu_seconds(ptagsd_pid);
+                int calls = n + n / 20 + 2; /* with the warm-up */
                 printf("  (floor = polkit CheckAuthorization %.1f us + Ping)\n", polkit_floor);
+                printf("  CPU per call (us): polkitd %.1f through ptagsd / %.1f asked directly, "
+                       "ptagsd %.1f with a Ping\n",
+                       (p2 - p1) * 1e6 / calls, (p1 - p0) * 1e6 / n, (d2 - d1) * 1e6 / calls);
                 fflush(stdout);
                 _exit(0);
         }
-        int st;
-        waitpid(kid, &st, 0);
+        int st = 0;
+        if (kid > 0)
+                waitpid(kid, &st, 0);
         if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
                 fprintf(stderr, "bench-calls: the polkit row failed\n");
                 return 1;

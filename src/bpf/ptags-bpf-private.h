@@ -31,6 +31,7 @@ struct ptags_bpf {
         uint32_t find_gen;     /* last search generation handed to the kernel */
         uint64_t write_token;  /* last mark a pidfd write left (random start) */
         bool per_process_iter; /* iterators limited to one process work here */
+        bool pidfd_info;       /* PIDFD_GET_INFO works here (Linux 6.13) */
         ptags_bpf_sets sets;
         /* The collector (ptags-bpf-tasks.c): walks so far, and when the
          * first set a walk spared for its grace period falls due (ms,

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -156,12 +157,34 @@ static int retag_pass(ptags_bpf *b, struct bpf_link *link, uint32_t phase)
         return count;
 }
 
-/* The pid of the process @pidfd names, from its fdinfo; -ESRCH when gone. */
-static int pidfd_pid(int pidfd)
-{
-        char path[64], text[512];
+/* What PIDFD_GET_INFO (Linux 6.13) fills, in its first version; later
+ * kernels accept this size too. Debian 12's headers predate it. */
+struct pidfd_info_v0 {
+        uint64_t mask;
+        uint64_t cgroupid;
+        uint32_t pid, tgid, ppid;
+        uint32_t ruid, rgid, euid, egid, suid, sgid, fsuid, fsgid;
+        uint32_t spare0[1];
+};
+#define PTAGS_PIDFD_GET_INFO _IOWR(0xFF, 11, struct pidfd_info_v0)
 
-        /* One read() of a small file; called for every write. */
+/* The pid of the process @pidfd names, in our pid namespace; -ESRCH when
+ * gone. Called for every write: the ioctl costs one syscall where the
+ * fdinfo file costs three and a procfs lookup. */
+static int pidfd_pid(ptags_bpf *b, int pidfd)
+{
+        if (b->pidfd_info) {
+                struct pidfd_info_v0 info = {.mask = 1 /* PIDFD_INFO_PID */};
+                if (ioctl(pidfd, PTAGS_PIDFD_GET_INFO, &info) == 0)
+                        return info.tgid > 0 ? (int)info.tgid : -ESRCH;
+                if (errno == ESRCH)
+                        return -ESRCH;
+                if (errno != ENOTTY && errno != EINVAL)
+                        return -EBADF;
+                b->pidfd_info = false; /* before 6.13: ask fdinfo from now on */
+        }
+
+        char path[64], text[512];
         snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", pidfd);
         int fd = open(path, O_RDONLY | O_CLOEXEC);
         if (fd < 0)
@@ -210,7 +233,7 @@ static int write_leader(ptags_bpf *b, int pidfd, uint32_t mask, uint64_t set_id,
 
 static int retag_locked(ptags_bpf *b, int pidfd, uint32_t mask, uint64_t set_id, uint64_t contid)
 {
-        int tgid = pidfd_pid(pidfd);
+        int tgid = pidfd_pid(b, pidfd);
         if (tgid < 0)
                 return ptags_bpf_fail(b, tgid, "the process has exited");
         int r = write_leader(b, pidfd, mask, set_id, contid);
@@ -240,10 +263,10 @@ static int retag_locked(ptags_bpf *b, int pidfd, uint32_t mask, uint64_t set_id,
                 /* No leader of that pid carries our mark: the process exited
                  * (the pid may be someone else's by now), or a thread other
                  * than the leader exec'd and took its place. */
-                r = pidfd_pid(pidfd) < 0 ? ptags_bpf_fail(b, -ESRCH, "the process has exited")
-                                         : ptags_bpf_fail(b, -EAGAIN,
-                                                          "the process exec'd from a thread "
-                                                          "during the write");
+                r = pidfd_pid(b, pidfd) < 0 ? ptags_bpf_fail(b, -ESRCH, "the process has exited")
+                                            : ptags_bpf_fail(b, -EAGAIN,
+                                                             "the process exec'd from a thread "
+                                                             "during the write");
                 n = r;
         } else if (n > 1) {
                 /* More threads than the leader. A thread created while the

@@ -127,16 +127,17 @@ static void change_commit(Call *call)
          * was authorized must still be what will be applied, to the program
          * polkit was told about. An exec (or a new uid, exe or unit) is asked
          * about again, with the new details, rather than refused outright:
-         * the new program may well be allowed the change. */
-        ptags_set *before = g_steal_pointer(&call->current);
-        gboolean same = call_read_current(call, &error) && ptags_set_equal(before, call->current);
-        ptags_set_free(before);
-        if (error == NULL && same && call->checked_info_valid) {
-                PtagsProcessInfo now;
-                if (ptags_process_info_read(&call->target, &now, &error)) {
-                        same = ptags_process_info_equal(&call->checked_info, &now);
-                        ptags_process_info_clear(&now);
-                }
+         * the new program may well be allowed the change. A plan made in this
+         * very dispatch (root is not asked) has nothing to re-check. */
+        gboolean same = TRUE;
+        if (call->plan_is_fresh) {
+                call->plan_is_fresh = FALSE;
+        } else {
+                ptags_set *before = g_steal_pointer(&call->current);
+                same = call_read_current(call, &error) && ptags_set_equal(before, call->current);
+                ptags_set_free(before);
+                if (error == NULL && same && call->checked_info_valid)
+                        same = ptags_process_info_same(&call->target, &call->checked_info, &error);
         }
         if (error != NULL) {
                 call_fail(call, error);
@@ -226,6 +227,7 @@ static void change_authorize(Call *call)
 
         /* polkit always authorizes root: skip the round trip. */
         if (call->caller->uid == 0) {
+                call->plan_is_fresh = TRUE;
                 change_commit(call);
                 return;
         }

@@ -172,7 +172,10 @@ static char *read_proc_text(pid_t pid, const char *name)
         return text;
 }
 
-gboolean ptags_process_info_read(const PtagsTarget *t, PtagsProcessInfo *info, GError **error)
+/* @full: also look up the user name (a user-database query, which may
+ * leave the machine) and the units (sd-login); a re-check needs neither. */
+static gboolean process_info_read(const PtagsTarget *t, PtagsProcessInfo *info, gboolean full,
+                                  GError **error)
 {
         g_autofree char *status = read_proc_text(t->pid, "status");
         g_autofree char *exe_path = g_strdup_printf("/proc/%d/exe", (int)t->pid);
@@ -188,11 +191,13 @@ gboolean ptags_process_info_read(const PtagsTarget *t, PtagsProcessInfo *info, G
         if (info->comm != NULL)
                 g_strchomp(info->comm);
         info->exe = g_file_read_link(exe_path, NULL);
+        info->cgroup = read_proc_text(t->pid, "cgroup");
         /* sd-login, as systemd itself reads them: the system unit is the
          * first unit below the slices (user@UID.service for everything a
          * user's manager runs), the user unit the one below that manager.
-         * A user's unit named like a system service thus stays a user unit. */
-        if (sd_pid_get_unit(t->pid, &info->unit) < 0)
+         * A user's unit named like a system service thus stays a user unit.
+         * Both come from the cgroup text, so a re-check compares that. */
+        if (!full || sd_pid_get_unit(t->pid, &info->unit) < 0)
                 info->unit = NULL;
         /* Only a user's manager (user@UID.service) runs user units: asking
          * otherwise would parse the cgroup file again for nothing. */
@@ -208,7 +213,7 @@ gboolean ptags_process_info_read(const PtagsTarget *t, PtagsProcessInfo *info, G
                             "process %d has exited", (int)t->pid);
                 return FALSE;
         }
-        if (info->uid != (uid_t)-1) {
+        if (full && info->uid != (uid_t)-1) {
                 struct passwd pw, *found = NULL;
                 char buf[4096];
                 if (getpwuid_r(info->uid, &pw, buf, sizeof(buf), &found) == 0 && found != NULL)
@@ -234,11 +239,29 @@ gboolean ptags_target_has_capability(const PtagsTarget *t, guint cap)
         return status != NULL && ptags_status_has_capability(status, cap) && ptags_target_alive(t);
 }
 
-gboolean ptags_process_info_equal(const PtagsProcessInfo *a, const PtagsProcessInfo *b)
+gboolean ptags_process_info_read(const PtagsTarget *t, PtagsProcessInfo *info, GError **error)
 {
-        return a->uid == b->uid && g_strcmp0(a->user, b->user) == 0 &&
-               g_strcmp0(a->exe, b->exe) == 0 && g_strcmp0(a->comm, b->comm) == 0 &&
-               g_strcmp0(a->unit, b->unit) == 0 && g_strcmp0(a->user_unit, b->user_unit) == 0;
+        return process_info_read(t, info, TRUE, error);
+}
+
+/* The user name follows from the uid and the units from the cgroups, so
+ * neither is compared (nor looked up again). Any move to another cgroup
+ * counts as a change, even one that keeps the units. */
+static gboolean process_info_equal(const PtagsProcessInfo *a, const PtagsProcessInfo *b)
+{
+        return a->uid == b->uid && g_strcmp0(a->exe, b->exe) == 0 &&
+               g_strcmp0(a->comm, b->comm) == 0 && g_strcmp0(a->cgroup, b->cgroup) == 0;
+}
+
+gboolean ptags_process_info_same(const PtagsTarget *t, const PtagsProcessInfo *seen, GError **error)
+{
+        PtagsProcessInfo now;
+
+        if (!process_info_read(t, &now, FALSE, error))
+                return FALSE;
+        gboolean same = process_info_equal(seen, &now);
+        ptags_process_info_clear(&now);
+        return same;
 }
 
 void ptags_process_info_clear(PtagsProcessInfo *info)
@@ -248,6 +271,7 @@ void ptags_process_info_clear(PtagsProcessInfo *info)
         g_clear_pointer(&info->comm, g_free);
         g_clear_pointer(&info->unit, free); /* from sd-login: malloc()ed */
         g_clear_pointer(&info->user_unit, free);
+        g_clear_pointer(&info->cgroup, g_free);
 }
 
 static PtagsPeer *peer_new(uid_t uid)

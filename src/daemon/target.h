@@ -41,14 +41,18 @@ typedef struct {
         char *comm;
         char *unit;      /* system unit (sd_pid_get_unit), NULL when none */
         char *user_unit; /* unit of a user's manager (sd_pid_get_user_unit), or NULL */
+        char *cgroup;    /* the text of /proc/PID/cgroup, which the units are read from */
 } PtagsProcessInfo;
 
 /* Fill @info for the pinned target; fails with NoSuchProcess if the process
  * exited while being read (so nothing read belongs to a reused pid). */
 gboolean ptags_process_info_read(const PtagsTarget *t, PtagsProcessInfo *info, GError **error);
 void ptags_process_info_clear(PtagsProcessInfo *info);
-/* True when @a and @b say the same to a polkit rule. */
-gboolean ptags_process_info_equal(const PtagsProcessInfo *a, const PtagsProcessInfo *b);
+/* Reads the pinned target again: TRUE when it is still what @seen
+ * describes to a polkit rule (the same uid, exe, comm and cgroups, so the
+ * same units); FALSE when it changed, or with @error set when it exited. */
+gboolean ptags_process_info_same(const PtagsTarget *t, const PtagsProcessInfo *seen,
+                                 GError **error);
 
 /* True when the "CapEff:" mask in the text of /proc/PID/status has
  * capability number @cap. */

@@ -6,6 +6,9 @@
 #include <linux/capability.h>
 #include <signal.h>
 #include <string.h>
+#include <linux/magic.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -289,6 +292,94 @@ static void test_plain_process(void)
         g_assert_false(ptags_status_is_plain_process_of("Name:\tx\n", 1000, NULL, 0));
 }
 
+/* Moves @pid into a new cgroup of the first hierarchy root may write here;
+ * returns that cgroup's directory (to remove once empty) or NULL. */
+static char *move_to_new_cgroup(pid_t pid)
+{
+        static const char *const roots[] = {"/sys/fs/cgroup/unified", "/sys/fs/cgroup/systemd",
+                                            "/sys/fs/cgroup"};
+        for (guint i = 0; i < G_N_ELEMENTS(roots); i++) {
+                struct statfs fs;
+                if (statfs(roots[i], &fs) != 0 ||
+                    (fs.f_type != CGROUP_SUPER_MAGIC && fs.f_type != CGROUP2_SUPER_MAGIC))
+                        continue;
+                g_autofree char *dir = g_strdup_printf("%s/ptags-test-%d", roots[i], (int)getpid());
+                if (mkdir(dir, 0755) != 0)
+                        continue;
+                g_autofree char *procs = g_build_filename(dir, "cgroup.procs", NULL);
+                g_autofree char *text = g_strdup_printf("%d", (int)pid);
+                int fd = open(procs, O_WRONLY | O_CLOEXEC);
+                gboolean moved = fd >= 0 && write(fd, text, strlen(text)) == (ssize_t)strlen(text);
+                if (fd >= 0)
+                        close(fd);
+                if (moved)
+                        return g_steal_pointer(&dir);
+                rmdir(dir);
+        }
+        return NULL;
+}
+
+/* The re-check after polkit answered: the same program stays the same; an
+ * exec or a move to another cgroup (so perhaps another unit) does not. */
+static void test_same_process_info(void)
+{
+        int go[2];
+        g_assert_cmpint(pipe(go), ==, 0);
+        pid_t child = fork();
+        g_assert_cmpint(child, >=, 0);
+        if (child == 0) {
+                char c;
+                close(go[1]);
+                if (read(go[0], &c, 1) == 1)
+                        execl("/bin/sleep", "sleep", "60", (char *)NULL);
+                _exit(1);
+        }
+        close(go[0]);
+
+        PtagsTarget t;
+        g_autoptr(GError) error = NULL;
+        PtagsProcessInfo seen;
+        g_assert_true(ptags_target_pin_pid(&t, child, &error));
+        g_assert_true(ptags_process_info_read(&t, &seen, &error));
+        g_assert_nonnull(seen.cgroup);
+        g_assert_true(ptags_process_info_same(&t, &seen, &error));
+        g_assert_no_error(error);
+
+        g_autofree char *cgroup = NULL;
+        if (geteuid() == 0) {
+                cgroup = move_to_new_cgroup(child);
+                g_assert_nonnull(cgroup); /* root can always make one here */
+                g_assert_false(ptags_process_info_same(&t, &seen, &error));
+                g_assert_no_error(error);
+                ptags_process_info_clear(&seen);
+                g_assert_true(ptags_process_info_read(&t, &seen, &error));
+                g_assert_true(ptags_process_info_same(&t, &seen, &error));
+        } else {
+                g_test_message("not root: the cgroup move is not tried");
+        }
+
+        g_assert_cmpint(write(go[1], "x", 1), ==, 1);
+        close(go[1]);
+        g_autofree char *exe_link = g_strdup_printf("/proc/%d/exe", (int)child);
+        for (int i = 0; i < 500; i++) {
+                g_autofree char *exe = g_file_read_link(exe_link, NULL);
+                if (exe != NULL && g_str_has_suffix(exe, "/sleep"))
+                        break;
+                g_usleep(10000);
+        }
+        g_assert_false(ptags_process_info_same(&t, &seen, &error));
+        g_assert_no_error(error);
+
+        kill(child, SIGKILL);
+        g_assert_cmpint(waitpid(child, NULL, 0), ==, child);
+        g_assert_false(ptags_process_info_same(&t, &seen, &error));
+        g_assert_error(error, PTAGS_ERROR, PTAGS_ERROR_NO_SUCH_PROCESS);
+        if (cgroup != NULL)
+                g_assert_cmpint(rmdir(cgroup), ==, 0);
+        ptags_process_info_clear(&seen);
+        ptags_target_clear(&t);
+}
+
 int main(int argc, char **argv)
 {
         g_test_init(&argc, &argv, NULL);
@@ -301,5 +392,6 @@ int main(int argc, char **argv)
         g_test_add_func("/target/thread-id", test_thread_id);
         g_test_add_func("/target/zombie-is-not-alive", test_zombie_is_not_alive);
         g_test_add_func("/target/plain-process", test_plain_process);
+        g_test_add_func("/target/same-process-info", test_same_process_info);
         return g_test_run();
 }

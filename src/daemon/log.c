@@ -95,46 +95,81 @@ static const char *audit_tail(void)
  * "system config change" type carries the proposal's fields. */
 #define PTAGS_AUDIT_CONTAINER_TYPE AUDIT_USYS_CONFIG
 
-/* One user record to the kernel, acknowledged later (audit_acks_ready).
- * The kernel's netlink format, as libaudit sends it. */
-static gboolean audit_netlink_send(int fd, int type, const char *body)
+/* User records on their way to the kernel: one datagram of netlink
+ * messages, which the kernel handles one by one (acknowledging each later,
+ * see audit_acks_ready), so a batch of changes costs one send. */
+typedef struct {
+        GByteArray *buf;
+} AuditBatch;
+
+/* Sent before it would grow past this: well under a netlink socket's send
+ * buffer (the kernel cuts each record's text at about 8 KiB anyway). */
+#define AUDIT_BATCH_BYTES (64u * 1024u)
+
+static void audit_batch_send(AuditBatch *batch)
 {
-        static guint32 seq;
-        size_t len = strlen(body) + 1;
-        g_autofree char *buf = g_malloc0(NLMSG_SPACE(len));
-        struct nlmsghdr *h = (struct nlmsghdr *)buf;
+        int fd = audit_socket();
         struct sockaddr_nl kernel = {.nl_family = AF_NETLINK};
         ssize_t n;
 
+        if (fd < 0 || batch->buf == NULL || batch->buf->len == 0)
+                return;
+        do
+                n = sendto(fd, batch->buf->data, batch->buf->len, 0, (struct sockaddr *)&kernel,
+                           sizeof(kernel));
+        while (n < 0 && errno == EINTR);
+        if (n != (ssize_t)batch->buf->len)
+                audit_failed(n < 0 ? errno : EMSGSIZE);
+        g_byte_array_set_size(batch->buf, 0);
+}
+
+/* The kernel's netlink format, as libaudit sends it. */
+static void audit_batch_add(AuditBatch *batch, int type, const char *msg, gboolean success)
+{
+        static guint32 seq;
+
+        if (audit_socket() < 0)
+                return;
+        g_autofree char *body =
+                g_strdup_printf("%s %s res=%s", msg, audit_tail(), success ? "success" : "failed");
+        size_t len = strlen(body) + 1;
+        if (batch->buf == NULL)
+                batch->buf = g_byte_array_new();
+        if (batch->buf->len > 0 && batch->buf->len + NLMSG_SPACE(len) > AUDIT_BATCH_BYTES)
+                audit_batch_send(batch);
+        guint at = batch->buf->len;
+        g_byte_array_set_size(batch->buf, at + NLMSG_SPACE(len));
+        struct nlmsghdr *h = (struct nlmsghdr *)(batch->buf->data + at);
+        memset(h, 0, NLMSG_SPACE(len));
         h->nlmsg_len = NLMSG_LENGTH(len);
         h->nlmsg_type = type;
         h->nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK;
         h->nlmsg_seq = ++seq;
         memcpy(NLMSG_DATA(h), body, len);
-        do
-                n = sendto(fd, buf, h->nlmsg_len, 0, (struct sockaddr *)&kernel, sizeof(kernel));
-        while (n < 0 && errno == EINTR);
-        return n == (ssize_t)h->nlmsg_len;
+}
+
+static void audit_batch_finish(AuditBatch *batch)
+{
+        audit_batch_send(batch);
+        if (batch->buf != NULL)
+                g_byte_array_unref(batch->buf);
+        batch->buf = NULL;
 }
 
 static void audit_write(int type, const char *msg, gboolean success)
 {
-        int fd = audit_socket();
+        AuditBatch batch = {NULL};
 
-        if (fd < 0)
-                return;
-        g_autofree char *body =
-                g_strdup_printf("%s %s res=%s", msg, audit_tail(), success ? "success" : "failed");
-        if (!audit_netlink_send(fd, type, body))
-                audit_failed(errno);
+        audit_batch_add(&batch, type, msg, success);
+        audit_batch_finish(&batch);
 }
 
-static void audit_record(const char *op, const PtagsLogContext *ctx, const char *tag,
-                         gboolean success)
+static void audit_record(AuditBatch *batch, const char *op, const PtagsLogContext *ctx,
+                         const char *tag, gboolean success)
 {
         g_autofree char *msg = ptags_audit_message(op, ctx, tag);
 
-        audit_write(PTAGS_AUDIT_TYPE, msg, success);
+        audit_batch_add(batch, PTAGS_AUDIT_TYPE, msg, success);
 }
 
 static void journal_result(int r)
@@ -237,10 +272,12 @@ void ptags_log_changed(const PtagsLogContext *ctx, const ptags_plan *plan)
 
         g_debug("%s: %s", ctx->method, message);
         journal_entry(PTAGS_MESSAGE_TAGS_CHANGED, LOG_NOTICE, ctx, plan, "success", message);
+        AuditBatch batch = {NULL};
         for (size_t i = 0; i < ptags_plan_change_count(plan); i++) {
                 const ptags_change *c = ptags_plan_change_at(plan, i);
-                audit_record(change_op(c), ctx, c->tag, TRUE);
+                audit_record(&batch, change_op(c), ctx, c->tag, TRUE);
         }
+        audit_batch_finish(&batch);
 }
 
 void ptags_log_refused(const PtagsLogContext *ctx, const ptags_plan *plan, const GError *error)
@@ -254,12 +291,14 @@ void ptags_log_refused(const PtagsLogContext *ctx, const ptags_plan *plan, const
         journal_entry(PTAGS_MESSAGE_CHANGE_REFUSED, LOG_WARNING, ctx, plan, result, message);
         /* All or nothing: every change of the batch was refused. */
         size_t n = plan != NULL ? ptags_plan_change_count(plan) : 0;
+        AuditBatch batch = {NULL};
         for (size_t i = 0; i < n; i++) {
                 const ptags_change *c = ptags_plan_change_at(plan, i);
-                audit_record(change_op(c), ctx, c->tag, FALSE);
+                audit_record(&batch, change_op(c), ctx, c->tag, FALSE);
         }
         if (n == 0)
-                audit_record("ptags-change", ctx, NULL, FALSE);
+                audit_record(&batch, "ptags-change", ctx, NULL, FALSE);
+        audit_batch_finish(&batch);
 }
 
 /* ------------------------------------------------------- container IDs */

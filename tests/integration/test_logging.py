@@ -489,3 +489,21 @@ class LoggingTests(PtagsTestCase):
         self.assertEqual(by_tag[plain][0]["tag"], '"%s"' % plain)
         self.assertEqual(by_tag[spaced][0]["tag"].upper(), spaced.encode().hex().upper())
         self.assertEqual(by_tag[quoted][0]["tag"].upper(), quoted.encode().hex().upper())
+
+    def test_every_change_of_a_large_batch_is_audited(self):
+        # ptagsd sends a batch's records together, in datagrams of up to
+        # 64 KiB: 400 records of ~300 bytes take two of them, and the
+        # kernel must see each record of both.
+        audit = AuditReader()
+        self.addCleanup(audit.close)
+        tags = ["log:batch:%03d:%s" % (i, "b" * 40) for i in range(400)]
+        self.assertOk(self.world.root_call("Apply", "uas", [self.target,
+                                                            ["+" + t for t in tags]]))
+        client = self.world.spawn_client()
+        refused = ["log:no:%d" % i for i in range(3)]
+        self.assertError(client.call("Apply", "uas", [self.target, ["+" + t for t in refused]]),
+                         "NotAuthorized")
+        records = self.daemon_records(audit, len(tags) + len(refused))
+        seen = sorted((decoded_tag(b["tag"]), b["op"], b["res"]) for b in records)
+        self.assertEqual(seen, sorted([(t, "ptags-add", "success") for t in tags]
+                                      + [(t, "ptags-add", "failed") for t in refused]))

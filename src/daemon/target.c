@@ -162,14 +162,35 @@ void ptags_target_clear(PtagsTarget *t)
         t->pid = 0;
 }
 
+/* The whole text of /proc/PID/NAME, or NULL. Read with plain read()s: these
+ * files report no size, which sends g_file_get_contents through stdio, and
+ * the polkit path reads four of them per change. */
 static char *read_proc_text(pid_t pid, const char *name)
 {
-        g_autofree char *path = g_strdup_printf("/proc/%d/%s", (int)pid, name);
-        char *text = NULL;
+        char path[64], chunk[4096];
 
-        if (!g_file_get_contents(path, &text, NULL, NULL))
+        snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, name);
+        int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0)
                 return NULL;
-        return text;
+        GString *text = NULL;
+        ssize_t n;
+        while ((n = read(fd, chunk, sizeof(chunk))) != 0) {
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0)
+                        break;
+                if (text == NULL)
+                        text = g_string_sized_new((gsize)n + 1);
+                g_string_append_len(text, chunk, n);
+        }
+        close(fd);
+        if (n < 0) {
+                if (text != NULL)
+                        g_string_free(text, TRUE);
+                return NULL;
+        }
+        return text != NULL ? g_string_free(text, FALSE) : g_strdup("");
 }
 
 /* @full: also look up the user name (a user-database query, which may

@@ -31,6 +31,9 @@ typedef struct {
 
 static options opt;
 
+/* Where the calls go: ptagsd, or a reference service (bench-echo-*). */
+static const char *dest = NAME;
+
 static double now_us(void)
 {
         struct timespec ts;
@@ -64,7 +67,7 @@ typedef void (*call_fn)(sd_bus *bus, int i);
 static void call_ping(sd_bus *bus, int i)
 {
         sd_bus_error e = SD_BUS_ERROR_NULL;
-        must(sd_bus_call_method(bus, NAME, PATH, "org.freedesktop.DBus.Peer", "Ping", &e, NULL, ""),
+        must(sd_bus_call_method(bus, dest, PATH, "org.freedesktop.DBus.Peer", "Ping", &e, NULL, ""),
              &e, "Ping");
 }
 
@@ -72,7 +75,7 @@ static void call_version(sd_bus *bus, int i)
 {
         sd_bus_error e = SD_BUS_ERROR_NULL;
         char *v = NULL;
-        must(sd_bus_get_property_string(bus, NAME, PATH, IFACE, "Version", &e, &v), &e,
+        must(sd_bus_get_property_string(bus, dest, PATH, IFACE, "Version", &e, &v), &e,
              "Get Version");
         free(v);
 }
@@ -81,7 +84,7 @@ static void call_get_tags(sd_bus *bus, int i)
 {
         sd_bus_error e = SD_BUS_ERROR_NULL;
         sd_bus_message *m = NULL;
-        must(sd_bus_call_method(bus, NAME, PATH, IFACE, "GetTags", &e, &m, "u", opt.target), &e,
+        must(sd_bus_call_method(bus, dest, PATH, IFACE, "GetTags", &e, &m, "u", opt.target), &e,
              "GetTags");
         sd_bus_message_unref(m);
 }
@@ -89,7 +92,7 @@ static void call_get_tags(sd_bus *bus, int i)
 static void call_has_tag(sd_bus *bus, int i)
 {
         sd_bus_error e = SD_BUS_ERROR_NULL;
-        must(sd_bus_call_method(bus, NAME, PATH, IFACE, "HasTag", &e, NULL, "us", opt.target,
+        must(sd_bus_call_method(bus, dest, PATH, IFACE, "HasTag", &e, NULL, "us", opt.target,
                                 "bench:t5"),
              &e, "HasTag");
 }
@@ -99,7 +102,7 @@ static void call_peer_has_tag(sd_bus *bus, int i)
         sd_bus_error e = SD_BUS_ERROR_NULL;
         const char *me = NULL;
         sd_bus_get_unique_name(bus, &me);
-        must(sd_bus_call_method(bus, NAME, PATH, IFACE, "PeerHasTag", &e, NULL, "ss", me,
+        must(sd_bus_call_method(bus, dest, PATH, IFACE, "PeerHasTag", &e, NULL, "ss", me,
                                 "app:camera"),
              &e, "PeerHasTag");
 }
@@ -108,7 +111,7 @@ static void find_tagged(sd_bus *bus, const char *pattern)
 {
         sd_bus_error e = SD_BUS_ERROR_NULL;
         sd_bus_message *m = NULL;
-        must(sd_bus_call_method(bus, NAME, PATH, IFACE, "FindTagged", &e, &m, "s", pattern), &e,
+        must(sd_bus_call_method(bus, dest, PATH, IFACE, "FindTagged", &e, &m, "s", pattern), &e,
              "FindTagged");
         sd_bus_message_unref(m);
 }
@@ -127,9 +130,9 @@ static void call_find_1000(sd_bus *bus, int i)
 static void change(sd_bus *bus, uint32_t pid, int i, const char *tag)
 {
         sd_bus_error e = SD_BUS_ERROR_NULL;
-        int r = i % 2 == 0 ? sd_bus_call_method(bus, NAME, PATH, IFACE, "AddTag", &e, NULL, "usb",
+        int r = i % 2 == 0 ? sd_bus_call_method(bus, dest, PATH, IFACE, "AddTag", &e, NULL, "usb",
                                                 pid, tag, 0)
-                           : sd_bus_call_method(bus, NAME, PATH, IFACE, "RemoveTag", &e, NULL, "us",
+                           : sd_bus_call_method(bus, dest, PATH, IFACE, "RemoveTag", &e, NULL, "us",
                                                 pid, tag);
         must(r, &e, i % 2 == 0 ? "AddTag" : "RemoveTag");
 }
@@ -148,7 +151,7 @@ static void call_apply(sd_bus *bus, int i)
                 snprintf(lines[k], sizeof(lines[k]), "%sbench:a%d", i % 2 == 0 ? "+" : "-", k);
                 v[k] = lines[k];
         }
-        must(sd_bus_call_method(bus, NAME, PATH, IFACE, "Apply", &e, NULL, "uas", opt.target, 10,
+        must(sd_bus_call_method(bus, dest, PATH, IFACE, "Apply", &e, NULL, "uas", opt.target, 10,
                                 v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9]),
              &e, "Apply");
 }
@@ -296,10 +299,11 @@ static pid_t owner_pid(sd_bus *bus, const char *name)
  * party spent per call, in microseconds (where the throughput goes). */
 typedef struct {
         double rate;
-        double ptagsd_us, bus_us, clients_us;
+        double server_us, bus_us, clients_us;
 } load;
 
 static pid_t ptagsd_pid, bus_pid;
+static pid_t server_pid; /* whose CPU the throughput rows count: dest's */
 
 /* Calls per second of @clients processes each looping @fn (each on its own
  * connection; @distinct: each client its own target pid, from @pids). */
@@ -334,7 +338,7 @@ static load throughput(call_fn fn, int clients, const uint32_t *pids)
         }
         close(go[0]);
         usleep(200000); /* every client connected */
-        double d0 = cpu_seconds(ptagsd_pid), b0 = cpu_seconds(bus_pid);
+        double d0 = cpu_seconds(server_pid), b0 = cpu_seconds(bus_pid);
         double c0 = children_cpu_seconds();
         close(go[1]);
         uint64_t total = 0;
@@ -352,7 +356,7 @@ static load throughput(call_fn fn, int clients, const uint32_t *pids)
         double calls = total > 0 ? (double)total : 1;
         load l = {
                 .rate = total / opt.seconds,
-                .ptagsd_us = (cpu_seconds(ptagsd_pid) - d0) * 1e6 / calls,
+                .server_us = (cpu_seconds(server_pid) - d0) * 1e6 / calls,
                 .bus_us = (cpu_seconds(bus_pid) - b0) * 1e6 / calls,
                 .clients_us = (children_cpu_seconds() - c0) * 1e6 / calls,
         };
@@ -360,7 +364,7 @@ static load throughput(call_fn fn, int clients, const uint32_t *pids)
         return l;
 }
 
-static void throughput_row(const char *label, call_fn fn, const uint32_t *pids)
+static void throughput_row(const char *label, call_fn fn, const uint32_t *pids, const char *server)
 {
         if (!wanted(label))
                 return;
@@ -368,11 +372,36 @@ static void throughput_row(const char *label, call_fn fn, const uint32_t *pids)
         load measured = throughput(fn, 16, pids);
         printf("%-44s %9.0f/s %9.0f/s %25.2fx\n", label, measured.rate, floor.rate,
                measured.rate / floor.rate);
-        printf("  CPU per call (us), this / Ping: ptagsd %.1f / %.1f, bus %.1f / %.1f, "
+        printf("  CPU per call (us), this / Ping: %s %.1f / %.1f, bus %.1f / %.1f, "
                "clients %.1f / %.1f\n",
-               measured.ptagsd_us, floor.ptagsd_us, measured.bus_us, floor.bus_us,
+               server, measured.server_us, floor.server_us, measured.bus_us, floor.bus_us,
                measured.clients_us, floor.clients_us);
         fflush(stdout);
+}
+
+/* The same calls to a reference service that owns @name (bench-echo-*):
+ * canned replies and signal, no work, each row against that service's own
+ * Ping. What remains of a ratio here is the bus library's alone. */
+static void echo_rows(sd_bus *bus, const char *service, const char *name)
+{
+        char label[5][64];
+        if (name == NULL)
+                return;
+        dest = name;
+        server_pid = owner_pid(bus, name);
+        snprintf(label[0], sizeof(label[0]), "%s: GetTags", service);
+        snprintf(label[1], sizeof(label[1]), "%s: FindTagged reply, 100", service);
+        snprintf(label[2], sizeof(label[2]), "%s: FindTagged reply, 1000", service);
+        snprintf(label[3], sizeof(label[3]), "%s: AddTag/RemoveTag + signal", service);
+        snprintf(label[4], sizeof(label[4]), "%s: changes", service);
+        row(bus, label[0], call_ping, call_get_tags, opt.rounds, 0);
+        row(bus, label[1], call_ping, call_find_100, opt.rounds / 4, 0);
+        row(bus, label[2], call_ping, call_find_1000, opt.rounds / 10, 0);
+        row(bus, label[3], call_ping, call_root_change, opt.rounds, 0);
+        throughput_row(label[0], call_get_tags, NULL, service);
+        throughput_row(label[4], call_root_change, NULL, service);
+        dest = NAME;
+        server_pid = ptagsd_pid;
 }
 
 int main(int argc, char **argv)
@@ -393,7 +422,7 @@ int main(int argc, char **argv)
                 distinct[n_distinct++] = (uint32_t)strtoul(argv[i], NULL, 10);
 
         sd_bus *bus = connect_bus();
-        ptagsd_pid = owner_pid(bus, NAME);
+        ptagsd_pid = server_pid = owner_pid(bus, NAME);
         bus_pid = owner_pid(bus, "org.freedesktop.DBus");
         printf("%-44s %9s %9s %9s %9s %8s\n", "call (microseconds)", "median", "p10", "p90",
                "floor", "ratio");
@@ -443,9 +472,18 @@ int main(int argc, char **argv)
                 return 1;
         }
         printf("%-44s %11s %11s %25s\n", "throughput, 16 clients", "measured", "Ping", "ratio");
-        throughput_row("GetTags", call_get_tags, NULL);
+        throughput_row("GetTags", call_get_tags, NULL, "ptagsd");
         if (n_distinct == 16)
-                throughput_row("root changes, distinct targets", call_root_change, distinct);
+                throughput_row("root changes, distinct targets", call_root_change, distinct,
+                               "ptagsd");
+        /* For scale: the bus libraries alone. */
+        const char *gdbus = getenv("PTAGS_BENCH_ECHO_GDBUS_NAME");
+        const char *sdbus = getenv("PTAGS_BENCH_ECHO_SDBUS_NAME");
+        if (gdbus != NULL || sdbus != NULL)
+                printf("reference services: the same calls answered with canned replies, "
+                       "each against its own Ping\n");
+        echo_rows(bus, "GDBus, no work", gdbus);
+        echo_rows(bus, "sd-bus, no work", sdbus);
         sd_bus_flush_close_unref(bus);
         return 0;
 }

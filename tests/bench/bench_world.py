@@ -2,7 +2,8 @@
 # SPDX-FileCopyrightText: 2026 The ptags authors
 # bench_world.py: the world the call benchmark runs in: a private system bus with our real
 # policy, the real polkitd with an administrator's rule, ptagsd (bpf backend by default), a
-# target with 10 tags, a target nobody owns, and 1000 tagged processes; then bench-calls.
+# target with 10 tags, a target nobody owns, 1000 tagged processes and the two reference
+# services (bench-echo-gdbus, bench-echo-sdbus); then bench-calls.
 #
 # Run as root inside `unshare --mount --propagation private` (meson does):
 #   bench_world.py BENCH_CALLS [ROUNDS] [SECONDS]
@@ -35,14 +36,45 @@ def rss_kib(pid):
     return 0
 
 
+# The reference services (bench-echo-*): root may own their names and call
+# them; ptagsd's own policy is not touched.
+ECHO_NAMES = {"PTAGS_BENCH_ECHO_GDBUS": "org.ptags.BenchEcho.GDBus",
+              "PTAGS_BENCH_ECHO_SDBUS": "org.ptags.BenchEcho.SdBus"}
+ECHO_POLICY = "".join('<policy user="root"><allow own="%s"/><allow send_destination="%s"/>'
+                      '</policy>' % (n, n) for n in ECHO_NAMES.values())
+
+
+def with_echo_policy(bus_config):
+    return lambda socket_path: bus_config(socket_path).replace(
+        "</busconfig>", ECHO_POLICY + "</busconfig>")
+
+
+def start_echo(world, env_name):
+    """Start one reference service; the name it owns, or None when not built."""
+    exe = os.environ.get(env_name)
+    if not exe:
+        return None
+    proc = world.spawn("bench-echo", [exe, world.address, ECHO_NAMES[env_name]],
+                       log_name=env_name.lower() + ".log", stdout=subprocess.PIPE)
+    if proc.stdout.readline().strip() != b"ready":
+        raise RuntimeError("%s did not start" % exe)
+    return ECHO_NAMES[env_name]
+
+
 def main():
     bench_calls = sys.argv[1]
     rounds = sys.argv[2] if len(sys.argv) > 2 else "2000"
     seconds = sys.argv[3] if len(sys.argv) > 3 else "2"
     world = PolicyWorld(admin_rules={"40-bench.rules": RULE}, shipped_rule=True)
+    world.bus_config = with_echo_policy(world.bus_config)
     world.daemon_verbose = False  # as deployed: no debug logging
     try:
         world.start()
+        echo_env = dict(os.environ)
+        for env_name in ECHO_NAMES:
+            name = start_echo(world, env_name)
+            if name is not None:
+                echo_env[env_name + "_NAME"] = name
         time.sleep(0.5)
         idle = rss_kib(world.daemon.pid)
         target = world.spawn_target()
@@ -65,7 +97,8 @@ def main():
             world.backend, os.cpu_count(), open("/proc/loadavg").read().split()[0]))
         sys.stdout.flush()
         subprocess.run([bench_calls, world.address, str(target), str(own), rounds, seconds]
-                       + [str(p) for p in many[200:216]], check=True, timeout=900)
+                       + [str(p) for p in many[200:216]], check=True, timeout=900,
+                       env=echo_env)
         print("%-44s %9.1f MiB" % ("RSS idle", idle / 1024))
         print("%-44s %9.1f MiB" % ("RSS, 1000 processes x 10 tags", loaded / 1024))
     finally:

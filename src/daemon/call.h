@@ -38,7 +38,6 @@ struct _Call {
         ptags_set *current;
         ptags_plan *plan;
         gboolean rebuilt;
-        gboolean plan_is_fresh;        /* planned in this very dispatch: nothing to re-check */
         PtagsProcessInfo checked_info; /* the target as polkit was told about it */
         gboolean checked_info_valid;
         gboolean holds_target_lock;

@@ -23,8 +23,9 @@
  *     plan was made from, and is still the program polkit was told about.
  *     If not, plan and authorize once more, holding the target's
  *     re-authorization lock (call.c) so other callers do not overtake it.
- *  7. Apply (backend-*.c): written to the kernel through the pinned pidfd,
- *     whole or not at all.
+ *     Root skips it: its plan was made in the same dispatch.
+ *  7. Apply (change_apply, backend-*.c): written to the kernel through the
+ *     pinned pidfd, whole or not at all.
  *  8. Log: a journal entry and audit records (log.c), for refusals too.
  *  9. Signal TagsChanged with the tags the kernel now holds.
  * 10. Reply.
@@ -103,72 +104,29 @@ static gboolean change_plan(Call *call, GError **error)
         return TRUE;
 }
 
-static void change_commit(Call *call);
+/* FALSE, with the call failed, when the target exited meanwhile. */
+static gboolean target_still_runs(Call *call)
+{
+        if (ptags_target_alive(&call->target))
+                return TRUE;
+        call_fail(call,
+                  g_error_new(PTAGS_ERROR, PTAGS_ERROR_NO_SUCH_PROCESS,
+                              "process %d exited during authorization", (int)call->target.pid));
+        return FALSE;
+}
 
-/* Re-check, apply, log and signal. This runs within one main-loop dispatch
- * and the backend applies synchronously, so no two daemon calls can
- * interleave on one target: a later call's re-read sees this one's result and
- * re-plans, while polkit checks of every call run concurrently. */
-static void change_commit(Call *call)
+/* Apply, log, signal and reply: steps 7 to 10 of a change whose plan still
+ * holds. This runs within one main-loop dispatch and the backend applies
+ * synchronously, so no two daemon calls can interleave on one target: a
+ * later call's re-read sees this one's result and re-plans, while polkit
+ * checks of every call run concurrently. */
+static void change_apply(Call *call)
 {
         GError *error = NULL;
         PtagsLogContext ctx;
         pid_t pid = call->target.pid;
 
         log_context(call, &ctx);
-        if (target_lock_wait(call, change_commit))
-                return;
-        if (!ptags_target_alive(&call->target)) {
-                call_fail(call, g_error_new(PTAGS_ERROR, PTAGS_ERROR_NO_SUCH_PROCESS,
-                                            "process %d exited during authorization", (int)pid));
-                return;
-        }
-        /* Someone may have changed the target while polkit was asked: what
-         * was authorized must still be what will be applied, to the program
-         * polkit was told about. An exec (or a new uid, exe or unit) is asked
-         * about again, with the new details, rather than refused outright:
-         * the new program may well be allowed the change. A plan made in this
-         * very dispatch (root is not asked) has nothing to re-check. */
-        gboolean same = TRUE;
-        if (call->plan_is_fresh) {
-                call->plan_is_fresh = FALSE;
-        } else {
-                ptags_set *before = g_steal_pointer(&call->current);
-                same = call_read_current(call, &error) && ptags_set_equal(before, call->current);
-                ptags_set_free(before);
-                if (error == NULL && same && call->checked_info_valid)
-                        same = ptags_process_info_same(&call->target, &call->checked_info, &error);
-        }
-        if (error != NULL) {
-                call_fail(call, error);
-                return;
-        }
-        if (!same) {
-                if (call->rebuilt) {
-                        call_fail(call, g_error_new(PTAGS_ERROR, PTAGS_ERROR_FAILED,
-                                                    "process %d kept changing (its tags or its "
-                                                    "program) during authorization; try again",
-                                                    (int)pid));
-                        return;
-                }
-                call->rebuilt = TRUE;
-                g_debug("%s: process %d changed during authorization; re-planning", call->method,
-                        (int)pid);
-                if (!change_plan(call, &error)) {
-                        call_fail(call, error);
-                        return;
-                }
-                if (ptags_plan_change_count(call->plan) == 0) {
-                        call_return(call, NULL);
-                        return;
-                }
-                /* While this call re-authorizes, other authorized calls on the
-                 * target wait, so the second check is not overtaken as well. */
-                target_lock_take(call);
-                change_authorize(call);
-                return;
-        }
-
         /* Other processes of the target's user may have grown meanwhile. */
         if (!change_check_budgets(call, TRUE, &error)) {
                 ptags_log_refused(&ctx, call->plan, error);
@@ -205,6 +163,56 @@ static void change_commit(Call *call)
         call_return(call, NULL);
 }
 
+/* Step 6, once polkit said yes: the re-check, then the apply in the same
+ * dispatch. */
+static void change_commit(Call *call)
+{
+        GError *error = NULL;
+        pid_t pid = call->target.pid;
+
+        if (target_lock_wait(call, change_commit) || !target_still_runs(call))
+                return;
+        /* Someone may have changed the target while polkit was asked: what
+         * was authorized must still be what will be applied, to the program
+         * polkit was told about. An exec (or a new uid, exe or cgroup) is
+         * asked about again, with the new details, rather than refused
+         * outright: the new program may well be allowed the change. */
+        ptags_set *before = g_steal_pointer(&call->current);
+        gboolean same = call_read_current(call, &error) && ptags_set_equal(before, call->current);
+        ptags_set_free(before);
+        if (error == NULL && same && call->checked_info_valid)
+                same = ptags_process_info_same(&call->target, &call->checked_info, &error);
+        if (error != NULL) {
+                call_fail(call, error);
+                return;
+        }
+        if (same) {
+                change_apply(call);
+                return;
+        }
+        if (call->rebuilt) {
+                call_fail(call, g_error_new(PTAGS_ERROR, PTAGS_ERROR_FAILED,
+                                            "process %d kept changing (its tags or its "
+                                            "program) during authorization; try again",
+                                            (int)pid));
+                return;
+        }
+        call->rebuilt = TRUE;
+        g_debug("%s: process %d changed during authorization; re-planning", call->method, (int)pid);
+        if (!change_plan(call, &error)) {
+                call_fail(call, error);
+                return;
+        }
+        if (ptags_plan_change_count(call->plan) == 0) {
+                call_return(call, NULL);
+                return;
+        }
+        /* While this call re-authorizes, other authorized calls on the
+         * target wait, so the second check is not overtaken as well. */
+        target_lock_take(call);
+        change_authorize(call);
+}
+
 static void authorized(GObject *source, GAsyncResult *res, gpointer user_data)
 {
         Call *call = user_data;
@@ -225,10 +233,11 @@ static void change_authorize(Call *call)
         GError *error = NULL;
         const char *sender = g_dbus_method_invocation_get_sender(call->invocation);
 
-        /* polkit always authorizes root: skip the round trip. */
+        /* polkit always authorizes root: skip the round trip. The plan was
+         * made in this very dispatch, so there is nothing to re-check. */
         if (call->caller->uid == 0) {
-                call->plan_is_fresh = TRUE;
-                change_commit(call);
+                if (target_still_runs(call))
+                        change_apply(call);
                 return;
         }
 

@@ -95,36 +95,33 @@ static const char *audit_tail(void)
  * "system config change" type carries the proposal's fields. */
 #define PTAGS_AUDIT_CONTAINER_TYPE AUDIT_USYS_CONFIG
 
-/* User records on their way to the kernel: one datagram of netlink
- * messages, which the kernel handles one by one (acknowledging each later,
- * see audit_acks_ready), so a batch of changes costs one send. */
-typedef struct {
-        GByteArray *buf;
-} AuditBatch;
-
-/* Sent before it would grow past this: well under a netlink socket's send
- * buffer (the kernel cuts each record's text at about 8 KiB anyway). */
+/* User records on their way to the kernel go into one buffer and out as one
+ * datagram of netlink messages, which the kernel handles one by one
+ * (acknowledging each later, see audit_acks_ready): a batch of changes costs
+ * one send. It is sent before it would grow past this, well under a netlink
+ * socket's send buffer (the kernel cuts each record's text at about 8 KiB
+ * anyway). */
 #define AUDIT_BATCH_BYTES (64u * 1024u)
 
-static void audit_batch_send(AuditBatch *batch)
+static void audit_batch_send(GByteArray *batch)
 {
         int fd = audit_socket();
         struct sockaddr_nl kernel = {.nl_family = AF_NETLINK};
         ssize_t n;
 
-        if (fd < 0 || batch->buf == NULL || batch->buf->len == 0)
+        if (fd < 0 || batch->len == 0)
                 return;
         do
-                n = sendto(fd, batch->buf->data, batch->buf->len, 0, (struct sockaddr *)&kernel,
+                n = sendto(fd, batch->data, batch->len, 0, (struct sockaddr *)&kernel,
                            sizeof(kernel));
         while (n < 0 && errno == EINTR);
-        if (n != (ssize_t)batch->buf->len)
+        if (n != (ssize_t)batch->len)
                 audit_failed(n < 0 ? errno : EMSGSIZE);
-        g_byte_array_set_size(batch->buf, 0);
+        g_byte_array_set_size(batch, 0);
 }
 
 /* The kernel's netlink format, as libaudit sends it. */
-static void audit_batch_add(AuditBatch *batch, int type, const char *msg, gboolean success)
+static void audit_batch_add(GByteArray *batch, int type, const char *msg, gboolean success)
 {
         static guint32 seq;
 
@@ -133,13 +130,11 @@ static void audit_batch_add(AuditBatch *batch, int type, const char *msg, gboole
         g_autofree char *body =
                 g_strdup_printf("%s %s res=%s", msg, audit_tail(), success ? "success" : "failed");
         size_t len = strlen(body) + 1;
-        if (batch->buf == NULL)
-                batch->buf = g_byte_array_new();
-        if (batch->buf->len > 0 && batch->buf->len + NLMSG_SPACE(len) > AUDIT_BATCH_BYTES)
+        if (batch->len > 0 && batch->len + NLMSG_SPACE(len) > AUDIT_BATCH_BYTES)
                 audit_batch_send(batch);
-        guint at = batch->buf->len;
-        g_byte_array_set_size(batch->buf, at + NLMSG_SPACE(len));
-        struct nlmsghdr *h = (struct nlmsghdr *)(batch->buf->data + at);
+        guint at = batch->len;
+        g_byte_array_set_size(batch, at + NLMSG_SPACE(len));
+        struct nlmsghdr *h = (struct nlmsghdr *)(batch->data + at);
         memset(h, 0, NLMSG_SPACE(len));
         h->nlmsg_len = NLMSG_LENGTH(len);
         h->nlmsg_type = type;
@@ -148,23 +143,15 @@ static void audit_batch_add(AuditBatch *batch, int type, const char *msg, gboole
         memcpy(NLMSG_DATA(h), body, len);
 }
 
-static void audit_batch_finish(AuditBatch *batch)
-{
-        audit_batch_send(batch);
-        if (batch->buf != NULL)
-                g_byte_array_unref(batch->buf);
-        batch->buf = NULL;
-}
-
 static void audit_write(int type, const char *msg, gboolean success)
 {
-        AuditBatch batch = {NULL};
+        g_autoptr(GByteArray) batch = g_byte_array_new();
 
-        audit_batch_add(&batch, type, msg, success);
-        audit_batch_finish(&batch);
+        audit_batch_add(batch, type, msg, success);
+        audit_batch_send(batch);
 }
 
-static void audit_record(AuditBatch *batch, const char *op, const PtagsLogContext *ctx,
+static void audit_record(GByteArray *batch, const char *op, const PtagsLogContext *ctx,
                          const char *tag, gboolean success)
 {
         g_autofree char *msg = ptags_audit_message(op, ctx, tag);
@@ -272,12 +259,12 @@ void ptags_log_changed(const PtagsLogContext *ctx, const ptags_plan *plan)
 
         g_debug("%s: %s", ctx->method, message);
         journal_entry(PTAGS_MESSAGE_TAGS_CHANGED, LOG_NOTICE, ctx, plan, "success", message);
-        AuditBatch batch = {NULL};
+        g_autoptr(GByteArray) batch = g_byte_array_new();
         for (size_t i = 0; i < ptags_plan_change_count(plan); i++) {
                 const ptags_change *c = ptags_plan_change_at(plan, i);
-                audit_record(&batch, change_op(c), ctx, c->tag, TRUE);
+                audit_record(batch, change_op(c), ctx, c->tag, TRUE);
         }
-        audit_batch_finish(&batch);
+        audit_batch_send(batch);
 }
 
 void ptags_log_refused(const PtagsLogContext *ctx, const ptags_plan *plan, const GError *error)
@@ -291,14 +278,14 @@ void ptags_log_refused(const PtagsLogContext *ctx, const ptags_plan *plan, const
         journal_entry(PTAGS_MESSAGE_CHANGE_REFUSED, LOG_WARNING, ctx, plan, result, message);
         /* All or nothing: every change of the batch was refused. */
         size_t n = plan != NULL ? ptags_plan_change_count(plan) : 0;
-        AuditBatch batch = {NULL};
+        g_autoptr(GByteArray) batch = g_byte_array_new();
         for (size_t i = 0; i < n; i++) {
                 const ptags_change *c = ptags_plan_change_at(plan, i);
-                audit_record(&batch, change_op(c), ctx, c->tag, FALSE);
+                audit_record(batch, change_op(c), ctx, c->tag, FALSE);
         }
         if (n == 0)
-                audit_record(&batch, "ptags-change", ctx, NULL, FALSE);
-        audit_batch_finish(&batch);
+                audit_record(batch, "ptags-change", ctx, NULL, FALSE);
+        audit_batch_send(batch);
 }
 
 /* ------------------------------------------------------- container IDs */

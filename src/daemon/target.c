@@ -173,24 +173,19 @@ static char *read_proc_text(pid_t pid, const char *name)
         int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
         if (fd < 0)
                 return NULL;
-        GString *text = NULL;
-        ssize_t n;
-        while ((n = read(fd, chunk, sizeof(chunk))) != 0) {
+        GString *text = g_string_sized_new(sizeof(chunk));
+        gboolean ok;
+        for (;;) {
+                ssize_t n = read(fd, chunk, sizeof(chunk));
                 if (n < 0 && errno == EINTR)
                         continue;
-                if (n < 0)
+                ok = n == 0;
+                if (n <= 0)
                         break;
-                if (text == NULL)
-                        text = g_string_sized_new((gsize)n + 1);
                 g_string_append_len(text, chunk, n);
         }
         close(fd);
-        if (n < 0) {
-                if (text != NULL)
-                        g_string_free(text, TRUE);
-                return NULL;
-        }
-        return text != NULL ? g_string_free(text, FALSE) : g_strdup("");
+        return g_string_free(text, !ok); /* NULL when freed */
 }
 
 /* @full: also look up the user name (a user-database query, which may

@@ -3,6 +3,7 @@
 # ctl_run.py: runs the built ptagsctl (PTAGSCTL, set by meson) inside a harness World, as root or
 # as an unprivileged user, and returns what a script would see: exit code, stdout, stderr.
 
+import contextlib
 import json
 import os
 import subprocess
@@ -65,3 +66,20 @@ def complete(test, world, line):
 def unprivileged_prefix(uid):
     """setpriv arguments running a child as @uid (None: stay root)."""
     return [] if uid is None else ptags_harness.unprivileged_argv(uid, uid)
+
+
+@contextlib.contextmanager
+def monitor(world, json_mode, **popen_kw):
+    """`ptagsctl [--json] monitor` on @world's bus, its pipes open for the
+    with-block, stopped on leaving it."""
+    argv = [ptagsctl_path()] + (["--json"] if json_mode else []) + [
+        "--address=" + world.address, "monitor"]
+    mon = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           env=world.child_env(), **popen_kw)
+    try:
+        yield mon
+    finally:
+        mon.terminate()
+        mon.wait(timeout=10)
+        mon.stdout.close()
+        mon.stderr.close()

@@ -11,7 +11,6 @@ import os
 import re
 import select
 import shutil
-import subprocess
 import tempfile
 import time
 import unittest
@@ -216,13 +215,8 @@ class ContainerCommandTests(ContainerCtlTestCase):
 
     def test_monitor_sees_another_clients_registration_and_its_end(self):
         for json_mode in (False, True):
-            argv = [ctl_run.ptagsctl_path(), "--address=" + self.world.address, "monitor"]
-            if json_mode:
-                argv.insert(1, "--json")
-            mon = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                   bufsize=0, env=self.world.child_env())
             contid = 300 + json_mode
-            try:
+            with ctl_run.monitor(self.world, json_mode, bufsize=0) as mon:
                 self.assertIn("Monitoring", read_line(mon.stderr))
                 target = self.world.spawn_target()
                 # Another client registers (the harness's own connection).
@@ -231,11 +225,6 @@ class ContainerCommandTests(ContainerCtlTestCase):
                 registered = read_line(mon.stdout)
                 self.world.kill(target)
                 removed = read_line(mon.stdout)
-            finally:
-                mon.terminate()
-                mon.wait(timeout=10)
-                mon.stdout.close()
-                mon.stderr.close()
             if json_mode:
                 got = json.loads(registered)
                 self.assertEqual((got["event"], got["contid"], got["pid"]),

@@ -219,22 +219,12 @@ class ChangeTests(CtlTestCase):
     def test_monitor_sees_another_clients_change(self):
         pid = self.target()
         for json_mode in (False, True):
-            argv = [ctl_run.ptagsctl_path(), "--address=" + self.world.address, "monitor"]
-            if json_mode:
-                argv.insert(1, "--json")
-            mon = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                   text=True, env=self.world.child_env())
-            try:
+            with ctl_run.monitor(self.world, json_mode, text=True) as mon:
                 # The subscription is in place once it says so.
                 self.assertIn("Monitoring", mon.stderr.readline())
                 tag = "app:seen-%d" % json_mode
                 self.assertOk(self.world.root_call("AddTag", "usb", [pid, tag, True]))
                 line = mon.stdout.readline()
-            finally:
-                mon.terminate()
-                mon.wait(timeout=10)
-                mon.stdout.close()
-                mon.stderr.close()
             if json_mode:
                 self.assertEqual(json.loads(line), {
                     "event": "tags-changed", "pid": pid, "lines": ["+@app:seen-1"],

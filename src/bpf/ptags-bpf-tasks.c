@@ -435,13 +435,14 @@ static bool set_text_matches(const char *text, size_t len, const char *pat, size
 }
 
 /* Hands the kernel the ids of every set matching the pattern, under a new
- * generation; 0 = too many to hand over (the walk then emits every task,
- * and the caller filters). */
-static uint32_t mark_matching_sets(ptags_bpf *b, const char *pat, size_t pat_len)
+ * generation, and counts them in *@marked; 0 = too many to hand over (the
+ * walk then emits every task, and the caller filters). */
+static uint32_t mark_matching_sets(ptags_bpf *b, const char *pat, size_t pat_len, size_t *marked)
 {
         struct bpf_map *map = b->skel->maps.find_ids;
         uint32_t gen = ++b->find_gen;
 
+        *marked = 0;
         if (gen == 0)
                 gen = ++b->find_gen; /* 0 means "no filter" to the program */
         for (ptags_bpf_set_entry *e = b->sets.first; e; e = e->next) {
@@ -459,10 +460,11 @@ static uint32_t mark_matching_sets(ptags_bpf *b, const char *pat, size_t pat_len
                                                  BPF_ANY);
                         if (r < 0)
                                 return 0;
-                        return mark_matching_sets(b, pat, pat_len);
+                        return mark_matching_sets(b, pat, pat_len, marked);
                 }
                 if (r < 0)
                         return 0;
+                (*marked)++;
         }
         return gen;
 }
@@ -471,14 +473,20 @@ int ptags_bpf_find_tasks(ptags_bpf *b, const char *pattern, size_t len, ptags_bp
                          size_t *n)
 {
         pthread_mutex_lock(&b->lock);
-        b->skel->bss->find_gen = mark_matching_sets(b, pattern, len);
-        int fd = bpf_iter_create(bpf_link__fd(b->find_link));
-        int r = fd < 0 ? ptags_bpf_fail(b, -errno, "cannot start the find iterator: %s",
-                                        strerror(errno))
-                       : 0;
+        size_t marked = 0;
+        uint32_t gen = mark_matching_sets(b, pattern, len, &marked);
+        b->skel->bss->find_gen = gen;
+        /* Tasks hold only sets of the table (and no set is added while we
+         * hold the lock): when none matches, no task can, and the walk of
+         * every task is spared. */
+        bool none = gen != 0 && marked == 0;
+        int fd = none ? -1 : bpf_iter_create(bpf_link__fd(b->find_link));
+        int r = !none && fd < 0 ? ptags_bpf_fail(b, -errno, "cannot start the find iterator: %s",
+                                                 strerror(errno))
+                                : 0;
         size_t used = 0, cap = 256 * sizeof(struct ptags_list_entry);
         char *buf = NULL;
-        while (r == 0) {
+        while (r == 0 && !none) {
                 if (!buf || used == cap) {
                         cap = buf ? cap * 2 : cap;
                         char *v = realloc(buf, cap);

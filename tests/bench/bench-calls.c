@@ -121,6 +121,11 @@ static void call_find_100(sd_bus *bus, int i)
         find_tagged(bus, "group:hundred");
 }
 
+static void call_find_none(sd_bus *bus, int i)
+{
+        find_tagged(bus, "group:nobody");
+}
+
 static void call_find_1000(sd_bus *bus, int i)
 {
         find_tagged(bus, "group:all");
@@ -434,6 +439,7 @@ int main(int argc, char **argv)
         row(bus, "FindTagged, 100 tagged processes", call_ping, call_find_100, opt.rounds / 4, 0);
         row(bus, "FindTagged, 1000 tagged processes", call_ping, call_find_1000, opt.rounds / 10,
             0);
+        row(bus, "FindTagged, a tag nobody holds", call_ping, call_find_none, opt.rounds / 4, 0);
         row(bus, "AddTag/RemoveTag from root", call_ping, call_root_change, opt.rounds, 0);
         row(bus, "Apply, 10 lines, from root", call_ping, call_apply, opt.rounds / 2, 0);
 

@@ -82,23 +82,35 @@ def main():
         assert reply.ok, reply
         own = world.spawn_target(unprivileged=True)
         many = []
-        for i in range(1000):
-            proc = world.spawn("tagged", ["sleep", "600"])
-            many.append(proc.pid)
-        time.sleep(0.5)  # every sleep has exec'd, so no exec drops the tags below
-        for i, pid in enumerate(many):
-            lines = ["+group:all"] + ["+bench:x%d" % k for k in range(9)]
-            if i < 100:
-                lines.append("+group:hundred")
-            reply = world.root_call("Apply", "uas", [pid, lines])
-            assert reply.ok, reply
-        loaded = rss_kib(world.daemon.pid)
+
+        def tag_more(count):
+            """Start @count sleeps and tag them; the first 100 of all get
+            group:hundred."""
+            fresh = [world.spawn("tagged", ["sleep", "600"]).pid for _ in range(count)]
+            time.sleep(0.5)  # every sleep has exec'd, so no exec drops the tags below
+            for pid in fresh:
+                lines = ["+group:all"] + ["+bench:x%d" % k for k in range(9)]
+                if len(many) < 100:
+                    lines.append("+group:hundred")
+                reply = world.root_call("Apply", "uas", [pid, lines])
+                assert reply.ok, reply
+                many.append(pid)
+
+        def bench(phase):
+            sys.stdout.flush()
+            subprocess.run([bench_calls, world.address, str(target), str(own), rounds, seconds]
+                           + [str(p) for p in many[200:216]], check=True, timeout=900,
+                           env=dict(echo_env, PTAGS_BENCH_PHASE=phase))
+
         print("ptags call benchmark: backend %s, %d cores, load average %s" % (
             world.backend, os.cpu_count(), open("/proc/loadavg").read().split()[0]))
-        sys.stdout.flush()
-        subprocess.run([bench_calls, world.address, str(target), str(own), rounds, seconds]
-                       + [str(p) for p in many[200:216]], check=True, timeout=900,
-                       env=echo_env)
+        # A search with only its 100 matches tagged, then everything else
+        # with 1000 tagged processes (the 100 among them).
+        tag_more(100)
+        bench("few")
+        tag_more(900)
+        loaded = rss_kib(world.daemon.pid)
+        bench("rest")
         print("%-44s %9.1f MiB" % ("RSS idle", idle / 1024))
         print("%-44s %9.1f MiB" % ("RSS, 1000 processes x 10 tags", loaded / 1024))
     finally:

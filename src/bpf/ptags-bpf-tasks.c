@@ -434,52 +434,72 @@ static bool set_text_matches(const char *text, size_t len, const char *pat, size
         return false;
 }
 
-/* Hands the kernel the ids of every set matching the pattern, under a new
- * generation, and counts them in *@marked; 0 = too many to hand over (the
- * walk then emits every task, and the caller filters). */
-static uint32_t mark_matching_sets(ptags_bpf *b, const char *pat, size_t pat_len, size_t *marked)
+/* Empties the map of the searches' set ids (older generations pile up). */
+static void forget_search_ids(ptags_bpf *b)
 {
         struct bpf_map *map = b->skel->maps.find_ids;
-        uint32_t gen = ++b->find_gen;
+        uint64_t key, next;
+        bool more = bpf_map__get_next_key(map, NULL, &key, sizeof(key)) == 0;
+        while (more) {
+                more = bpf_map__get_next_key(map, &key, &next, sizeof(key)) == 0;
+                bpf_map__delete_elem(map, &key, sizeof(key), 0);
+                key = next;
+        }
+}
 
-        *marked = 0;
+/* Hands the kernel the @n set ids of a search, in one batch, under a new
+ * generation; 0 = they cannot be handed over (the walk then emits every
+ * tagged task, and the caller filters). */
+static uint32_t mark_sets(ptags_bpf *b, const uint64_t *ids, uint32_t n)
+{
+        int fd = bpf_map__fd(b->skel->maps.find_ids);
+        uint32_t gen = ++b->find_gen;
         if (gen == 0)
                 gen = ++b->find_gen; /* 0 means "no filter" to the program */
-        for (ptags_bpf_set_entry *e = b->sets.first; e; e = e->next) {
-                if (!set_text_matches(e->text, e->len, pat, pat_len))
-                        continue;
-                int r = bpf_map__update_elem(map, &e->id, sizeof(e->id), &gen, sizeof(gen),
-                                             BPF_ANY);
-                if (r == -E2BIG || r == -ENOSPC || r == -ENOMEM) {
-                        /* Full of older searches' ids: start the map over
-                         * and this search once more. */
-                        uint64_t key;
-                        while (bpf_map__get_next_key(map, NULL, &key, sizeof(key)) == 0)
-                                bpf_map__delete_elem(map, &key, sizeof(key), 0);
-                        r = bpf_map__update_elem(map, &e->id, sizeof(e->id), &gen, sizeof(gen),
-                                                 BPF_ANY);
-                        if (r < 0)
-                                return 0;
-                        return mark_matching_sets(b, pat, pat_len, marked);
-                }
-                if (r < 0)
-                        return 0;
-                (*marked)++;
+        uint32_t *gens = malloc(n * sizeof(*gens));
+        if (!gens)
+                return 0;
+        for (uint32_t i = 0; i < n; i++)
+                gens[i] = gen;
+        LIBBPF_OPTS(bpf_map_batch_opts, opts, .elem_flags = BPF_ANY);
+        uint32_t count = n;
+        int r = bpf_map_update_batch(fd, ids, gens, &count, &opts);
+        if (r < 0 && (r == -E2BIG || r == -ENOSPC || r == -ENOMEM)) {
+                /* Full of older searches' ids: start the map over. */
+                forget_search_ids(b);
+                count = n;
+                r = bpf_map_update_batch(fd, ids, gens, &count, &opts);
         }
-        return gen;
+        free(gens);
+        return r == 0 && count == n ? gen : 0;
+}
+
+/* The ids of the sets with a tag matching the pattern, counted in *@n.
+ * (transfer full: free()) */
+static uint64_t *matching_set_ids(ptags_bpf *b, const char *pat, size_t pat_len, uint32_t *n)
+{
+        uint64_t *ids = malloc((b->sets.count ? b->sets.count : 1) * sizeof(*ids));
+        *n = 0;
+        for (ptags_bpf_set_entry *e = b->sets.first; ids && e; e = e->next)
+                if (set_text_matches(e->text, e->len, pat, pat_len))
+                        ids[(*n)++] = e->id;
+        return ids;
 }
 
 int ptags_bpf_find_tasks(ptags_bpf *b, const char *pattern, size_t len, ptags_bpf_task **out,
                          size_t *n)
 {
         pthread_mutex_lock(&b->lock);
-        size_t marked = 0;
-        uint32_t gen = mark_matching_sets(b, pattern, len, &marked);
-        b->skel->bss->find_gen = gen;
+        uint32_t matching = 0;
+        uint64_t *ids = matching_set_ids(b, pattern, len, &matching);
         /* Tasks hold only sets of the table (and no set is added while we
          * hold the lock): when none matches, no task can, and the walk of
-         * every task is spared. */
-        bool none = gen != 0 && marked == 0;
+         * every task is spared. When every set matches, the kernel needs
+         * no list (0: emit every tagged task). */
+        bool none = ids && matching == 0;
+        b->skel->bss->find_gen =
+                ids && !none && matching < b->sets.count ? mark_sets(b, ids, matching) : 0;
+        free(ids);
         int fd = none ? -1 : bpf_iter_create(bpf_link__fd(b->find_link));
         int r = !none && fd < 0 ? ptags_bpf_fail(b, -errno, "cannot start the find iterator: %s",
                                                  strerror(errno))

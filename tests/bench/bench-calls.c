@@ -452,8 +452,9 @@ int main(int argc, char **argv)
         sd_bus *bus = connect_bus();
         ptagsd_pid = server_pid = owner_pid(bus, NAME);
         bus_pid = owner_pid(bus, "org.freedesktop.DBus");
-        /* The world runs two phases: "few" while only the first 100 of its
-         * processes are tagged, then "rest" with all 1000. */
+        /* The world runs three phases: "few" while only the first 100 of its
+         * processes are tagged, "rest" with all 1000, then "distinct" once
+         * each of the 100 has a value of its own (100 distinct lists). */
         const char *phase = getenv("PTAGS_BENCH_PHASE");
         phase = phase ? phase : "";
         if (strcmp(phase, "rest") != 0)
@@ -463,6 +464,11 @@ int main(int argc, char **argv)
                 char label[64];
                 snprintf(label, sizeof(label), "FindTagged, 100 tagged of %d tasks", count_tasks());
                 row(bus, label, call_ping, call_find_100, opt.rounds / 4, 0);
+                return 0;
+        }
+        if (strcmp(phase, "distinct") == 0) {
+                row(bus, "FindTagged, 100 of 1000, each its own list", call_ping, call_find_100,
+                    opt.rounds / 4, 0);
                 return 0;
         }
         row(bus, "floor: Peer.Ping", call_ping, call_ping, opt.rounds, 0);

@@ -105,12 +105,18 @@ def main():
         print("ptags call benchmark: backend %s, %d cores, load average %s" % (
             world.backend, os.cpu_count(), open("/proc/loadavg").read().split()[0]))
         # A search with only its 100 matches tagged, then everything else
-        # with 1000 tagged processes (the 100 among them).
+        # with 1000 tagged processes (the 100 among them), then the search
+        # once more with a tag list of its own for each match.
         tag_more(100)
         bench("few")
         tag_more(900)
         loaded = rss_kib(world.daemon.pid)
         bench("rest")
+        # The same 100 matches when no two share a tag list.
+        for i, pid in enumerate(many[:100]):
+            reply = world.root_call("Apply", "uas", [pid, ["!bench:x0=%d" % i]])
+            assert reply.ok, reply
+        bench("distinct")
         print("%-44s %9.1f MiB" % ("RSS idle", idle / 1024))
         print("%-44s %9.1f MiB" % ("RSS, 1000 processes x 10 tags", loaded / 1024))
     finally:

@@ -126,6 +126,7 @@ typedef struct {
 typedef struct {
         gint64 time; /* g_get_monotonic_time() of the uid's last walk */
         guint scan;
+        guint64 sum; /* what the uid's processes count for (counted() of each) */
 } UidWalk;
 
 /* A walk of /proc stats every process on the machine (about 2 ms with 1300
@@ -158,6 +159,63 @@ void ptags_byte_cache_free(PtagsByteCache *cache)
         g_free(cache);
 }
 
+/* What @p counts for in its uid's sum: its bytes when the uid's last walk
+ * found it alive (or ptagsd has tagged it since) and nothing has told
+ * otherwise. Every change to a process is made between uncount() and
+ * count(), so each uid's sum is kept without visiting every process. */
+static guint64 counted(PtagsByteCache *cache, const CachedProcess *p)
+{
+        UidWalk *walk = g_hash_table_lookup(cache->walks, GUINT_TO_POINTER(p->uid));
+        return walk != NULL && p->valid && p->seen >= walk->scan ? p->bytes : 0;
+}
+
+static void uncount(PtagsByteCache *cache, const CachedProcess *p)
+{
+        UidWalk *walk = g_hash_table_lookup(cache->walks, GUINT_TO_POINTER(p->uid));
+        if (walk != NULL)
+                walk->sum -= counted(cache, p);
+}
+
+static void count(PtagsByteCache *cache, const CachedProcess *p)
+{
+        UidWalk *walk = g_hash_table_lookup(cache->walks, GUINT_TO_POINTER(p->uid));
+        if (walk != NULL)
+                walk->sum += counted(cache, p);
+}
+
+/* The sum of @uid as the processes count now, visiting every one. */
+static guint64 recount(PtagsByteCache *cache, uid_t uid)
+{
+        GHashTableIter iter;
+        gpointer value;
+        guint64 sum = 0;
+
+        g_hash_table_iter_init(&iter, cache->procs);
+        while (g_hash_table_iter_next(&iter, NULL, &value))
+                if (((CachedProcess *)value)->uid == uid)
+                        sum += counted(cache, value);
+        return sum;
+}
+
+/* Every walk checks the kept sum, before and after, against one it makes
+ * itself; a difference is a bug (fatal under the tests), and the walk's
+ * own sum is used from then on. */
+static void check_sum(PtagsByteCache *cache, uid_t uid, UidWalk *walk, guint64 expected)
+{
+        if (walk->sum == expected)
+                return;
+        g_critical("uid %u: kept byte sum %" G_GUINT64_FORMAT ", counted %" G_GUINT64_FORMAT,
+                   (unsigned)uid, walk->sum, expected);
+        walk->sum = expected;
+}
+
+/* What @except counts for in @uid's sum, which the caller leaves out. */
+static guint64 except_counted(PtagsByteCache *cache, uid_t uid, pid_t except)
+{
+        CachedProcess *p = g_hash_table_lookup(cache->procs, GINT_TO_POINTER(except));
+        return p != NULL && p->uid == uid ? counted(cache, p) : 0;
+}
+
 void ptags_byte_cache_expect(PtagsByteCache *cache, pid_t pid, uid_t uid, guint64 bytes)
 {
         CachedProcess *p = g_hash_table_lookup(cache->procs, GINT_TO_POINTER(pid));
@@ -169,9 +227,12 @@ void ptags_byte_cache_expect(PtagsByteCache *cache, pid_t pid, uid_t uid, guint6
                 g_hash_table_insert(cache->procs, GINT_TO_POINTER(pid), p);
                 p->valid = TRUE;
                 p->uid = uid;
+        } else {
+                uncount(cache, p);
         }
         p->seen = cache->scan;
         p->bytes = bytes;
+        count(cache, p);
 }
 
 int ptags_user_bytes(PtagsBackend *backend, PtagsByteCache *cache, uid_t uid, pid_t except,
@@ -184,15 +245,7 @@ int ptags_user_bytes(PtagsBackend *backend, PtagsByteCache *cache, uid_t uid, pi
         gint64 now = g_get_monotonic_time();
         UidWalk *walk = g_hash_table_lookup(cache->walks, GUINT_TO_POINTER(uid));
         if (!fresh && walk != NULL && now - walk->time < WALK_MAX_AGE_US) {
-                GHashTableIter iter;
-                gpointer key, value;
-                g_hash_table_iter_init(&iter, cache->procs);
-                while (g_hash_table_iter_next(&iter, &key, &value)) {
-                        CachedProcess *p = value;
-                        if (p->valid && p->seen >= walk->scan && p->uid == uid &&
-                            GPOINTER_TO_INT(key) != except)
-                                *out += p->bytes;
-                }
+                *out = walk->sum - except_counted(cache, uid, except);
                 return 0;
         }
         DIR *dir = opendir("/proc");
@@ -205,9 +258,13 @@ int ptags_user_bytes(PtagsBackend *backend, PtagsByteCache *cache, uid_t uid, pi
         if (walk == NULL) {
                 walk = g_new0(UidWalk, 1);
                 g_hash_table_insert(cache->walks, GUINT_TO_POINTER(uid), walk);
+        } else {
+                check_sum(cache, uid, walk, recount(cache, uid));
         }
         walk->time = now;
+        /* Nothing counts for the uid until this walk finds it alive. */
         walk->scan = cache->scan;
+        walk->sum = 0;
         while ((de = readdir(dir)) != NULL) {
                 char *end = NULL;
                 long pid = strtol(de->d_name, &end, 10);
@@ -219,9 +276,11 @@ int ptags_user_bytes(PtagsBackend *backend, PtagsByteCache *cache, uid_t uid, pi
                 gpointer key = GINT_TO_POINTER((int)pid);
                 CachedProcess *p = g_hash_table_lookup(cache->procs, key);
                 if (p != NULL) {
+                        uncount(cache, p);
                         p->seen = cache->scan;
                         if (p->ino != st.st_ino || p->uid != st.st_uid)
                                 p->valid = FALSE; /* another process, or another owner */
+                        count(cache, p);
                 }
                 if (pid == except || st.st_uid != uid)
                         continue;
@@ -231,6 +290,7 @@ int ptags_user_bytes(PtagsBackend *backend, PtagsByteCache *cache, uid_t uid, pi
                                 p = g_new0(CachedProcess, 1);
                                 g_hash_table_insert(cache->procs, key, p);
                         }
+                        uncount(cache, p);
                         p->ino = st.st_ino;
                         p->uid = st.st_uid;
                         p->valid = TRUE;
@@ -240,18 +300,23 @@ int ptags_user_bytes(PtagsBackend *backend, PtagsByteCache *cache, uid_t uid, pi
                                            ? ptags_set_bytes(tags)
                                            : 0;
                         ptags_set_free(tags);
+                        count(cache, p);
                 }
                 *out += p->bytes;
         }
         closedir(dir);
+        check_sum(cache, uid, walk, *out + except_counted(cache, uid, except));
         /* Forget processes that have exited once they are many. */
         if (g_hash_table_size(cache->procs) > 2 * alive + 64) {
                 GHashTableIter iter;
                 gpointer value;
                 g_hash_table_iter_init(&iter, cache->procs);
-                while (g_hash_table_iter_next(&iter, NULL, &value))
-                        if (((CachedProcess *)value)->seen != cache->scan)
+                while (g_hash_table_iter_next(&iter, NULL, &value)) {
+                        if (((CachedProcess *)value)->seen != cache->scan) {
+                                uncount(cache, value);
                                 g_hash_table_iter_remove(&iter);
+                        }
+                }
         }
         return 0;
 }

@@ -324,21 +324,12 @@ int ptags_bpf_write_contid(ptags_bpf *b, int pidfd, uint64_t contid)
 
 /* -------------------------------------------------------- enumeration */
 
-static int read_iterator(ptags_bpf *b, char **out, size_t *out_len)
+/* Reads @fd (an iterator) to its end into *@out (transfer full: free())
+ * and closes it; @what names the iterator in errors. */
+static int read_to_end(ptags_bpf *b, int fd, size_t cap, const char *what, char **out,
+                       size_t *out_len)
 {
-        int fd;
-        if (b->transient) {
-                fd = bpf_iter_create(bpf_link__fd(b->links[LINK_TASKS]));
-        } else {
-                /* The pinned file is what administrators read too. */
-                char path[4096];
-                snprintf(path, sizeof(path), "%s/tasks", b->pin_dir);
-                fd = open(path, O_RDONLY | O_CLOEXEC);
-        }
-        if (fd < 0)
-                return ptags_bpf_fail(b, -errno, "cannot start the task iterator: %s",
-                                      strerror(errno));
-        size_t cap = 65536, len = 0;
+        size_t len = 0;
         char *buf = malloc(cap);
         int r = 0;
         while (buf) {
@@ -353,7 +344,8 @@ static int read_iterator(ptags_bpf *b, char **out, size_t *out_len)
                 if (n < 0 && errno == EINTR)
                         continue;
                 if (n < 0) {
-                        r = ptags_bpf_fail(b, -errno, "task iterator failed: %s", strerror(errno));
+                        r = ptags_bpf_fail(b, -errno, "%s iterator failed: %s", what,
+                                           strerror(errno));
                         break;
                 }
                 if (n == 0) {
@@ -367,6 +359,23 @@ static int read_iterator(ptags_bpf *b, char **out, size_t *out_len)
         close(fd);
         free(buf);
         return r < 0 ? r : ptags_bpf_fail(b, -ENOMEM, "out of memory");
+}
+
+static int read_iterator(ptags_bpf *b, char **out, size_t *out_len)
+{
+        int fd;
+        if (b->transient) {
+                fd = bpf_iter_create(bpf_link__fd(b->links[LINK_TASKS]));
+        } else {
+                /* The pinned file is what administrators read too. */
+                char path[4096];
+                snprintf(path, sizeof(path), "%s/tasks", b->pin_dir);
+                fd = open(path, O_RDONLY | O_CLOEXEC);
+        }
+        if (fd < 0)
+                return ptags_bpf_fail(b, -errno, "cannot start the task iterator: %s",
+                                      strerror(errno));
+        return read_to_end(b, fd, 65536, "task", out, out_len);
 }
 
 int ptags_bpf_list_tasks(ptags_bpf *b, ptags_bpf_task **out, size_t *n)
@@ -464,7 +473,7 @@ static uint32_t mark_sets(ptags_bpf *b, const uint64_t *ids, uint32_t n)
         LIBBPF_OPTS(bpf_map_batch_opts, opts, .elem_flags = BPF_ANY);
         uint32_t count = n;
         int r = bpf_map_update_batch(fd, ids, gens, &count, &opts);
-        if (r < 0 && (r == -E2BIG || r == -ENOSPC || r == -ENOMEM)) {
+        if (r == -E2BIG || r == -ENOSPC || r == -ENOMEM) {
                 /* Full of older searches' ids: start the map over. */
                 forget_search_ids(b);
                 count = n;
@@ -500,38 +509,20 @@ int ptags_bpf_find_tasks(ptags_bpf *b, const char *pattern, size_t len, ptags_bp
         b->skel->bss->find_gen =
                 ids && !none && matching < b->sets.count ? mark_sets(b, ids, matching) : 0;
         free(ids);
-        int fd = none ? -1 : bpf_iter_create(bpf_link__fd(b->find_link));
-        int r = !none && fd < 0 ? ptags_bpf_fail(b, -errno, "cannot start the find iterator: %s",
-                                                 strerror(errno))
-                                : 0;
-        size_t used = 0, cap = 256 * sizeof(struct ptags_list_entry);
         char *buf = NULL;
-        while (r == 0 && !none) {
-                if (!buf || used == cap) {
-                        cap = buf ? cap * 2 : cap;
-                        char *v = realloc(buf, cap);
-                        if (!v) {
-                                r = ptags_bpf_fail(b, -ENOMEM, "out of memory");
-                                break;
-                        }
-                        buf = v;
-                }
-                ssize_t got = read(fd, buf + used, cap - used);
-                if (got < 0 && errno == EINTR)
-                        continue;
-                if (got < 0)
-                        r = ptags_bpf_fail(b, -errno, "find iterator failed: %s", strerror(errno));
-                else if (got == 0)
-                        break;
-                else
-                        used += (size_t)got;
+        size_t used = 0;
+        int r = 0;
+        if (!none) {
+                int fd = bpf_iter_create(bpf_link__fd(b->find_link));
+                r = fd < 0 ? ptags_bpf_fail(b, -errno, "cannot start the find iterator: %s",
+                                            strerror(errno))
+                           : read_to_end(b, fd, 256 * sizeof(struct ptags_list_entry), "find", &buf,
+                                         &used);
         }
         if (r == 0 && used % sizeof(struct ptags_list_entry) != 0)
                 r = ptags_bpf_fail(b, -EBADMSG, "find iterator: a torn record");
         size_t count = used / sizeof(struct ptags_list_entry);
         struct ptags_list_entry *entries = (struct ptags_list_entry *)buf;
-        if (fd >= 0)
-                close(fd);
         pthread_mutex_unlock(&b->lock);
         ptags_bpf_task *tasks = r == 0 ? calloc(count ? count : 1, sizeof(*tasks)) : NULL;
         if (r == 0 && !tasks)

@@ -159,28 +159,33 @@ void ptags_byte_cache_free(PtagsByteCache *cache)
         g_free(cache);
 }
 
-/* What @p counts for in its uid's sum: its bytes when the uid's last walk
- * found it alive (or ptagsd has tagged it since) and nothing has told
- * otherwise. Every change to a process is made between uncount() and
- * count(), so each uid's sum is kept without visiting every process. */
+/* What @p counts for in @walk's sum (@walk is its uid's, or NULL): its bytes
+ * when the uid's last walk found it alive (or ptagsd has tagged it since)
+ * and nothing has told otherwise. Every change to a process is made
+ * between uncount() and count(), so each uid's sum is kept without
+ * visiting every process. */
+static guint64 counted_in(const UidWalk *walk, const CachedProcess *p)
+{
+        return walk != NULL && p->valid && p->seen >= walk->scan ? p->bytes : 0;
+}
+
 static guint64 counted(PtagsByteCache *cache, const CachedProcess *p)
 {
-        UidWalk *walk = g_hash_table_lookup(cache->walks, GUINT_TO_POINTER(p->uid));
-        return walk != NULL && p->valid && p->seen >= walk->scan ? p->bytes : 0;
+        return counted_in(g_hash_table_lookup(cache->walks, GUINT_TO_POINTER(p->uid)), p);
 }
 
 static void uncount(PtagsByteCache *cache, const CachedProcess *p)
 {
         UidWalk *walk = g_hash_table_lookup(cache->walks, GUINT_TO_POINTER(p->uid));
         if (walk != NULL)
-                walk->sum -= counted(cache, p);
+                walk->sum -= counted_in(walk, p);
 }
 
 static void count(PtagsByteCache *cache, const CachedProcess *p)
 {
         UidWalk *walk = g_hash_table_lookup(cache->walks, GUINT_TO_POINTER(p->uid));
         if (walk != NULL)
-                walk->sum += counted(cache, p);
+                walk->sum += counted_in(walk, p);
 }
 
 /* The sum of @uid as the processes count now, visiting every one. */

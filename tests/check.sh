@@ -109,15 +109,16 @@ else
 fi
 rm -rf "$unpriv" "$unpriv.log"
 
-# 7. The reads ptagsd answers in GDBus's worker thread, and what they share
-#    with the main loop, under ThreadSanitizer on the bpf backend: any report
+# 7. The reads and root's changes ptagsd answers in GDBus's worker thread,
+#    and what they share with the main loop, under ThreadSanitizer on the
+#    bpf backend: any report
 #    with ptagsd's code off the main thread fails the run (tests/tsan_check.py
 #    explains the GLib reports it leaves aside).
 tsan_failed=0
 tsanreports=$(mktemp -d "${TMPDIR:-/tmp}/ptags-tsan.XXXXXX")
 chmod 755 "$tsanreports"
 tsan_tests=$(meson test -C "$tsandir" --list 2>/dev/null |
-  sed -n 's#^.* / \(bpf/test_\(fast_reads\|peers\|concurrency\)\..*\)$#\1#p')
+  sed -n 's#^.* / \(bpf/test_\(fast_reads\|bus_thread_changes\|peers\|concurrency\)\..*\)$#\1#p')
 if [ -z "$tsan_tests" ]; then
   echo "tsan: no tests found in $tsandir"
   tsan_failed=1

@@ -2,9 +2,9 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # SPDX-FileCopyrightText: 2026 The ptags authors
 # tsan_check.py: reads the ThreadSanitizer reports of a ptagsd run and fails
-# on any that involve ptagsd's own code off the main thread: the reads
-# answered in GDBus's worker thread (fast-reads.c) and everything they
-# share with the main loop.
+# on any that involve ptagsd's own code off the main thread: the reads and
+# root's changes answered in GDBus's worker thread (bus-thread.c) and
+# everything they share with the main loop.
 #
 # Usage: tsan_check.py REPORT_FILE...
 #

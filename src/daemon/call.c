@@ -20,8 +20,26 @@ Call *call_new(PtagsService *svc, GDBusMethodInvocation *invocation)
         Call *call = g_new0(Call, 1);
 
         call->svc = svc;
+        svc->calls_alive++;
         call->invocation = g_object_ref(invocation);
+        call->message = g_object_ref(g_dbus_method_invocation_get_message(invocation));
+        call->sender = g_dbus_method_invocation_get_sender(invocation);
         call->method = g_dbus_method_invocation_get_method_name(invocation);
+        call->target.pidfd = -1;
+        call->cancellable = g_cancellable_new();
+        return call;
+}
+
+Call *call_new_in_bus_thread(PtagsService *svc, GDBusMessage *message)
+{
+        Call *call = g_new0(Call, 1);
+
+        call->svc = svc;
+        svc->calls_alive++;
+        call->message = g_object_ref(message);
+        call->sender = g_dbus_message_get_sender(message);
+        call->method = g_dbus_message_get_member(message);
+        call->in_bus_thread = TRUE;
         call->target.pidfd = -1;
         call->cancellable = g_cancellable_new();
         return call;
@@ -32,12 +50,12 @@ void call_free(Call *call)
         target_lock_release(call);
         call_end_turn(call);
         if (call->watched && call->svc->leaving != NULL) {
-                GPtrArray *calls = g_hash_table_lookup(
-                        call->svc->leaving, g_dbus_method_invocation_get_sender(call->invocation));
+                GPtrArray *calls = g_hash_table_lookup(call->svc->leaving, call->sender);
                 if (calls != NULL)
                         g_ptr_array_remove_fast(calls, call);
         }
         g_clear_object(&call->invocation);
+        g_clear_object(&call->message);
         g_clear_object(&call->cancellable);
         g_free(call->pattern);
         g_free(call->peer_name);
@@ -51,29 +69,45 @@ void call_free(Call *call)
         ptags_set_free(call->current);
         ptags_plan_free(call->plan);
         ptags_process_info_clear(&call->checked_info);
+        call->svc->calls_alive--;
         g_free(call);
 }
 
 /* Count a reply of about @bytes (framing included) against the unread
  * budgets of the caller's connection, when anything is sent at all. */
+static gboolean call_wants_reply(Call *call)
+{
+        return (g_dbus_message_get_flags(call->message) & G_DBUS_MESSAGE_FLAGS_NO_REPLY_EXPECTED) ==
+               0;
+}
+
 static void call_count_reply(Call *call, gsize bytes)
 {
-        GDBusMessage *msg = g_dbus_method_invocation_get_message(call->invocation);
+        if (call->counts_replies && call_wants_reply(call))
+                ptags_clients_sent(call->svc->clients, call->sender,
+                                   bytes + PTAGS_WIRE_HEADER_OVERHEAD);
+}
 
-        if (!call->counts_replies ||
-            (g_dbus_message_get_flags(msg) & G_DBUS_MESSAGE_FLAGS_NO_REPLY_EXPECTED) != 0)
-                return;
-        ptags_clients_sent(call->svc->clients,
-                           g_dbus_method_invocation_get_sender(call->invocation),
-                           bytes + PTAGS_WIRE_HEADER_OVERHEAD);
+/* A call run in the bus thread has no invocation: its reply is sent as
+ * GDBus would send the invocation's. */
+static void call_send_reply(Call *call, GDBusMessage *reply)
+{
+        g_dbus_connection_send_message(call->svc->connection, reply, G_DBUS_SEND_MESSAGE_FLAGS_NONE,
+                                       NULL, NULL);
+        g_object_unref(reply);
 }
 
 void call_fail(Call *call, GError *error)
 {
-        g_debug("%s from %s failed: %s", call->method,
-                g_dbus_method_invocation_get_sender(call->invocation), error->message);
+        g_debug("%s from %s failed: %s", call->method, call->sender, error->message);
         call_count_reply(call, strlen(error->message));
-        g_dbus_method_invocation_return_gerror(call->invocation, error);
+        if (call->invocation != NULL) {
+                g_dbus_method_invocation_return_gerror(call->invocation, error);
+        } else if (call_wants_reply(call)) {
+                g_autofree char *name = g_dbus_error_encode_gerror(error);
+                call_send_reply(call, g_dbus_message_new_method_error_literal(call->message, name,
+                                                                              error->message));
+        }
         g_error_free(error);
         call_free(call);
 }
@@ -83,10 +117,28 @@ void call_return(Call *call, GVariant *value)
         if (value != NULL)
                 g_variant_ref_sink(value);
         call_count_reply(call, value != NULL ? g_variant_get_size(value) : 0);
-        g_dbus_method_invocation_return_value(call->invocation, value);
+        if (call->invocation != NULL) {
+                g_dbus_method_invocation_return_value(call->invocation, value);
+        } else if (call_wants_reply(call)) {
+                GDBusMessage *reply = g_dbus_message_new_method_reply(call->message);
+                g_dbus_message_set_body(reply, value);
+                call_send_reply(call, reply);
+        }
         if (value != NULL)
                 g_variant_unref(value);
         call_free(call);
+}
+
+gboolean call_may_wait(Call *call)
+{
+        if (!call->in_bus_thread)
+                return TRUE;
+        /* fast-changes.c admits only calls that never wait: reaching here is
+         * a bug, refused rather than continued outside the main loop. */
+        g_critical("%s from %s would wait in the bus thread", call->method, call->sender);
+        call_fail(call, g_error_new(PTAGS_ERROR, PTAGS_ERROR_FAILED,
+                                    "internal error: the call cannot wait here; try again"));
+        return FALSE;
 }
 
 gboolean call_read_current(Call *call, GError **error)
@@ -113,10 +165,8 @@ static void peer_known(Call *call, CallStep next)
         GError *error = NULL;
 
         if (call->target_is_caller && !call->caller->process_known) {
-                call_fail(call, ptags_peer_unknown_error(
-                                        call->caller,
-                                        g_dbus_method_invocation_get_sender(call->invocation),
-                                        "argument pid (0, the calling process)"));
+                call_fail(call, ptags_peer_unknown_error(call->caller, call->sender,
+                                                         "argument pid (0, the calling process)"));
                 return;
         }
         if (call->target_is_caller &&
@@ -143,17 +193,32 @@ static void peer_resolved(GObject *source, GAsyncResult *res, gpointer user_data
         peer_known(call, next);
 }
 
+/* A connection seen before whose process still runs (or was never proven)
+ * is known at once, without waiting for another dispatch. (transfer full) */
+static PtagsPeer *known_peer(PtagsService *svc, const char *bus_name)
+{
+        PtagsPeer *cached = ptags_peer_cache_get(svc->peers, bus_name);
+        if (cached != NULL && cached->process_known && !ptags_target_alive(&cached->target))
+                g_clear_pointer(&cached, ptags_peer_free);
+        return cached;
+}
+
+gboolean call_knows_peer(PtagsService *svc, const char *bus_name)
+{
+        g_autoptr(PtagsPeer) peer = known_peer(svc, bus_name);
+        return peer != NULL;
+}
+
 void call_lookup_peer(Call *call, const char *bus_name, CallStep next)
 {
-        /* A connection seen before whose process still runs (or was never
-         * proven) is known at once, without waiting for another dispatch. */
-        PtagsPeer *cached = ptags_peer_cache_get(call->svc->peers, bus_name);
-        if (cached != NULL && (!cached->process_known || ptags_target_alive(&cached->target))) {
+        PtagsPeer *cached = known_peer(call->svc, bus_name);
+        if (cached != NULL) {
                 call->caller = cached;
                 peer_known(call, next);
                 return;
         }
-        ptags_peer_free(cached);
+        if (!call_may_wait(call))
+                return;
 
         PeerWait *wait = g_new0(PeerWait, 1);
 
@@ -169,7 +234,7 @@ void call_pin_pid(Call *call, guint32 pid, CallStep next)
 
         if (pid == 0) {
                 call->target_is_caller = TRUE;
-                call_lookup_peer(call, g_dbus_method_invocation_get_sender(call->invocation), next);
+                call_lookup_peer(call, call->sender, next);
                 return;
         }
         if (!ptags_check_pid(pid, &error) ||
@@ -215,9 +280,7 @@ static void read_run(gpointer data)
         Call *call = data;
         GError *error = NULL;
 
-        if (!ptags_clients_check_unread(call->svc->clients,
-                                        g_dbus_method_invocation_get_sender(call->invocation),
-                                        call->read_uid, &error)) {
+        if (!ptags_clients_check_unread(call->svc->clients, call->sender, call->read_uid, &error)) {
                 call_fail(call, error);
                 return;
         }
@@ -230,6 +293,8 @@ static void queue_turn(Call *call, uid_t uid, PtagsClientRunFunc run)
         GError *error = NULL;
 
         call->read_uid = uid;
+        if (!call_may_wait(call))
+                return;
         if (!ptags_clients_queue_expensive(call->svc->clients, uid, run, turn_drop, call, &error)) {
                 call_fail(call, error);
                 return;
@@ -272,9 +337,7 @@ void call_end_turn(Call *call)
 void call_admit_read(Call *call, CallStepFn next)
 {
         call->read_next = next;
-        ptags_clients_get_uid(call->svc->clients,
-                              g_dbus_method_invocation_get_sender(call->invocation), read_uid_known,
-                              call);
+        ptags_clients_get_uid(call->svc->clients, call->sender, read_uid_known, call);
 }
 
 /* -------------------------------------------------- re-authorization lock
@@ -372,7 +435,7 @@ static void caller_left(GDBusConnection *connection, const char *sender, const c
 
 void call_cancel_if_caller_leaves(Call *call)
 {
-        const char *sender = g_dbus_method_invocation_get_sender(call->invocation);
+        const char *sender = call->sender;
         GPtrArray *calls;
 
         if (call->watched)

@@ -16,8 +16,14 @@ typedef void (*CallStepFn)(Call *call);
 /* One method call in flight; owned by whichever async step runs next. */
 struct _Call {
         PtagsService *svc;
-        GDBusMethodInvocation *invocation;
+        GDBusMethodInvocation *invocation; /* NULL for a call run in the bus thread */
+        GDBusMessage *message;             /* the method call */
+        const char *sender;
         const char *method;
+        /* Runs from its message to its reply in GDBus's worker thread,
+         * holding the main loop's lock, without ever waiting (fast-changes.c):
+         * every step that would wait refuses it instead. */
+        gboolean in_bus_thread;
         /* reads */
         char *pattern; /* without the leading '@' */
         gboolean kept_only;
@@ -54,13 +60,21 @@ struct _Call {
 typedef CallStepFn CallStep;
 
 Call *call_new(PtagsService *svc, GDBusMethodInvocation *invocation);
+/* A call answered in the bus thread, straight from its @message. */
+Call *call_new_in_bus_thread(PtagsService *svc, GDBusMessage *message);
 void call_free(Call *call);
 /* Reply with @error (transfer full) and free the call. */
 void call_fail(Call *call, GError *error);
 /* Reply with @value (floating) and free the call. */
 void call_return(Call *call, GVariant *value);
+/* TRUE unless @call runs in the bus thread, which must never wait for
+ * anything: then the call is failed (and a critical logged). Every step that
+ * waits asks first. */
+gboolean call_may_wait(Call *call);
 /* Read the pinned target's tags into call->current. */
 gboolean call_read_current(Call *call, GError **error);
+/* Whether call_lookup_peer() knows @bus_name without asking the bus. */
+gboolean call_knows_peer(PtagsService *svc, const char *bus_name);
 /* Look up @bus_name into call->caller (and the target when target_is_caller). */
 void call_lookup_peer(Call *call, const char *bus_name, CallStep next);
 /* Pin the target of a "u pid" method, resolving pid 0 through the caller. */

@@ -31,7 +31,14 @@
  * 10. Reply.
  *
  * Steps 6 to 10 run within one main-loop dispatch and the backend applies
- * synchronously, so no two changes interleave on one target. */
+ * synchronously, so no two changes interleave on one target.
+ *
+ * Root's changes need no polkit, so nothing in their life waits: when the
+ * caller is known and no other call is in flight, the whole life runs in
+ * GDBus's worker thread as the message arrives, holding the main loop's
+ * lock (bus-thread.c), which saves the two thread hops through the main
+ * loop. It is the same code; a step that would wait refuses such a call
+ * (call_may_wait), and bus-thread.c only admits calls that never reach one. */
 #define G_LOG_DOMAIN "ptagsd-manager"
 
 #include "authority.h"
@@ -116,7 +123,8 @@ static gboolean target_still_runs(Call *call)
 }
 
 /* Apply, log, signal and reply: steps 7 to 10 of a change whose plan still
- * holds. This runs within one main-loop dispatch and the backend applies
+ * holds. This runs within one main-loop dispatch (or holding the main loop's
+ * lock in the bus thread) and the backend applies
  * synchronously, so no two daemon calls can interleave on one target: a
  * later call's re-read sees this one's result and re-plans, while polkit
  * checks of every call run concurrently. */
@@ -231,7 +239,6 @@ static void authorized(GObject *source, GAsyncResult *res, gpointer user_data)
 static void change_authorize(Call *call)
 {
         GError *error = NULL;
-        const char *sender = g_dbus_method_invocation_get_sender(call->invocation);
 
         /* polkit always authorizes root: skip the round trip. The plan was
          * made in this very dispatch, so there is nothing to re-check. */
@@ -240,6 +247,8 @@ static void change_authorize(Call *call)
                         change_apply(call);
                 return;
         }
+        if (!call_may_wait(call))
+                return;
 
         /* What polkit is told about the target is kept, so the commit can
          * tell whether the target became another program meanwhile. */
@@ -287,11 +296,10 @@ static void change_authorize(Call *call)
 
         /* A caller that leaves the bus cancels its pending checks. */
         call_cancel_if_caller_leaves(call);
-        GDBusMessage *msg = g_dbus_method_invocation_get_message(call->invocation);
-        gboolean interactive = (g_dbus_message_get_flags(msg) &
+        gboolean interactive = (g_dbus_message_get_flags(call->message) &
                                 G_DBUS_MESSAGE_FLAGS_ALLOW_INTERACTIVE_AUTHORIZATION) != 0;
-        ptags_authority_check_all_async(call->svc->authority, sender, call->caller->uid, checks,
-                                        interactive, call->cancellable, authorized, call);
+        ptags_authority_check_all_async(call->svc->authority, call->sender, call->caller->uid,
+                                        checks, interactive, call->cancellable, authorized, call);
 }
 
 /* Runs in the caller's turn (see change_start). */
@@ -315,10 +323,15 @@ static void change_read_and_plan(Call *call)
 
 /* Runs once the caller is known and the target pinned. Reading and planning
  * parse whole tag lists, so they wait for the caller uid's turn like reads:
- * a flood of changes (even ones that change nothing) delays nobody else. */
+ * a flood of changes (even ones that change nothing) delays nobody else.
+ * A call in the bus thread was only let in when its uid (root) had nothing
+ * queued or running: this is its turn. */
 static void change_start(Call *call)
 {
-        call_take_turn(call, call->caller->uid, change_read_and_plan);
+        if (call->in_bus_thread)
+                change_read_and_plan(call);
+        else
+                call_take_turn(call, call->caller->uid, change_read_and_plan);
 }
 
 /* Pin a "u pid" target (0 = the caller), then learn who the caller is.
@@ -326,7 +339,6 @@ static void change_start(Call *call)
 static void change_begin(Call *call, guint32 pid)
 {
         GError *error = NULL;
-        const char *sender = g_dbus_method_invocation_get_sender(call->invocation);
 
         if (pid == 0) {
                 call->target_is_caller = TRUE;
@@ -334,7 +346,82 @@ static void change_begin(Call *call, guint32 pid)
                 call_fail(call, error);
                 return;
         }
-        call_lookup_peer(call, sender, change_start);
+        call_lookup_peer(call, call->sender, change_start);
+}
+
+/* AddTag, RemoveTag, SetValue and SetKeep: one line made of @line_prefix,
+ * the argument @arg named @arg_name, and "=@value" for SetValue. */
+static gboolean single_line_check(guint32 pid, const char *arg_name, const char *arg,
+                                  const char *value, GError **error)
+{
+        return ptags_check_pid(pid, error) && ptags_check_change_arg(arg_name, arg, value, error);
+}
+
+static void single_line_set(Call *call, const char *arg_name, const char *arg,
+                            const char *line_prefix, const char *value)
+{
+        call->arg_name = arg_name;
+        call->arg = g_strdup(arg);
+        call->value = g_strdup(value);
+        call->lines = g_new0(char *, 2);
+        call->lines[0] = value != NULL ? g_strconcat(line_prefix, arg, "=", value, NULL)
+                                       : g_strconcat(line_prefix, arg, NULL);
+}
+
+static gboolean single_line_args(Call *call, guint32 pid, const char *arg_name, const char *arg,
+                                 const char *line_prefix, const char *value, GError **error)
+{
+        if (!single_line_check(pid, arg_name, arg, value, error))
+                return FALSE;
+        single_line_set(call, arg_name, arg, line_prefix, value);
+        return TRUE;
+}
+
+/* Step 1 in the bus thread, for every change method but ApplyFd: check
+ * @params (of the signature the method declares) into @call and the
+ * target's pid, as the handlers below do with GDBus's unpacked arguments. */
+static gboolean change_args(Call *call, GVariant *params, guint32 *pid, GError **error)
+{
+        const char *method = call->method, *arg, *value;
+        gboolean keep;
+
+        if (strcmp(method, "AddTag") == 0) {
+                g_variant_get(params, "(u&sb)", pid, &arg, &keep);
+                return single_line_args(call, *pid, "tag", arg, keep ? "+@" : "+", NULL, error);
+        }
+        if (strcmp(method, "RemoveTag") == 0) {
+                g_variant_get(params, "(u&s)", pid, &arg);
+                return single_line_args(call, *pid, "pattern", arg, "-", NULL, error);
+        }
+        if (strcmp(method, "SetValue") == 0) {
+                g_variant_get(params, "(u&s&s)", pid, &arg, &value);
+                return single_line_args(call, *pid, "tag", arg, "!", value, error);
+        }
+        if (strcmp(method, "SetKeep") == 0) {
+                g_variant_get(params, "(u&sb)", pid, &arg, &keep);
+                return single_line_args(call, *pid, "pattern", arg, keep ? "+@" : "-@", NULL,
+                                        error);
+        }
+        g_assert(strcmp(method, "Apply") == 0);
+        g_autofree const char **lines = NULL;
+        g_variant_get(params, "(u^a&s)", pid, &lines);
+        if (!ptags_check_pid(*pid, error) || !ptags_lines_validate(lines, error))
+                return FALSE;
+        call->lines = g_strdupv((char **)lines);
+        return TRUE;
+}
+
+void ptags_manager_change_in_bus_thread(PtagsService *svc, GDBusMessage *message)
+{
+        Call *call = call_new_in_bus_thread(svc, message);
+        GError *error = NULL;
+        guint32 pid = 0;
+
+        if (!change_args(call, g_dbus_message_get_body(message), &pid, &error)) {
+                call_fail(call, error);
+                return;
+        }
+        change_begin(call, pid);
 }
 
 /* Refuse a call whose arguments failed their checks: FALSE and the
@@ -356,18 +443,11 @@ static void single_line_change(PtagsService *svc, GDBusMethodInvocation *inv, gu
 {
         GError *error = NULL;
 
-        if (!args_ok(inv, ptags_check_pid(pid, &error) &&
-                                          ptags_check_change_arg(arg_name, arg, value, &error)
-                                  ? NULL
-                                  : error))
+        ptags_bus_thread_arrived(svc->bus_thread, g_dbus_method_invocation_get_message(inv));
+        if (!args_ok(inv, single_line_check(pid, arg_name, arg, value, &error) ? NULL : error))
                 return;
         Call *call = call_new(svc, inv);
-        call->arg_name = arg_name;
-        call->arg = g_strdup(arg);
-        call->value = g_strdup(value);
-        call->lines = g_new0(char *, 2);
-        call->lines[0] = value != NULL ? g_strconcat(line_prefix, arg, "=", value, NULL)
-                                       : g_strconcat(line_prefix, arg, NULL);
+        single_line_set(call, arg_name, arg, line_prefix, value);
         change_begin(call, pid);
 }
 
@@ -404,6 +484,7 @@ static gboolean handle_apply(PtagsManager *object, GDBusMethodInvocation *inv, g
 {
         GError *error = NULL;
 
+        ptags_bus_thread_arrived(svc->bus_thread, g_dbus_method_invocation_get_message(inv));
         if (!args_ok(inv, ptags_check_pid(pid, &error) && ptags_lines_validate(lines, &error)
                                   ? NULL
                                   : error))
@@ -419,6 +500,7 @@ static gboolean handle_apply_fd(PtagsManager *object, GDBusMethodInvocation *inv
 {
         GError *error = NULL;
 
+        ptags_bus_thread_arrived(svc->bus_thread, g_dbus_method_invocation_get_message(inv));
         if (!args_ok(inv, ptags_lines_validate(lines, &error) ? NULL : error))
                 return TRUE;
         Call *call = call_new(svc, inv);
@@ -427,7 +509,7 @@ static gboolean handle_apply_fd(PtagsManager *object, GDBusMethodInvocation *inv
                 call_fail(call, error);
                 return TRUE;
         }
-        call_lookup_peer(call, g_dbus_method_invocation_get_sender(inv), change_start);
+        call_lookup_peer(call, call->sender, change_start);
         return TRUE;
 }
 

@@ -197,10 +197,8 @@ static void register_commit(Call *call)
         /* The descendant and self rules and the registrant's identity need
          * the caller's own process, proven to be the connection's. */
         if (!caller->process_known) {
-                register_fail(call,
-                              ptags_peer_unknown_error(
-                                      caller, g_dbus_method_invocation_get_sender(call->invocation),
-                                      "registering a container"));
+                register_fail(call, ptags_peer_unknown_error(caller, call->sender,
+                                                             "registering a container"));
                 return;
         }
 
@@ -348,12 +346,12 @@ static void authorize_one(Call *call, const char *action, PolkitDetails *details
 {
         g_autoptr(GPtrArray) checks =
                 g_ptr_array_new_with_free_func((GDestroyNotify)ptags_check_free);
-        GDBusMessage *msg = g_dbus_method_invocation_get_message(call->invocation);
+        GDBusMessage *msg = call->message;
         gboolean interactive =
                 allow_interaction && (g_dbus_message_get_flags(msg) &
                                       G_DBUS_MESSAGE_FLAGS_ALLOW_INTERACTIVE_AUTHORIZATION) != 0;
         const char *what = polkit_details_lookup(details, "contid");
-        const char *sender = g_dbus_method_invocation_get_sender(call->invocation);
+        const char *sender = call->sender;
 
         /* A caller that leaves the bus cancels its pending checks. */
         call_cancel_if_caller_leaves(call);

@@ -372,7 +372,7 @@ PtagsService *ptags_service_new(GDBusConnection *connection, PtagsBackend *backe
                 ptags_service_free(svc);
                 return NULL;
         }
-        svc->fast_reads = ptags_fast_reads_new(svc);
+        svc->bus_thread = ptags_bus_thread_new(svc);
         return svc;
 }
 
@@ -380,7 +380,7 @@ void ptags_service_free(PtagsService *svc)
 {
         if (svc == NULL)
                 return;
-        ptags_fast_reads_free(svc->fast_reads);
+        ptags_bus_thread_free(svc->bus_thread);
         if (g_dbus_interface_skeleton_get_connection(G_DBUS_INTERFACE_SKELETON(svc->skeleton)))
                 g_dbus_interface_skeleton_unexport(G_DBUS_INTERFACE_SKELETON(svc->skeleton));
         g_clear_object(&svc->skeleton);

@@ -8,7 +8,7 @@
 #include "backend.h"
 #include "budgets.h"
 #include "clients.h"
-#include "fast-reads.h"
+#include "bus-thread.h"
 #include "manager.h"
 #include "peer-cache.h"
 #include "ptags-manager-generated.h"
@@ -27,5 +27,6 @@ struct _PtagsService {
         PtagsByteCache *byte_cache; /* for the per-uid budgets */
         GHashTable *leaving;        /* unique name -> its calls waiting for polkit (call.c) */
         guint leaving_watch;
-        PtagsFastReads *fast_reads; /* NULL when every read runs on the main loop */
+        PtagsBusThread *bus_thread; /* what GDBus's worker thread answers */
+        guint calls_alive;          /* Call objects not yet freed (call.c) */
 };

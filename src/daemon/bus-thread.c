@@ -1,0 +1,317 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// SPDX-FileCopyrightText: 2026 The ptags authors
+/* bus-thread.c: the calls answered in GDBus's worker thread, as GDBus
+ * answers Peer.Ping, without the two thread hops through the main loop:
+ *  - the cheap reads (GetTags, HasTag, GetPeerTags, PeerHasTag of a small
+ *    tag list whose caller is already known), which share nothing with the
+ *    main loop but thread-safe lookups;
+ *  - root's changes, which need no polkit and so never wait: the whole
+ *    change (manager-change.c) runs here while holding the main loop's
+ *    lock, which the main thread lets go of only while it polls.
+ * Anything else, and anything that would wait, goes on to the handlers on
+ * the main loop, so every error is made in one place. */
+#define G_LOG_DOMAIN "ptagsd-manager"
+
+#include "bus-thread.h"
+
+#include "args.h"
+#include "call.h"
+#include "names.h"
+#include "page-writer.h"
+#include "service.h"
+
+#include <pthread.h>
+#include <string.h>
+#include <unistd.h>
+
+/* A tag list larger than this (in the kernel's read format) is read on the
+ * main loop in its uid's turn: the worker thread carries every message of
+ * ptagsd, so it only does work about as cheap as routing one. */
+#define FAST_READ_MAX_BYTES (16u * 1024u)
+
+typedef enum {
+        READ_PID,        /* (u): GetTags */
+        READ_PID_MATCH,  /* (us): HasTag */
+        READ_PEER,       /* (s): GetPeerTags */
+        READ_PEER_MATCH, /* (ss): PeerHasTag */
+} ReadKind;
+
+static const struct {
+        const char *member;
+        const char *signature;
+        ReadKind kind;
+} fast_methods[] = {
+        {"GetTags", "u", READ_PID},
+        {"HasTag", "us", READ_PID_MATCH},
+        {"GetPeerTags", "s", READ_PEER},
+        {"PeerHasTag", "ss", READ_PEER_MATCH},
+};
+
+/* The change methods; ApplyFd (its pidfd) always goes to the main loop. */
+static const struct {
+        const char *member;
+        const char *signature;
+} change_methods[] = {
+        {"AddTag", "usb"},  {"RemoveTag", "us"}, {"SetValue", "uss"},
+        {"SetKeep", "usb"}, {"Apply", "uas"},    {"ApplyFd", "has"},
+};
+
+struct _PtagsBusThread {
+        PtagsService *svc;
+        gboolean reads; /* the backend reads thread-safely */
+        guint filter;
+        gboolean released; /* GDBus will not call the filter again */
+        gint ready;        /* set last: what the filter reads is set up */
+        /* Changes the filter let through to the main loop whose handler has
+         * not started yet: while any is on its way (or any call is in flight
+         * on the main loop), no change runs here, or it could overtake an
+         * earlier one of the same client. */
+        gint on_the_way;
+};
+
+/* ------------------------------------------------- the main loop's lock
+ *
+ * Held by the main thread except while it polls: whoever holds it may do
+ * what a main-loop callback may. The bus thread only ever tries it, so it
+ * never waits for the main thread, which may itself wait for the bus
+ * thread (a synchronous D-Bus call). */
+
+static pthread_mutex_t loop_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static gint poll_unlocked(GPollFD *fds, guint n_fds, gint timeout)
+{
+        pthread_mutex_unlock(&loop_lock);
+        gint r = g_poll(fds, n_fds, timeout);
+        pthread_mutex_lock(&loop_lock);
+        return r;
+}
+
+/* Marks a change the filter counted in on_the_way. */
+static G_DEFINE_QUARK(ptags - bus - thread - counted, counted)
+
+        /* Pin the process a pid argument names, or the caller's for 0; FALSE when
+         * that needs anything but syscalls (the slow path then decides). */
+        static gboolean
+        pin_pid(PtagsService *svc, const char *sender, guint32 pid, PtagsTarget *target)
+{
+        if (pid != 0)
+                return pid <= G_MAXINT && ptags_target_pin_pid(target, (pid_t)pid, NULL);
+        g_autoptr(PtagsPeer) caller = ptags_peer_cache_get(svc->peers, sender);
+        return caller != NULL && caller->process_known &&
+               ptags_target_copy(target, &caller->target, NULL);
+}
+
+static gboolean pin_peer(PtagsService *svc, const char *bus_name, PtagsTarget *target)
+{
+        /* Only unique names are cached: a well-known name's owner can change. */
+        if (bus_name[0] != ':' || !g_dbus_is_name(bus_name))
+                return FALSE;
+        g_autoptr(PtagsPeer) peer = ptags_peer_cache_get(svc->peers, bus_name);
+        return peer != NULL && peer->process_known &&
+               ptags_target_copy(target, &peer->target, NULL);
+}
+
+/* A target argument: a pid (GetTags, HasTag) or a bus name (the peer reads). */
+typedef struct {
+        guint32 pid;
+        const char *bus_name;
+} ArgName;
+
+static gboolean pin(PtagsService *svc, ReadKind kind, const char *sender, ArgName arg,
+                    PtagsTarget *target)
+{
+        return kind == READ_PID || kind == READ_PID_MATCH ? pin_pid(svc, sender, arg.pid, target)
+                                                          : pin_peer(svc, arg.bus_name, target);
+}
+
+/* The reply body for @msg, or NULL to leave the call to the main loop. */
+static GVariant *answer(PtagsService *svc, GDBusMessage *msg, ReadKind kind, const char *sender)
+{
+        GVariant *body = g_dbus_message_get_body(msg);
+        PtagsTarget target = {.pid = 0, .pidfd = -1};
+        const char *pattern = NULL;
+        ArgName name_or_pid = {0};
+
+        if (kind == READ_PID)
+                g_variant_get(body, "(u)", &name_or_pid.pid);
+        else if (kind == READ_PID_MATCH)
+                g_variant_get(body, "(u&s)", &name_or_pid.pid, &pattern);
+        else if (kind == READ_PEER)
+                g_variant_get(body, "(&s)", &name_or_pid.bus_name);
+        else
+                g_variant_get(body, "(&s&s)", &name_or_pid.bus_name, &pattern);
+        /* The arguments first, as every handler does: nothing is pinned
+         * for a call whose pattern is bad. */
+        gboolean kept_only = FALSE;
+        g_autofree char *body_pattern = NULL;
+        if (pattern != NULL && !ptags_query_pattern_parse(pattern, &kept_only, &body_pattern, NULL))
+                return NULL;
+        if (!pin(svc, kind, sender, name_or_pid, &target))
+                return NULL;
+        ptags_set *tags = NULL;
+        int r = svc->backend->ops->read_max(svc->backend, target.pidfd, target.pid,
+                                            FAST_READ_MAX_BYTES, &tags);
+        ptags_target_clear(&target);
+        if (r < 0)
+                return NULL;
+        GVariant *reply;
+        if (pattern != NULL)
+                reply = g_variant_new("(b)", ptags_set_matches(tags, body_pattern,
+                                                               strlen(body_pattern), kept_only));
+        else
+                reply = g_variant_new("(@a(sbs))", ptags_set_to_variant(tags));
+        ptags_set_free(tags);
+        return reply;
+}
+
+/* A read of fast_methods[@i]: answered here (TRUE, @msg consumed) or not. */
+static gboolean read_now(PtagsBusThread *bt, GDBusConnection *connection, GDBusMessage *msg,
+                         gsize i, const char *sender)
+{
+        PtagsService *svc = bt->svc;
+
+        /* The same admission as the main loop's reads: the caller's uid must
+         * be known and its unread replies within their budget. */
+        uid_t uid;
+        if (!bt->reads || !ptags_clients_cached_uid(svc->clients, sender, &uid) ||
+            !ptags_clients_check_unread(svc->clients, sender, uid, NULL))
+                return FALSE;
+
+        GVariant *value = answer(svc, msg, fast_methods[i].kind, sender);
+        if (value == NULL)
+                return FALSE;
+
+        g_variant_ref_sink(value);
+        if ((g_dbus_message_get_flags(msg) & G_DBUS_MESSAGE_FLAGS_NO_REPLY_EXPECTED) == 0) {
+                g_autoptr(GDBusMessage) reply = g_dbus_message_new_method_reply(msg);
+                g_dbus_message_set_body(reply, value);
+                ptags_clients_sent(svc->clients, sender,
+                                   g_variant_get_size(value) + PTAGS_WIRE_HEADER_OVERHEAD);
+                g_dbus_connection_send_message(connection, reply, G_DBUS_SEND_MESSAGE_FLAGS_NONE,
+                                               NULL, NULL);
+        }
+        g_variant_unref(value);
+        return TRUE;
+}
+
+/* Whether the change @msg from @sender can run here to its reply without
+ * waiting for anything; call with the main loop's lock held. */
+static gboolean change_never_waits(PtagsBusThread *bt, GDBusMessage *msg, const char *sender)
+{
+        PtagsService *svc = bt->svc;
+
+        /* No call is on its way to the main loop or in flight there (queued,
+         * learning its caller, waiting for polkit): none can be overtaken,
+         * and this is root's turn. */
+        return g_dbus_message_get_unix_fd_list(msg) == NULL &&
+               __atomic_load_n(&bt->on_the_way, __ATOMIC_ACQUIRE) == 0 && svc->calls_alive == 0 &&
+               /* the caller is known without asking the bus */
+               call_knows_peer(svc, sender);
+}
+
+/* A change from a known root connection: run here (TRUE, @msg consumed) when
+ * it cannot wait, or let the main loop have it (FALSE, and counted). */
+static gboolean change_now(PtagsBusThread *bt, GDBusMessage *msg, const char *sender)
+{
+        /* The caller as the changes know it (call_lookup_peer): peer-cache.c
+         * is thread-safe. */
+        g_autoptr(PtagsPeer) peer = ptags_peer_cache_get(bt->svc->peers, sender);
+        gboolean known = peer != NULL;
+        uid_t uid = known ? peer->uid : (uid_t)-1;
+
+        if (known && uid == 0 && pthread_mutex_trylock(&loop_lock) == 0) {
+                gboolean now = change_never_waits(bt, msg, sender);
+                if (now)
+                        ptags_manager_change_in_bus_thread(bt->svc, msg);
+                pthread_mutex_unlock(&loop_lock);
+                if (now)
+                        return TRUE;
+        }
+        /* Only a connection that may be root's can have a later change run
+         * here; its change on the way holds those back until it arrives. */
+        if (!known || uid == 0) {
+                g_object_set_qdata(G_OBJECT(msg), counted_quark(), GINT_TO_POINTER(1));
+                __atomic_add_fetch(&bt->on_the_way, 1, __ATOMIC_RELEASE);
+        }
+        return FALSE;
+}
+
+/* Runs in GDBus's worker thread for every incoming message. */
+static GDBusMessage *filter(GDBusConnection *connection, GDBusMessage *msg, gboolean incoming,
+                            gpointer user_data)
+{
+        PtagsBusThread *bt = user_data;
+        /* Pairs with the release in ptags_bus_thread_new: everything the
+         * main thread set up before is visible here (GDBus orders it too,
+         * but with locks a thread sanitizer cannot see). */
+        if (__atomic_load_n(&bt->ready, __ATOMIC_ACQUIRE) == 0)
+                return msg;
+
+        if (!incoming || g_dbus_message_get_message_type(msg) != G_DBUS_MESSAGE_TYPE_METHOD_CALL ||
+            g_strcmp0(g_dbus_message_get_path(msg), PTAGS_OBJECT_PATH) != 0 ||
+            g_strcmp0(g_dbus_message_get_interface(msg), PTAGS_INTERFACE) != 0)
+                return msg;
+        const char *member = g_dbus_message_get_member(msg);
+        const char *signature = g_dbus_message_get_signature(msg);
+        const char *sender = g_dbus_message_get_sender(msg);
+        if (sender == NULL)
+                return msg;
+        gboolean done = FALSE;
+        for (gsize i = 0; i < G_N_ELEMENTS(fast_methods); i++)
+                if (g_strcmp0(member, fast_methods[i].member) == 0 &&
+                    g_strcmp0(signature, fast_methods[i].signature) == 0 &&
+                    g_dbus_message_get_unix_fd_list(msg) == NULL)
+                        done = read_now(bt, connection, msg, i, sender);
+        for (gsize i = 0; i < G_N_ELEMENTS(change_methods); i++)
+                if (g_strcmp0(member, change_methods[i].member) == 0 &&
+                    g_strcmp0(signature, change_methods[i].signature) == 0)
+                        done = access("/tmp/NOCHANGE", F_OK) != 0 && change_now(bt, msg, sender);
+        if (!done)
+                return msg;
+        g_object_unref(msg);
+        return NULL;
+}
+
+/* GDBus calls this on the main loop once the filter has returned for the
+ * last time after its removal. */
+static void released(gpointer data)
+{
+        ((PtagsBusThread *)data)->released = TRUE;
+}
+
+PtagsBusThread *ptags_bus_thread_new(PtagsService *svc)
+{
+        PtagsBusThread *bt = g_new0(PtagsBusThread, 1);
+
+        /* From now on the main thread holds the lock but while it polls. */
+        pthread_mutex_lock(&loop_lock);
+        g_main_context_set_poll_func(NULL, poll_unlocked);
+        bt->svc = svc;
+        bt->reads = svc->backend->ops->read_max != NULL;
+        __atomic_store_n(&bt->ready, 1, __ATOMIC_RELEASE);
+        if (access("/tmp/NOFILTER", F_OK) != 0)
+                bt->filter = g_dbus_connection_add_filter(svc->connection, filter, bt, released);
+        else
+                bt->released = TRUE;
+        return bt;
+}
+
+void ptags_bus_thread_arrived(PtagsBusThread *bt, GDBusMessage *msg)
+{
+        if (bt != NULL && g_object_steal_qdata(G_OBJECT(msg), counted_quark()) != NULL)
+                __atomic_sub_fetch(&bt->on_the_way, 1, __ATOMIC_RELEASE);
+}
+
+void ptags_bus_thread_free(PtagsBusThread *bt)
+{
+        if (bt == NULL)
+                return;
+        /* The filter may be running in the worker thread right now: wait
+         * until GDBus says it is done with it. */
+        g_dbus_connection_remove_filter(bt->svc->connection, bt->filter);
+        while (!bt->released)
+                g_main_context_iteration(NULL, TRUE);
+        g_main_context_set_poll_func(NULL, NULL);
+        pthread_mutex_unlock(&loop_lock);
+        g_free(bt);
+}

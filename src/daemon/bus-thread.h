@@ -1,0 +1,22 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// SPDX-FileCopyrightText: 2026 The ptags authors
+/* bus-thread.h: the calls answered in GDBus's worker thread, before the
+ * main loop sees them: cheap reads, and root's changes (bus-thread.c). */
+#pragma once
+
+#include "manager.h"
+
+typedef struct _PtagsBusThread PtagsBusThread;
+
+/* Start answering calls to @svc's object in the bus thread: reads when the
+ * backend reads thread-safely, and root's changes. From now on the calling
+ * thread, the one running the default main context, holds the main loop's
+ * lock except while it polls. (transfer full) */
+PtagsBusThread *ptags_bus_thread_new(PtagsService *svc);
+/* Stop, waiting (on the main loop) until the bus thread is done with it,
+ * and let go of the main loop's lock. */
+void ptags_bus_thread_free(PtagsBusThread *bt);
+/* The handler of a change method has started on the main loop for @msg: a
+ * change the bus thread let through no longer holds back others. Main
+ * thread; @bt may be NULL. */
+void ptags_bus_thread_arrived(PtagsBusThread *bt, GDBusMessage *msg);

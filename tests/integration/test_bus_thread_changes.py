@@ -18,7 +18,15 @@ from ptags_harness import HeldThread, PtagsTestCase, wait_until
 ADD = "org.ptags.tag.add"
 
 
+# Under ASan freed memory waits in a quarantine (256 MiB by default), which
+# would look like growth: keep it small, and allow what it still holds.
+RSS_LEAK_LIMIT_KIB = (16 if "asan" in os.environ.get("PTAGSD", "") else 2) * 1024
+
+
 class BusThreadChangeTests(PtagsTestCase):
+    world_options = {"daemon_env": {"ASAN_OPTIONS": (os.environ.get("ASAN_OPTIONS", "")
+                                                     + ":quarantine_size_mb=16").lstrip(":")}}
+
     def root_client(self):
         """A root connection ptagsd already knows (its first change runs on
         the main loop, where ptagsd learns who it is)."""
@@ -194,7 +202,8 @@ class BusThreadChangeTests(PtagsTestCase):
                 self.assertIn("InvalidTag", errors[3])
             rss.append(rss_kib())
         print("ptagsd RSS after 10000 and 20000 changes: %d, %d KiB" % tuple(rss))
-        self.assertLess(rss[1] - rss[0], 2048, "ptagsd grew by %d KiB" % (rss[1] - rss[0]))
+        self.assertLess(rss[1] - rss[0], RSS_LEAK_LIMIT_KIB,
+                        "ptagsd grew by %d KiB" % (rss[1] - rss[0]))
 
 
 if __name__ == "__main__":

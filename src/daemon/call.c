@@ -177,20 +177,35 @@ static void peer_known(Call *call, CallStep next)
         next(call);
 }
 
+/* One lookup of a bus name, and the calls waiting for it in arrival order. */
+typedef struct {
+        PtagsService *svc;
+        char *name;
+} Lookup;
+
 static void peer_resolved(GObject *source, GAsyncResult *res, gpointer user_data)
 {
-        PeerWait *wait = user_data;
-        Call *call = wait->call;
-        CallStep next = wait->next;
+        Lookup *lookup = user_data;
         GError *error = NULL;
+        g_autoptr(PtagsPeer) peer = ptags_peer_cache_lookup_finish(res, &error);
+        gpointer key = NULL, waiting = NULL;
 
-        g_free(wait);
-        call->caller = ptags_peer_cache_lookup_finish(res, &error);
-        if (call->caller == NULL) {
-                call_fail(call, error);
-                return;
+        g_hash_table_steal_extended(lookup->svc->looking_up, lookup->name, &key, &waiting);
+        g_free(key);
+        g_free(lookup->name);
+        g_free(lookup);
+        /* In the order they came: each continues as far as it can now (a
+         * change up to its uid's queue), so none overtakes an earlier one. */
+        for (PeerWait *wait; (wait = g_queue_pop_head(waiting)) != NULL; g_free(wait)) {
+                if (peer == NULL) {
+                        call_fail(wait->call, g_error_copy(error));
+                        continue;
+                }
+                wait->call->caller = ptags_peer_ref(peer);
+                peer_known(wait->call, wait->next);
         }
-        peer_known(call, next);
+        g_queue_free(waiting);
+        g_clear_error(&error);
 }
 
 /* A connection seen before whose process still runs (or was never proven)
@@ -211,7 +226,13 @@ gboolean call_knows_peer(PtagsService *svc, const char *bus_name)
 
 void call_lookup_peer(Call *call, const char *bus_name, CallStep next)
 {
-        PtagsPeer *cached = known_peer(call->svc, bus_name);
+        PtagsService *svc = call->svc;
+
+        /* While a lookup of @bus_name runs, later calls wait behind it even
+         * when its answer is already cached: a client's pipelined calls
+         * keep their order. */
+        GQueue *waiting = svc->looking_up ? g_hash_table_lookup(svc->looking_up, bus_name) : NULL;
+        PtagsPeer *cached = waiting == NULL ? known_peer(svc, bus_name) : NULL;
         if (cached != NULL) {
                 call->caller = cached;
                 peer_known(call, next);
@@ -221,11 +242,22 @@ void call_lookup_peer(Call *call, const char *bus_name, CallStep next)
                 return;
 
         PeerWait *wait = g_new0(PeerWait, 1);
-
         wait->call = call;
         wait->next = next;
-        ptags_peer_cache_lookup_async(call->svc->peers, bus_name, call->cancellable, peer_resolved,
-                                      wait);
+        if (waiting != NULL) {
+                g_queue_push_tail(waiting, wait);
+                return;
+        }
+        if (svc->looking_up == NULL)
+                svc->looking_up = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+        waiting = g_queue_new();
+        g_queue_push_tail(waiting, wait);
+        g_hash_table_insert(svc->looking_up, g_strdup(bus_name), waiting);
+        /* Shared by every waiting call, so no one call's cancellable. */
+        Lookup *lookup = g_new0(Lookup, 1);
+        lookup->svc = svc;
+        lookup->name = g_strdup(bus_name);
+        ptags_peer_cache_lookup_async(svc->peers, bus_name, NULL, peer_resolved, lookup);
 }
 
 void call_pin_pid(Call *call, guint32 pid, CallStep next)

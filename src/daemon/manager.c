@@ -388,6 +388,8 @@ void ptags_service_free(PtagsService *svc)
         ptags_clients_free(svc->clients);
         ptags_byte_cache_free(svc->byte_cache);
         g_hash_table_unref(svc->reauthorizing);
+        /* Calls still waiting for a lookup are left unanswered, as ptagsd stops. */
+        g_clear_pointer(&svc->looking_up, g_hash_table_unref);
         call_watch_stop(svc);
         ptags_peer_cache_free(svc->peers);
         g_clear_object(&svc->connection);

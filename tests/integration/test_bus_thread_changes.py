@@ -150,6 +150,23 @@ class BusThreadChangeTests(PtagsTestCase):
         self.assertEqual([e[1] for e in events], [["!app:v=fd"]] + [["!app:v=" + v] for v in values])
         conn.close_sync(None)
 
+    def test_a_new_connections_pipelined_changes_keep_their_order(self):
+        """A root client's first changes wait on the main loop while ptagsd
+        learns who it is; those sent meanwhile, answered from the cache or
+        in the bus thread once it knows, still apply in the order sent."""
+        w = self.world
+        target = w.spawn_target(unprivileged=True)
+        for round_ in range(20):
+            calls = []
+            for i in range(10):  # 30 calls: within root's MaxExpensiveCalls
+                tag = "app:r%d.%d" % (round_, i)
+                calls += [("AddTag", "usb", [target, tag, False]),
+                          ("SetValue", "uss", [target, tag, "v"]),
+                          ("RemoveTag", "us", [target, tag])]
+            with self.subTest(round=round_):
+                self.assertEqual(self.pipeline(calls), [None] * len(calls))
+        self.assertEqual(w.get_tags(target), [])
+
     def test_a_root_change_never_overtakes_a_call_in_flight(self):
         """While a change waits for polkit on the main loop, root's changes
         go to the main loop too (so not while it is held), and still

@@ -13,8 +13,10 @@
 # or freed on the other, under GLib's futex locks) are reported although
 # they are ordered. Those reports show no ptagsd frame on the worker side,
 # or are a GLib object freed on one thread after ptagsd's code read it on
-# the other (GLib's atomic reference counts order that); they are counted,
-# and only the others are failures.
+# the other (GLib's atomic reference counts order that), or memory GLib
+# allocated and filled on the main thread that ptagsd's code read on the
+# worker after GDBus handed it over (a message being sent); they are
+# counted, and only the others are failures.
 
 import re
 import sys
@@ -56,6 +58,16 @@ def glib_free(frames):
         re.match(r"g_\w*_unref$|g_\w*_free\w*$", fn) for fn in names[1:])
 
 
+def glib_alloc(who, frames):
+    """The main thread's side is the allocation itself, by GLib: memory only
+    GLib (not instrumented) then filled, such as a message GDBus built on the
+    main thread and handed to its worker thread, where ptagsd's filters read
+    it. A field ptagsd's own code wrote would show that write instead."""
+    names = [fn for fn, _ in frames[:3]]
+    return who == "main thread" and bool(names) and names[0] in ("malloc", "calloc", "realloc") \
+        and any(re.match(r"g_(malloc|realloc|try_malloc)\w*$", fn) for fn in names[1:])
+
+
 def ours(frames):
     return [fn for fn, where in frames if "src/daemon/" in where or "src/bpf/" in where
             or "src/model/" in where]
@@ -74,7 +86,8 @@ def main(paths):
             kind = block.strip().splitlines()[0]
             secs = sections(block)
             off_main = [(who, ours(fr)) for who, fr in secs if who != "main thread"]
-            handoff = "data race" in kind and any(glib_free(fr) for _, fr in secs)
+            handoff = "data race" in kind and any(glib_free(fr) or glib_alloc(who, fr)
+                                                  for who, fr in secs)
             if handoff:
                 glib_only += 1
             elif any(fns for _, fns in off_main) or ("data race" not in kind and ours(

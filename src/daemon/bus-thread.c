@@ -22,7 +22,6 @@
 
 #include <pthread.h>
 #include <string.h>
-#include <unistd.h>
 
 /* A tag list larger than this (in the kernel's read format) is read on the
  * main loop in its uid's turn: the worker thread carries every message of
@@ -87,12 +86,14 @@ static gint poll_unlocked(GPollFD *fds, guint n_fds, gint timeout)
 }
 
 /* Marks a change the filter counted in on_the_way. */
-static G_DEFINE_QUARK(ptags - bus - thread - counted, counted)
+static GQuark counted_quark(void)
+{
+        return g_quark_from_static_string("ptags-bus-thread-counted");
+}
 
-        /* Pin the process a pid argument names, or the caller's for 0; FALSE when
-         * that needs anything but syscalls (the slow path then decides). */
-        static gboolean
-        pin_pid(PtagsService *svc, const char *sender, guint32 pid, PtagsTarget *target)
+/* Pin the process a pid argument names, or the caller's for 0; FALSE when
+ * that needs anything but syscalls (the slow path then decides). */
+static gboolean pin_pid(PtagsService *svc, const char *sender, guint32 pid, PtagsTarget *target)
 {
         if (pid != 0)
                 return pid <= G_MAXINT && ptags_target_pin_pid(target, (pid_t)pid, NULL);
@@ -265,7 +266,7 @@ static GDBusMessage *filter(GDBusConnection *connection, GDBusMessage *msg, gboo
         for (gsize i = 0; i < G_N_ELEMENTS(change_methods); i++)
                 if (g_strcmp0(member, change_methods[i].member) == 0 &&
                     g_strcmp0(signature, change_methods[i].signature) == 0)
-                        done = access("/tmp/NOCHANGE", F_OK) != 0 && change_now(bt, msg, sender);
+                        done = change_now(bt, msg, sender);
         if (!done)
                 return msg;
         g_object_unref(msg);
@@ -289,10 +290,7 @@ PtagsBusThread *ptags_bus_thread_new(PtagsService *svc)
         bt->svc = svc;
         bt->reads = svc->backend->ops->read_max != NULL;
         __atomic_store_n(&bt->ready, 1, __ATOMIC_RELEASE);
-        if (access("/tmp/NOFILTER", F_OK) != 0)
-                bt->filter = g_dbus_connection_add_filter(svc->connection, filter, bt, released);
-        else
-                bt->released = TRUE;
+        bt->filter = g_dbus_connection_add_filter(svc->connection, filter, bt, released);
         return bt;
 }
 

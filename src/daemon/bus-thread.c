@@ -61,12 +61,54 @@ struct _PtagsBusThread {
         guint filter;
         gboolean released; /* GDBus will not call the filter again */
         gint ready;        /* set last: what the filter reads is set up */
-        /* Changes the filter let through to the main loop whose handler has
-         * not started yet: while any is on its way (or any call is in flight
-         * on the main loop), no change runs here, or it could overtake an
-         * earlier one of the same client. */
-        gint on_the_way;
 };
+
+/* ------------------------------------------- calls passed to the main loop
+ *
+ * Every method call the filter lets through is counted under its sender
+ * until its message is freed, which is after its reply at the earliest (a
+ * call in flight holds its message). While a connection has any counted,
+ * none of its changes runs here, or it could overtake an earlier call of
+ * the same connection; other connections' calls never hold it back, as a
+ * bus does not order calls of different connections either. Static, as
+ * messages may outlive the bus thread's own state. */
+
+static pthread_mutex_t passed_lock = PTHREAD_MUTEX_INITIALIZER;
+static GHashTable *passed; /* sender (owned) -> count */
+static GQuark passed_quark;
+
+static void passed_done(gpointer data)
+{
+        char *sender = data;
+
+        pthread_mutex_lock(&passed_lock);
+        guint n = GPOINTER_TO_UINT(g_hash_table_lookup(passed, sender));
+        if (n <= 1)
+                g_hash_table_remove(passed, sender);
+        else
+                g_hash_table_insert(passed, g_strdup(sender), GUINT_TO_POINTER(n - 1));
+        pthread_mutex_unlock(&passed_lock);
+        g_free(sender);
+}
+
+/* Called for a method call the filter lets through. */
+static void pass(GDBusMessage *msg, const char *sender)
+{
+        pthread_mutex_lock(&passed_lock);
+        guint n = GPOINTER_TO_UINT(g_hash_table_lookup(passed, sender));
+        g_hash_table_insert(passed, g_strdup(sender), GUINT_TO_POINTER(n + 1));
+        pthread_mutex_unlock(&passed_lock);
+        g_object_set_qdata_full(G_OBJECT(msg), passed_quark, g_strdup(sender), passed_done);
+}
+
+/* Whether a call of @sender's is on its way to, or in flight on, the main loop. */
+static gboolean has_passed(const char *sender)
+{
+        pthread_mutex_lock(&passed_lock);
+        gboolean any = g_hash_table_contains(passed, sender);
+        pthread_mutex_unlock(&passed_lock);
+        return any;
+}
 
 /* ------------------------------------------------- the main loop's lock
  *
@@ -83,12 +125,6 @@ static gint poll_unlocked(GPollFD *fds, guint n_fds, gint timeout)
         gint r = g_poll(fds, n_fds, timeout);
         pthread_mutex_lock(&loop_lock);
         return r;
-}
-
-/* Marks a change the filter counted in on_the_way. */
-static GQuark counted_quark(void)
-{
-        return g_quark_from_static_string("ptags-bus-thread-counted");
 }
 
 /* Pin the process a pid argument names, or the caller's for 0; FALSE when
@@ -199,42 +235,30 @@ static gboolean read_now(PtagsBusThread *bt, GDBusConnection *connection, GDBusM
  * waiting for anything; call with the main loop's lock held. */
 static gboolean change_never_waits(PtagsBusThread *bt, GDBusMessage *msg, const char *sender)
 {
-        PtagsService *svc = bt->svc;
-
-        /* No call is on its way to the main loop or in flight there (queued,
-         * learning its caller, waiting for polkit): none can be overtaken,
-         * and this is root's turn. */
-        return g_dbus_message_get_unix_fd_list(msg) == NULL &&
-               __atomic_load_n(&bt->on_the_way, __ATOMIC_ACQUIRE) == 0 && svc->calls_alive == 0 &&
+        /* No earlier call of this connection is on its way to the main loop
+         * or in flight there (queued, learning its caller): none of its own
+         * can be overtaken. Root takes no turn in its uid's queue here: the
+         * bus thread runs one change at a time, in full. */
+        return g_dbus_message_get_unix_fd_list(msg) == NULL && !has_passed(sender) &&
                /* the caller is known without asking the bus */
-               call_knows_peer(svc, sender);
+               call_knows_peer(bt->svc, sender);
 }
 
 /* A change from a known root connection: run here (TRUE, @msg consumed) when
- * it cannot wait, or let the main loop have it (FALSE, and counted). */
+ * it cannot wait, or let the main loop have it (FALSE). */
 static gboolean change_now(PtagsBusThread *bt, GDBusMessage *msg, const char *sender)
 {
         /* The caller as the changes know it (call_lookup_peer): peer-cache.c
          * is thread-safe. */
         g_autoptr(PtagsPeer) peer = ptags_peer_cache_get(bt->svc->peers, sender);
-        gboolean known = peer != NULL;
-        uid_t uid = known ? peer->uid : (uid_t)-1;
 
-        if (known && uid == 0 && pthread_mutex_trylock(&loop_lock) == 0) {
-                gboolean now = change_never_waits(bt, msg, sender);
-                if (now)
-                        ptags_manager_change_in_bus_thread(bt->svc, msg);
-                pthread_mutex_unlock(&loop_lock);
-                if (now)
-                        return TRUE;
-        }
-        /* Only a connection that may be root's can have a later change run
-         * here; its change on the way holds those back until it arrives. */
-        if (!known || uid == 0) {
-                g_object_set_qdata(G_OBJECT(msg), counted_quark(), GINT_TO_POINTER(1));
-                __atomic_add_fetch(&bt->on_the_way, 1, __ATOMIC_RELEASE);
-        }
-        return FALSE;
+        if (peer == NULL || peer->uid != 0 || pthread_mutex_trylock(&loop_lock) != 0)
+                return FALSE;
+        gboolean now = change_never_waits(bt, msg, sender);
+        if (now)
+                ptags_manager_change_in_bus_thread(bt->svc, msg);
+        pthread_mutex_unlock(&loop_lock);
+        return now;
 }
 
 /* Runs in GDBus's worker thread for every incoming message. */
@@ -248,27 +272,31 @@ static GDBusMessage *filter(GDBusConnection *connection, GDBusMessage *msg, gboo
         if (__atomic_load_n(&bt->ready, __ATOMIC_ACQUIRE) == 0)
                 return msg;
 
-        if (!incoming || g_dbus_message_get_message_type(msg) != G_DBUS_MESSAGE_TYPE_METHOD_CALL ||
-            g_strcmp0(g_dbus_message_get_path(msg), PTAGS_OBJECT_PATH) != 0 ||
-            g_strcmp0(g_dbus_message_get_interface(msg), PTAGS_INTERFACE) != 0)
-                return msg;
-        const char *member = g_dbus_message_get_member(msg);
-        const char *signature = g_dbus_message_get_signature(msg);
         const char *sender = g_dbus_message_get_sender(msg);
-        if (sender == NULL)
+        if (!incoming || g_dbus_message_get_message_type(msg) != G_DBUS_MESSAGE_TYPE_METHOD_CALL ||
+            sender == NULL)
                 return msg;
         gboolean done = FALSE;
-        for (gsize i = 0; i < G_N_ELEMENTS(fast_methods); i++)
-                if (g_strcmp0(member, fast_methods[i].member) == 0 &&
-                    g_strcmp0(signature, fast_methods[i].signature) == 0 &&
-                    g_dbus_message_get_unix_fd_list(msg) == NULL)
-                        done = read_now(bt, connection, msg, i, sender);
-        for (gsize i = 0; i < G_N_ELEMENTS(change_methods); i++)
-                if (g_strcmp0(member, change_methods[i].member) == 0 &&
-                    g_strcmp0(signature, change_methods[i].signature) == 0)
-                        done = change_now(bt, msg, sender);
-        if (!done)
+        if (g_strcmp0(g_dbus_message_get_path(msg), PTAGS_OBJECT_PATH) == 0 &&
+            g_strcmp0(g_dbus_message_get_interface(msg), PTAGS_INTERFACE) == 0) {
+                const char *member = g_dbus_message_get_member(msg);
+                const char *signature = g_dbus_message_get_signature(msg);
+                for (gsize i = 0; i < G_N_ELEMENTS(fast_methods); i++)
+                        if (g_strcmp0(member, fast_methods[i].member) == 0 &&
+                            g_strcmp0(signature, fast_methods[i].signature) == 0 &&
+                            g_dbus_message_get_unix_fd_list(msg) == NULL)
+                                done = read_now(bt, connection, msg, i, sender);
+                for (gsize i = 0; i < G_N_ELEMENTS(change_methods); i++)
+                        if (g_strcmp0(member, change_methods[i].member) == 0 &&
+                            g_strcmp0(signature, change_methods[i].signature) == 0)
+                                done = change_now(bt, msg, sender);
+        }
+        if (!done) {
+                /* Any method call, of any interface: a later change of the
+                 * same connection must not overtake it. */
+                pass(msg, sender);
                 return msg;
+        }
         g_object_unref(msg);
         return NULL;
 }
@@ -289,15 +317,14 @@ PtagsBusThread *ptags_bus_thread_new(PtagsService *svc)
         g_main_context_set_poll_func(NULL, poll_unlocked);
         bt->svc = svc;
         bt->reads = svc->backend->ops->read_max != NULL;
+        pthread_mutex_lock(&passed_lock);
+        if (passed == NULL)
+                passed = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+        passed_quark = g_quark_from_static_string("ptags-bus-thread-passed");
+        pthread_mutex_unlock(&passed_lock);
         __atomic_store_n(&bt->ready, 1, __ATOMIC_RELEASE);
         bt->filter = g_dbus_connection_add_filter(svc->connection, filter, bt, released);
         return bt;
-}
-
-void ptags_bus_thread_arrived(PtagsBusThread *bt, GDBusMessage *msg)
-{
-        if (bt != NULL && g_object_steal_qdata(G_OBJECT(msg), counted_quark()) != NULL)
-                __atomic_sub_fetch(&bt->on_the_way, 1, __ATOMIC_RELEASE);
 }
 
 void ptags_bus_thread_free(PtagsBusThread *bt)

@@ -16,7 +16,3 @@ PtagsBusThread *ptags_bus_thread_new(PtagsService *svc);
 /* Stop, waiting (on the main loop) until the bus thread is done with it,
  * and let go of the main loop's lock. */
 void ptags_bus_thread_free(PtagsBusThread *bt);
-/* The handler of a change method has started on the main loop for @msg: a
- * change the bus thread let through no longer holds back others. Main
- * thread; @bt may be NULL. */
-void ptags_bus_thread_arrived(PtagsBusThread *bt, GDBusMessage *msg);

@@ -20,7 +20,6 @@ Call *call_new(PtagsService *svc, GDBusMethodInvocation *invocation)
         Call *call = g_new0(Call, 1);
 
         call->svc = svc;
-        svc->calls_alive++;
         call->invocation = g_object_ref(invocation);
         call->message = g_object_ref(g_dbus_method_invocation_get_message(invocation));
         call->sender = g_dbus_method_invocation_get_sender(invocation);
@@ -35,7 +34,6 @@ Call *call_new_in_bus_thread(PtagsService *svc, GDBusMessage *message)
         Call *call = g_new0(Call, 1);
 
         call->svc = svc;
-        svc->calls_alive++;
         call->message = g_object_ref(message);
         call->sender = g_dbus_message_get_sender(message);
         call->method = g_dbus_message_get_member(message);
@@ -69,7 +67,6 @@ void call_free(Call *call)
         ptags_set_free(call->current);
         ptags_plan_free(call->plan);
         ptags_process_info_clear(&call->checked_info);
-        call->svc->calls_alive--;
         g_free(call);
 }
 
@@ -133,7 +130,7 @@ gboolean call_may_wait(Call *call)
 {
         if (!call->in_bus_thread)
                 return TRUE;
-        /* fast-changes.c admits only calls that never wait: reaching here is
+        /* bus-thread.c admits only calls that never wait: reaching here is
          * a bug, refused rather than continued outside the main loop. */
         g_critical("%s from %s would wait in the bus thread", call->method, call->sender);
         call_fail(call, g_error_new(PTAGS_ERROR, PTAGS_ERROR_FAILED,

@@ -21,7 +21,7 @@ struct _Call {
         const char *sender;
         const char *method;
         /* Runs from its message to its reply in GDBus's worker thread,
-         * holding the main loop's lock, without ever waiting (fast-changes.c):
+         * holding the main loop's lock, without ever waiting (bus-thread.c):
          * every step that would wait refuses it instead. */
         gboolean in_bus_thread;
         /* reads */

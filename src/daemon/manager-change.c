@@ -34,10 +34,11 @@
  * synchronously, so no two changes interleave on one target.
  *
  * Root's changes need no polkit, so nothing in their life waits: when the
- * caller is known and no other call is in flight, the whole life runs in
- * GDBus's worker thread as the message arrives, holding the main loop's
- * lock (bus-thread.c), which saves the two thread hops through the main
- * loop. It is the same code; a step that would wait refuses such a call
+ * caller is known and no earlier call of its connection is still on its way
+ * to or in flight on the main loop, the whole life runs in GDBus's worker
+ * thread as the message arrives, holding the main loop's lock
+ * (bus-thread.c), which saves the two thread hops through the main loop.
+ * It is the same code; a step that would wait refuses such a call
  * (call_may_wait), and bus-thread.c only admits calls that never reach one. */
 #define G_LOG_DOMAIN "ptagsd-manager"
 
@@ -443,7 +444,6 @@ static void single_line_change(PtagsService *svc, GDBusMethodInvocation *inv, gu
 {
         GError *error = NULL;
 
-        ptags_bus_thread_arrived(svc->bus_thread, g_dbus_method_invocation_get_message(inv));
         if (!args_ok(inv, single_line_check(pid, arg_name, arg, value, &error) ? NULL : error))
                 return;
         Call *call = call_new(svc, inv);
@@ -484,7 +484,6 @@ static gboolean handle_apply(PtagsManager *object, GDBusMethodInvocation *inv, g
 {
         GError *error = NULL;
 
-        ptags_bus_thread_arrived(svc->bus_thread, g_dbus_method_invocation_get_message(inv));
         if (!args_ok(inv, ptags_check_pid(pid, &error) && ptags_lines_validate(lines, &error)
                                   ? NULL
                                   : error))
@@ -500,7 +499,6 @@ static gboolean handle_apply_fd(PtagsManager *object, GDBusMethodInvocation *inv
 {
         GError *error = NULL;
 
-        ptags_bus_thread_arrived(svc->bus_thread, g_dbus_method_invocation_get_message(inv));
         if (!args_ok(inv, ptags_lines_validate(lines, &error) ? NULL : error))
                 return TRUE;
         Call *call = call_new(svc, inv);

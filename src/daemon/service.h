@@ -28,6 +28,5 @@ struct _PtagsService {
         GHashTable *leaving;        /* unique name -> its calls waiting for polkit (call.c) */
         guint leaving_watch;
         PtagsBusThread *bus_thread; /* what GDBus's worker thread answers */
-        guint calls_alive;          /* Call objects not yet freed (call.c) */
         GHashTable *looking_up;     /* bus name -> GQueue of calls waiting for its lookup */
 };

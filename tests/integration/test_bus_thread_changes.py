@@ -3,8 +3,9 @@
 # test_bus_thread_changes.py: root's changes, which need no polkit, run
 # whole in ptagsd's bus thread while the main loop lets them: answered while
 # the main thread is stopped, in the order each client sent them, and never
-# ahead of a call still in flight on the main loop; everyone else's changes
-# still go through the main loop and polkit.
+# ahead of an earlier call of their connection still on its way to or in
+# flight on the main loop; everyone else's changes still go through the main
+# loop and polkit.
 
 import os
 import time
@@ -152,6 +153,28 @@ class BusThreadChangeTests(PtagsTestCase):
         self.assertEqual([e[1] for e in events], [["!app:v=fd"]] + [["!app:v=" + v] for v in values])
         conn.close_sync(None)
 
+    def test_a_change_waits_for_its_connections_read_on_the_main_loop(self):
+        """Any call of a connection on its way to the main loop (here a
+        FindTagged) holds back the root changes that connection sends after
+        it: with the main thread stopped neither is answered."""
+        w = self.world
+        target = w.spawn_target(unprivileged=True)
+        conn = self.connect()
+        self.assertEqual(self.pipeline([("AddTag", "usb", [target, "app:known", False])], conn),
+                         [None])
+        errors = {}
+        with HeldThread(w.daemon.pid):
+            self.send(conn, [("FindTagged", "s", ["app:late"]),
+                             ("AddTag", "usb", [target, "app:late", False])], errors)
+            deadline = time.monotonic() + 1.0
+            while time.monotonic() < deadline:
+                GLib.MainContext.default().iteration(False)
+                time.sleep(0.01)
+            self.assertEqual(errors, {}, "a change overtook its connection's read")
+        self.assertEqual(self.wait_replies(errors, 2), [None, None])
+        self.assertIn("app:late", [t[0] for t in w.get_tags(target)])
+        conn.close_sync(None)
+
     def test_a_new_connections_pipelined_changes_keep_their_order(self):
         """A root client's first changes wait on the main loop while ptagsd
         learns who it is; those sent meanwhile, answered from the cache or
@@ -169,10 +192,11 @@ class BusThreadChangeTests(PtagsTestCase):
                 self.assertEqual(self.pipeline(calls), [None] * len(calls))
         self.assertEqual(w.get_tags(target), [])
 
-    def test_a_root_change_never_overtakes_a_call_in_flight(self):
-        """While a change waits for polkit on the main loop, root's changes
-        go to the main loop too (so not while it is held), and still
-        complete while the check hangs."""
+    def test_another_connections_call_in_flight_holds_no_root_change_back(self):
+        """While another client's change waits for polkit on the main loop,
+        root's changes on the same target still run in the bus thread (a
+        bus orders no calls of different connections either); the waiting
+        change applies once polkit answers."""
         w = self.world
         target = w.spawn_target(unprivileged=True)
         root = self.root_client()
@@ -182,9 +206,8 @@ class BusThreadChangeTests(PtagsTestCase):
         waiting.send("AddTag", "usb", [target, "app:slow", False])
         w.polkit.wait_hanging(1)
         with HeldThread(w.daemon.pid):
-            root.send("AddTag", "usb", [target, "app:root", False])
-            self.assertFalse(root.pending(1.0), "a change overtook a call in flight")
-        self.assertOk(root.receive(timeout=10))
+            self.assertOk(root.call("AddTag", "usb", [target, "app:root", False], timeout=5))
+            self.assertFalse(waiting.pending(0.5), "polkit's caller was answered")
         w.polkit.set_hang([])
         w.polkit.release()
         self.assertOk(waiting.receive(timeout=15))

@@ -40,10 +40,11 @@ static void audit_failed(int errnum)
         g_debug("cannot write audit records: %s", g_strerror(errnum));
 }
 
-/* The kernel acknowledges every record; the acks are read here, on the main
- * loop, rather than waited for record by record: the kernel has logged the
- * record by the time send() returns, and only a refusal has anything to say. */
-static gboolean audit_acks_ready(gint fd, GIOCondition condition, gpointer data)
+/* The kernel answers only a record it refuses (none asks for an ack): the
+ * kernel has logged the record by the time send() returns, and only a
+ * refusal has anything to say. Refusals are read here, on the main loop,
+ * which so wakes for no record that was written. */
+static gboolean audit_refusals_ready(gint fd, GIOCondition condition, gpointer data)
 {
         struct audit_reply reply;
 
@@ -63,7 +64,7 @@ static int audit_socket(void)
                                 g_strerror(errno));
                         audit_fd = -1;
                 } else {
-                        g_unix_fd_add(audit_fd, G_IO_IN, audit_acks_ready, NULL);
+                        g_unix_fd_add(audit_fd, G_IO_IN, audit_refusals_ready, NULL);
                 }
         }
         return audit_fd;
@@ -97,7 +98,7 @@ static const char *audit_tail(void)
 
 /* User records on their way to the kernel go into one buffer and out as one
  * datagram of netlink messages, which the kernel handles one by one
- * (acknowledging each later, see audit_acks_ready): a batch of changes costs
+ * (answering only refusals, see audit_refusals_ready): a batch of changes costs
  * one send. It is sent before it would grow past this, well under a netlink
  * socket's send buffer (the kernel cuts each record's text at about 8 KiB
  * anyway). */
@@ -138,7 +139,7 @@ static void audit_batch_add(GByteArray *batch, int type, const char *msg, gboole
         memset(h, 0, NLMSG_SPACE(len));
         h->nlmsg_len = NLMSG_LENGTH(len);
         h->nlmsg_type = type;
-        h->nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK;
+        h->nlmsg_flags = NLM_F_REQUEST; /* no ack: see audit_refusals_ready */
         h->nlmsg_seq = ++seq;
         memcpy(NLMSG_DATA(h), body, len);
 }

@@ -32,6 +32,7 @@ struct ptags_bpf {
         uint64_t write_token;  /* last mark a pidfd write left (random start) */
         bool per_process_iter; /* iterators limited to one process work here */
         bool pidfd_info;       /* PIDFD_GET_INFO works here (Linux 6.13) */
+        bool nlink_threads;    /* ptags_bpf_nlink_counts_threads() */
         ptags_bpf_sets sets;
         /* The collector (ptags-bpf-tasks.c): walks so far, and when the
          * first set a walk spared for its grace period falls due (ms,
@@ -44,5 +45,9 @@ struct ptags_bpf {
 /* Records @fmt as the calling thread's last error and returns @r. */
 int ptags_bpf_fail(ptags_bpf *b, int r, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 int ptags_bpf_exec_map_put(ptags_bpf *b, uint64_t id, uint64_t kept_id);
+/* Whether /proc is our pid namespace's and the link count of a
+ * /proc/PID/task directory is 2 plus the process's threads, as Linux makes
+ * it: checked on our own process. */
+bool ptags_bpf_nlink_counts_threads(void);
 /* Milliseconds on CLOCK_MONOTONIC, never 0. */
 int64_t ptags_bpf_now_ms(void);

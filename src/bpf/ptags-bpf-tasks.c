@@ -2,6 +2,7 @@
 // SPDX-FileCopyrightText: 2026 The ptags authors
 /* ptags-bpf-tasks.c: the BPF backend's writes and walks: interning sets,
  * retagging every thread of a process, enumerating and collecting. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -9,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -231,6 +233,59 @@ static int write_leader(ptags_bpf *b, int pidfd, uint32_t mask, uint64_t set_id,
         return 0;
 }
 
+bool ptags_bpf_nlink_counts_threads(void)
+{
+        /* /proc must be our pid namespace's, or a pid would name another
+         * process there. */
+        char self[32];
+        ssize_t len = readlink("/proc/self", self, sizeof(self) - 1);
+        if (len <= 0)
+                return false;
+        self[len] = '\0';
+        if (strtol(self, NULL, 10) != getpid())
+                return false;
+        /* Our own threads, counted between two stats that agree (no thread
+         * came or went meanwhile), must be the link count less 2. */
+        for (int attempt = 0; attempt < 3; attempt++) {
+                struct stat before, after;
+                DIR *dir;
+                if (stat("/proc/self/task", &before) < 0 ||
+                    (dir = opendir("/proc/self/task")) == NULL)
+                        return false;
+                nlink_t threads = 0;
+                for (struct dirent *e; (e = readdir(dir)) != NULL;)
+                        threads += e->d_name[0] != '.';
+                closedir(dir);
+                if (stat("/proc/self/task", &after) < 0)
+                        return false;
+                if (before.st_nlink == after.st_nlink)
+                        return before.st_nlink == threads + 2;
+        }
+        return false;
+}
+
+/* Whether process @tgid has one thread (one stat, where the kernel's link
+ * count tells); false when unknown. Only as good as the pid: the caller
+ * proves the process was alive afterwards. */
+static bool one_thread(ptags_bpf *b, int tgid)
+{
+        char path[48];
+        struct stat st;
+
+        snprintf(path, sizeof(path), "/proc/%d/task", tgid);
+        return b->nlink_threads && stat(path, &st) == 0 && st.st_nlink == 3;
+}
+
+/* Whether the leader @pidfd reaches now carries the mark write_leader left. */
+static bool leader_marked(ptags_bpf *b, int pidfd)
+{
+        struct ptags_task_record rec;
+
+        return bpf_map__lookup_elem(b->skel->maps.task_records, &pidfd, sizeof(pidfd), &rec,
+                                    sizeof(rec), BPF_F_LOCK) == 0 &&
+               rec.write_token == b->write_token;
+}
+
 static int retag_locked(ptags_bpf *b, int pidfd, uint32_t mask, uint64_t set_id, uint64_t contid)
 {
         int tgid = pidfd_pid(b, pidfd);
@@ -239,6 +294,14 @@ static int retag_locked(ptags_bpf *b, int pidfd, uint32_t mask, uint64_t set_id,
         int r = write_leader(b, pidfd, mask, set_id, contid);
         if (r < 0)
                 return r;
+        /* A process of one thread needs no pass over its threads: its only
+         * thread was the leader just written (the mark, read after the
+         * count, proves no other thread exec'd and took its place, and that
+         * the process still lived, so the pid was its own), and a thread it
+         * starts from now on copies the new record. The count costs one
+         * stat where a pass costs six syscalls and an iterator's set-up. */
+        if (one_thread(b, tgid) && leader_marked(b, pidfd))
+                return 0;
         b->skel->bss->retag = (struct ptags_retag_params){.tgid = tgid,
                                                           .write_mask = mask,
                                                           .set_id = set_id,

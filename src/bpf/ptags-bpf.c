@@ -309,6 +309,7 @@ int ptags_bpf_open(const ptags_bpf_options *opts, ptags_bpf **out, char *err, si
         b->transient = o->transient;
         b->per_process_iter = true;
         b->pidfd_info = true;
+        b->nlink_threads = ptags_bpf_nlink_counts_threads();
         /* Write tokens start at random, so no mark an earlier daemon left in
          * a record can be mistaken for one of ours. */
         if (getrandom(&b->write_token, sizeof(b->write_token), 0) != sizeof(b->write_token))

@@ -15,6 +15,7 @@
 #include <bpf/bpf.h>
 
 #include "bpf-test-util.h"
+#include "ptags-bpf-private.h"
 
 /* fork/clone copies the whole list, values and keep flags, and the
  * container ID; an untagged parent gives an untagged child. */
@@ -106,14 +107,26 @@ static size_t threads_with(test_instance *t, pid_t tgid, uint64_t set_id, size_t
 }
 
 /* Tags are per process: a change reaches every thread, a fork from any
- * thread copies them, an exec from a non-main thread keeps the kept ones. */
+ * thread copies them, an exec from a non-main thread keeps the kept ones.
+ * A process of one thread is written without a pass over its threads,
+ * where /proc/PID/task's link count tells: its later threads copy it. */
 static void test_threads(test_instance *t)
 {
         child_proc c;
         size_t total;
+        CHECK(ptags_bpf_nlink_counts_threads(),
+              "/proc/PID/task's link count tells the threads here (one-thread writes skip the "
+              "pass)");
         child_spawn(&c);
-        child_send(&c, "threads 3");
-        for (int i = 0; i < 3; i++)
+        tag(t, c.pid, "t0\n");
+        child_send(&c, "threads 1");
+        child_expect(&c, "tid");
+        uint64_t id0 = record_of(t, c.pid).set_id;
+        size_t matching0 = threads_with(t, c.pid, id0, &total);
+        CHECK(matching0 == 2 && total == 2,
+              "a thread started after a one-thread write copies it (%zu of %zu)", matching0, total);
+        child_send(&c, "threads 2");
+        for (int i = 0; i < 2; i++)
                 child_expect(&c, "tid");
         tag(t, c.pid, "t1\n@t2=v\n");
         uint64_t id = record_of(t, c.pid).set_id;

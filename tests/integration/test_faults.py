@@ -18,9 +18,15 @@ from gi.repository import Gio, GLib
 from ptags_harness import POLKIT_NAME, PtagsTestCase, wait_until
 import ptags_client
 
-# A daemon built with ASan or TSan starts its runtime and checks every
-# access: its restart is held to twice the time.
-SLOWDOWN = 2 if any(s in os.environ.get("PTAGSD", "") for s in ("asan", "tsan")) else 1
+# How soon a restarted ptagsd must be back on the bus (median of the
+# restarts). The bpf backend first has libbpf read and parse the kernel's
+# BTF (5.5 MB on the CI machines: 35-55 ms) to load its programs, and reads
+# back a set table that grows through the test: 150 ms there, 100 ms on the
+# kernel's attr files. A daemon built with ASan or TSan starts its runtime
+# and checks every access: twice the time.
+RESTART_MEDIAN_S = ((0.15 if os.environ.get("PTAGS_BACKEND") == "bpf" else 0.1)
+                    * (2 if any(s in os.environ.get("PTAGSD", "") for s in ("asan", "tsan"))
+                       else 1))
 
 ADD = "org.ptags.tag.add"
 NOT_AUTHORIZED = "org.ptags.Error.NotAuthorized"
@@ -172,13 +178,13 @@ class DaemonRestartTests(PtagsTestCase):
               "%d unacknowledged found applied whole"
               % (", ".join("%.1f" % (t * 1000) for t in restarts), acked_total, sent_total,
                  whole_unacked))
-        # Within 100 ms as a rule: the median restart, so one restart slowed
-        # by a neighbouring test's load on a shared machine is not a
-        # failure; none may take long (a wait or a walk crept into start-up).
+        # The median restart, so one restart slowed by the machine's other
+        # work is not a failure; none may take long (a wait or a walk crept
+        # into start-up).
         typical = statistics.median(restarts)
-        self.assertLess(typical, 0.1 * SLOWDOWN, "ptagsd took %.1f ms to serve again (median)"
+        self.assertLess(typical, RESTART_MEDIAN_S, "ptagsd took %.1f ms to serve again (median)"
                         % (typical * 1000))
-        self.assertLess(max(restarts), 0.5 * SLOWDOWN,
+        self.assertLess(max(restarts), 5 * RESTART_MEDIAN_S,
                         "one restart took %.1f ms" % (max(restarts) * 1000))
 
     def test_bus_restart(self):

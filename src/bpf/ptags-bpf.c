@@ -509,42 +509,41 @@ int ptags_bpf_get_record(ptags_bpf *b, pid_t pid, ptags_bpf_record *out)
         return r;
 }
 
-static ptags_set *contents_locked(ptags_bpf *b, uint64_t id)
+/* The contents of set @id, or NULL: the text is copied under the lock and
+ * parsed after it, so a reader of a large set (the main loop's) never holds
+ * the bus thread's small reads and every write back for the parse. When
+ * @too_big is given, a set over @max_bytes is not copied (NULL, *too_big). */
+static ptags_set *set_contents(ptags_bpf *b, uint64_t id, size_t max_bytes, bool *too_big)
 {
         if (id == PTAGS_SET_EMPTY)
                 return ptags_set_new();
+        pthread_mutex_lock(&b->lock);
         ptags_bpf_set_entry *e = ptags_bpf_sets_by_id(&b->sets, id);
+        bool over = e != NULL && e->len > max_bytes;
+        size_t len = e != NULL && !over ? e->len : 0;
+        char *text = e != NULL && !over ? malloc(len ? len : 1) : NULL;
+        if (text)
+                memcpy(text, e->text, len);
+        pthread_mutex_unlock(&b->lock);
+        if (too_big)
+                *too_big = over;
         ptags_set *s = NULL;
-        if (e && ptags_set_parse(e->text, e->len, &s, NULL) != PTAGS_OK)
+        if (text && ptags_set_parse(text, len, &s, NULL) != PTAGS_OK)
                 s = NULL;
+        free(text);
         return s;
 }
 
 ptags_set *ptags_bpf_set_contents(ptags_bpf *b, uint64_t id)
 {
-        pthread_mutex_lock(&b->lock);
-        ptags_set *s = contents_locked(b, id);
-        pthread_mutex_unlock(&b->lock);
-        return s;
-}
-
-/* The contents of set @id, or NULL (*too_big set) when they take more than
- * @max_bytes. */
-static ptags_set *set_contents_max(ptags_bpf *b, uint64_t id, size_t max_bytes, bool *too_big)
-{
-        pthread_mutex_lock(&b->lock);
-        ptags_bpf_set_entry *e = id == PTAGS_SET_EMPTY ? NULL : ptags_bpf_sets_by_id(&b->sets, id);
-        *too_big = e != NULL && e->len > max_bytes;
-        ptags_set *s = *too_big ? NULL : contents_locked(b, id);
-        pthread_mutex_unlock(&b->lock);
-        return s;
+        return set_contents(b, id, SIZE_MAX, NULL);
 }
 
 int ptags_bpf_tags_of_record_max(ptags_bpf *b, const ptags_bpf_record *rec, size_t max_bytes,
                                  ptags_set **out)
 {
         bool too_big = false;
-        ptags_set *s = set_contents_max(b, rec->set_id, max_bytes, &too_big);
+        ptags_set *s = set_contents(b, rec->set_id, max_bytes, &too_big);
         if (too_big)
                 return ptags_bpf_fail(b, -E2BIG, "set %" PRIu64 " takes more than %zu bytes",
                                       rec->set_id, max_bytes);

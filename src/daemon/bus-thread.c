@@ -74,7 +74,7 @@ struct _PtagsBusThread {
  * messages may outlive the bus thread's own state. */
 
 static pthread_mutex_t passed_lock = PTHREAD_MUTEX_INITIALIZER;
-static GHashTable *passed; /* sender (owned) -> count */
+static GHashTable *passed; /* sender (owned) -> guint * count (owned) */
 static GQuark passed_quark;
 
 static void passed_done(gpointer data)
@@ -82,11 +82,9 @@ static void passed_done(gpointer data)
         char *sender = data;
 
         pthread_mutex_lock(&passed_lock);
-        guint n = GPOINTER_TO_UINT(g_hash_table_lookup(passed, sender));
-        if (n <= 1)
+        guint *n = g_hash_table_lookup(passed, sender);
+        if (n != NULL && --*n == 0)
                 g_hash_table_remove(passed, sender);
-        else
-                g_hash_table_insert(passed, g_strdup(sender), GUINT_TO_POINTER(n - 1));
         pthread_mutex_unlock(&passed_lock);
         g_free(sender);
 }
@@ -95,8 +93,12 @@ static void passed_done(gpointer data)
 static void pass(GDBusMessage *msg, const char *sender)
 {
         pthread_mutex_lock(&passed_lock);
-        guint n = GPOINTER_TO_UINT(g_hash_table_lookup(passed, sender));
-        g_hash_table_insert(passed, g_strdup(sender), GUINT_TO_POINTER(n + 1));
+        guint *n = g_hash_table_lookup(passed, sender);
+        if (n == NULL) {
+                n = g_new0(guint, 1);
+                g_hash_table_insert(passed, g_strdup(sender), n);
+        }
+        ++*n;
         pthread_mutex_unlock(&passed_lock);
         g_object_set_qdata_full(G_OBJECT(msg), passed_quark, g_strdup(sender), passed_done);
 }
@@ -319,7 +321,7 @@ PtagsBusThread *ptags_bus_thread_new(PtagsService *svc)
         bt->reads = svc->backend->ops->read_max != NULL;
         pthread_mutex_lock(&passed_lock);
         if (passed == NULL)
-                passed = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+                passed = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
         passed_quark = g_quark_from_static_string("ptags-bus-thread-passed");
         pthread_mutex_unlock(&passed_lock);
         __atomic_store_n(&bt->ready, 1, __ATOMIC_RELEASE);

@@ -14,7 +14,7 @@ import unittest
 from gi.repository import Gio, GLib
 
 import ptags_client
-from ptags_harness import HeldThread, PtagsTestCase, wait_until
+from ptags_harness import DAEMON_SANITIZED, HeldThread, PtagsTestCase, wait_until
 
 ADD = "org.ptags.tag.add"
 
@@ -22,8 +22,7 @@ ADD = "org.ptags.tag.add"
 # Under ASan freed memory waits in a quarantine (256 MiB by default), which
 # would look like growth: keep it small, and allow what it still holds (and
 # what ThreadSanitizer's allocator holds back).
-SANITIZED = any(s in os.environ.get("PTAGSD", "") for s in ("asan", "tsan"))
-RSS_LEAK_LIMIT_KIB = (16 if SANITIZED else 2) * 1024
+RSS_LEAK_LIMIT_KIB = (16 if DAEMON_SANITIZED else 2) * 1024
 
 
 class BusThreadChangeTests(PtagsTestCase):

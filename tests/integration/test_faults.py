@@ -15,7 +15,7 @@ import unittest
 
 from gi.repository import Gio, GLib
 
-from ptags_harness import POLKIT_NAME, PtagsTestCase, wait_until
+from ptags_harness import DAEMON_SANITIZED, POLKIT_NAME, PtagsTestCase, wait_until
 import ptags_client
 
 # How soon a restarted ptagsd must be back on the bus (median of the
@@ -25,8 +25,7 @@ import ptags_client
 # kernel's attr files. A daemon built with ASan or TSan starts its runtime
 # and checks every access: twice the time.
 RESTART_MEDIAN_S = ((0.15 if os.environ.get("PTAGS_BACKEND") == "bpf" else 0.1)
-                    * (2 if any(s in os.environ.get("PTAGSD", "") for s in ("asan", "tsan"))
-                       else 1))
+                    * (2 if DAEMON_SANITIZED else 1))
 
 ADD = "org.ptags.tag.add"
 NOT_AUTHORIZED = "org.ptags.Error.NotAuthorized"

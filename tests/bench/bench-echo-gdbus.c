@@ -3,9 +3,10 @@
 /* bench-echo-gdbus.c: a reference service for the call benchmark. It answers
  * GetTags, AddTag, RemoveTag and FindTagged with replies and a TagsChanged
  * signal shaped like ptagsd's, built from canned data: no kernel, no checks,
- * no logging. It serves the bus the way ptagsd does (GetTags in GDBus's
- * worker thread, the rest on the main loop), so its ratios to its own Ping
- * are what GDBus alone costs for those calls.
+ * no logging; a change of the polkit row's tag asks polkitd first, as ptagsd
+ * does for a caller other than root. It serves the bus the way ptagsd does
+ * (GetTags in GDBus's worker thread, the rest on the main loop), so its
+ * ratios to its own Ping are what GDBus alone costs for those calls.
  *
  *   bench-echo-gdbus ADDRESS NAME    (prints "ready" once NAME is owned) */
 #include <gio/gio.h>
@@ -61,6 +62,54 @@ static GDBusMessage *filter(GDBusConnection *connection, GDBusMessage *msg, gboo
         return NULL;
 }
 
+static void change_done(GDBusMethodInvocation *inv)
+{
+        guint32 pid = 0;
+        g_variant_get_child(g_dbus_method_invocation_get_parameters(inv), 0, "u", &pid);
+        const char *lines[] = {ECHO_SIGNAL_LINE, NULL};
+        g_dbus_connection_emit_signal(g_dbus_method_invocation_get_connection(inv), NULL, ECHO_PATH,
+                                      ECHO_INTERFACE, "TagsChanged",
+                                      g_variant_new("(u^as@a(sbs))", pid, lines, tags11), NULL);
+        g_dbus_method_invocation_return_value(inv, NULL);
+}
+
+static void polkit_answered(GObject *source, GAsyncResult *res, gpointer data)
+{
+        GDBusMethodInvocation *inv = data;
+        GError *error = NULL;
+        GVariant *result = g_dbus_connection_call_finish(G_DBUS_CONNECTION(source), res, &error);
+        gboolean allowed = FALSE;
+        if (result != NULL)
+                g_variant_get(result, "((bb@a{ss}))", &allowed, NULL, NULL);
+        if (result != NULL && allowed)
+                change_done(inv);
+        else
+                g_dbus_method_invocation_return_dbus_error(
+                        inv, "org.freedesktop.DBus.Error.AccessDenied",
+                        error ? error->message : "polkitd said no");
+        g_clear_pointer(&result, g_variant_unref);
+        g_clear_error(&error);
+}
+
+/* Asynchronously, on the main loop, as ptagsd asks. */
+static void ask_polkit(GDBusConnection *connection, const char *sender, GDBusMethodInvocation *inv)
+{
+        GVariantBuilder subject, details;
+        g_variant_builder_init(&subject, G_VARIANT_TYPE("a{sv}"));
+        g_variant_builder_add(&subject, "{sv}", "name", g_variant_new_string(sender));
+        g_variant_builder_init(&details, G_VARIANT_TYPE("a{ss}"));
+        for (guint i = 0; i < ECHO_POLKIT_N; i++)
+                g_variant_builder_add(&details, "{ss}", echo_polkit_details[i][0],
+                                      echo_polkit_details[i][1]);
+        g_dbus_connection_call(connection, "org.freedesktop.PolicyKit1",
+                               "/org/freedesktop/PolicyKit1/Authority",
+                               "org.freedesktop.PolicyKit1.Authority", "CheckAuthorization",
+                               g_variant_new("((sa{sv})sa{ss}us)", "system-bus-name", &subject,
+                                             ECHO_POLKIT_ACTION, &details, 0u, ""),
+                               G_VARIANT_TYPE("((bba{ss}))"), G_DBUS_CALL_FLAGS_NONE, -1, NULL,
+                               polkit_answered, inv);
+}
+
 static void method_call(GDBusConnection *connection, const char *sender, const char *path,
                         const char *interface, const char *method, GVariant *params,
                         GDBusMethodInvocation *inv, gpointer data)
@@ -73,13 +122,14 @@ static void method_call(GDBusConnection *connection, const char *sender, const c
                                                                    : found100_reply);
                 return;
         }
-        /* AddTag, RemoveTag: a signal like ptagsd's, then the reply. */
-        guint32 pid = 0;
-        g_variant_get_child(params, 0, "u", &pid);
-        const char *lines[] = {ECHO_SIGNAL_LINE, NULL};
-        g_dbus_connection_emit_signal(connection, NULL, ECHO_PATH, ECHO_INTERFACE, "TagsChanged",
-                                      g_variant_new("(u^as@a(sbs))", pid, lines, tags11), NULL);
-        g_dbus_method_invocation_return_value(inv, NULL);
+        /* AddTag, RemoveTag: a signal like ptagsd's, then the reply; the
+         * polkit row's tag asks polkitd first. */
+        const char *tag = NULL;
+        g_variant_get_child(params, 1, "&s", &tag);
+        if (strcmp(tag, ECHO_POLKIT_TAG) == 0)
+                ask_polkit(connection, sender, inv);
+        else
+                change_done(inv);
 }
 
 static const GDBusInterfaceVTable vtable = {method_call, NULL, NULL, {0}};

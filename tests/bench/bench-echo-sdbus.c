@@ -6,6 +6,7 @@
  * bus with sd-bus would cost for those calls, before any work.
  *
  *   bench-echo-sdbus ADDRESS NAME    (prints "ready" once NAME is owned) */
+#include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
@@ -40,12 +41,14 @@ static int get_tags(sd_bus_message *call, void *data, sd_bus_error *error)
         return r;
 }
 
-/* AddTag, RemoveTag: a signal like ptagsd's, then the reply. */
-static int change(sd_bus_message *call, void *data, sd_bus_error *error)
+/* The signal like ptagsd's, then the reply. */
+static int change_done(sd_bus_message *call)
 {
         sd_bus_message *signal = NULL;
         uint32_t pid;
-        int r = sd_bus_message_read(call, "u", &pid);
+        int r = sd_bus_message_rewind(call, 1);
+        if (r >= 0)
+                r = sd_bus_message_read(call, "u", &pid);
         if (r >= 0)
                 r = sd_bus_message_new_signal(sd_bus_message_get_bus(call), &signal, ECHO_PATH,
                                               ECHO_INTERFACE, "TagsChanged");
@@ -57,6 +60,61 @@ static int change(sd_bus_message *call, void *data, sd_bus_error *error)
                 r = sd_bus_send(NULL, signal, NULL);
         sd_bus_message_unref(signal);
         return r < 0 ? r : sd_bus_reply_method_return(call, NULL);
+}
+
+static int polkit_answered(sd_bus_message *answer, void *data, sd_bus_error *error)
+{
+        sd_bus_message *call = data;
+        int allowed = 0;
+        int r = sd_bus_message_is_method_error(answer, NULL)
+                        ? -EACCES
+                        : sd_bus_message_enter_container(answer, 'r', "bba{ss}");
+        if (r >= 0)
+                r = sd_bus_message_read(answer, "b", &allowed);
+        r = r >= 0 && allowed ? change_done(call)
+                              : sd_bus_reply_method_errorf(call, SD_BUS_ERROR_ACCESS_DENIED,
+                                                           "polkitd said no");
+        sd_bus_message_unref(call);
+        return r;
+}
+
+/* Asynchronously, as ptagsd asks polkitd. */
+static int ask_polkit(sd_bus_message *call)
+{
+        sd_bus_message *m = NULL;
+        int r = sd_bus_message_new_method_call(
+                sd_bus_message_get_bus(call), &m, "org.freedesktop.PolicyKit1",
+                "/org/freedesktop/PolicyKit1/Authority", "org.freedesktop.PolicyKit1.Authority",
+                "CheckAuthorization");
+        if (r >= 0)
+                r = sd_bus_message_append(m, "(sa{sv})s", "system-bus-name", 1, "name", "s",
+                                          sd_bus_message_get_sender(call), ECHO_POLKIT_ACTION);
+        if (r >= 0)
+                r = sd_bus_message_open_container(m, 'a', "{ss}");
+        for (int i = 0; r >= 0 && i < ECHO_POLKIT_N; i++)
+                r = sd_bus_message_append(m, "{ss}", echo_polkit_details[i][0],
+                                          echo_polkit_details[i][1]);
+        if (r >= 0)
+                r = sd_bus_message_close_container(m);
+        if (r >= 0)
+                r = sd_bus_message_append(m, "us", 0, "");
+        if (r >= 0)
+                r = sd_bus_call_async(NULL, NULL, m, polkit_answered, sd_bus_message_ref(call), 0);
+        if (r < 0)
+                sd_bus_message_unref(call);
+        sd_bus_message_unref(m);
+        return r;
+}
+
+/* AddTag, RemoveTag; the polkit row's tag asks polkitd first. */
+static int change(sd_bus_message *call, void *data, sd_bus_error *error)
+{
+        uint32_t pid;
+        const char *tag = NULL;
+        int r = sd_bus_message_read(call, "us", &pid, &tag);
+        if (r < 0)
+                return r;
+        return strcmp(tag, ECHO_POLKIT_TAG) == 0 ? ask_polkit(call) : change_done(call);
 }
 
 static int find_tagged(sd_bus_message *call, void *data, sd_bus_error *error)

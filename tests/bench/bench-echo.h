@@ -17,6 +17,28 @@
 #define ECHO_PATTERN_1000 "group:all"
 #define ECHO_FIRST_PID    100000u
 
+/* A change of this tag (the polkit row's) first asks polkitd, as ptagsd
+ * asks for a caller that is not root: the same action, a subject naming
+ * the caller's connection, and details like ptagsd's, which the
+ * benchmark's rule allows. */
+#define ECHO_POLKIT_TAG    "bench:mine"
+#define ECHO_POLKIT_ACTION "org.ptags.tag.add"
+#define ECHO_POLKIT_N      12
+static const char *const echo_polkit_details[ECHO_POLKIT_N][2] = {
+        {"tag", ECHO_POLKIT_TAG},
+        {"prefix", "bench"},
+        {"value", ""},
+        {"keep", "false"},
+        {"pid", "100000"},
+        {"target-uid", "65534"},
+        {"target-user", "nobody"},
+        {"target-exe", "/usr/bin/sleep"},
+        {"target-comm", "sleep"},
+        {"target-unit", "bench.service"},
+        {"self", "false"},
+        {"caller-holds-right", "false"},
+};
+
 #define ECHO_XML                                                                                   \
         "<node><interface name='" ECHO_INTERFACE "'>"                                              \
         "<method name='GetTags'><arg type='u' direction='in'/>"                                    \

@@ -36,12 +36,14 @@ def rss_kib(pid):
     return 0
 
 
-# The reference services (bench-echo-*): root may own their names and call
-# them; ptagsd's own policy is not touched.
+# The reference services (bench-echo-*): root may own their names, and anyone
+# may call them (the polkit rows call as nobody); ptagsd's own policy is not
+# touched.
 ECHO_NAMES = {"PTAGS_BENCH_ECHO_GDBUS": "org.ptags.BenchEcho.GDBus",
               "PTAGS_BENCH_ECHO_SDBUS": "org.ptags.BenchEcho.SdBus"}
-ECHO_POLICY = "".join('<policy user="root"><allow own="%s"/><allow send_destination="%s"/>'
-                      '</policy>' % (n, n) for n in ECHO_NAMES.values())
+ECHO_POLICY = "".join('<policy user="root"><allow own="%s"/></policy>'
+                      '<policy context="default"><allow send_destination="%s"/></policy>'
+                      % (n, n) for n in ECHO_NAMES.values())
 
 
 def with_echo_policy(bus_config):

@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <gio/gunixfdlist.h>
+#include <limits.h>
 #include <poll.h>
 #include <pwd.h>
 #include <signal.h>
@@ -162,30 +163,77 @@ void ptags_target_clear(PtagsTarget *t)
         t->pid = 0;
 }
 
-/* The whole text of /proc/PID/NAME, or NULL. Read with plain read()s: these
- * files report no size, which sends g_file_get_contents through stdio, and
- * the polkit path reads four of them per change. */
-static char *read_proc_text(pid_t pid, const char *name)
+/* The whole text of NAME in @dir (an open /proc/PID), or NULL. These files
+ * report no size (g_file_get_contents would go through stdio), and the
+ * kernel hands out as much of them as a read asks for: a read shorter than
+ * asked for is the end. */
+static char *read_proc_text_at(int dir, const char *name)
 {
-        char path[64], chunk[4096];
-
-        snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, name);
-        int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        int fd = openat(dir, name, O_RDONLY | O_CLOEXEC | O_NOCTTY);
         if (fd < 0)
                 return NULL;
-        GString *text = g_string_sized_new(sizeof(chunk));
-        gboolean ok;
+        gsize size = 4096, len = 0;
+        char *text = g_malloc(size);
         for (;;) {
-                ssize_t n = read(fd, chunk, sizeof(chunk));
+                ssize_t n = read(fd, text + len, size - 1 - len);
                 if (n < 0 && errno == EINTR)
                         continue;
-                ok = n == 0;
-                if (n <= 0)
+                if (n < 0) {
+                        g_clear_pointer(&text, g_free);
                         break;
-                g_string_append_len(text, chunk, n);
+                }
+                len += (gsize)n;
+                if (len < size - 1)
+                        break;
+                size *= 2;
+                text = g_realloc(text, size);
         }
         close(fd);
-        return g_string_free(text, !ok); /* NULL when freed */
+        if (text != NULL)
+                text[len] = '\0';
+        return text;
+}
+
+/* /proc/PID as a directory handle, so the files below it are opened
+ * without looking the pid up again, or -1. */
+static int open_proc_dir(pid_t pid)
+{
+        char path[32];
+
+        snprintf(path, sizeof(path), "/proc/%d", (int)pid);
+        return open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+}
+
+static char *read_proc_text(pid_t pid, const char *name)
+{
+        int dir = open_proc_dir(pid);
+        if (dir < 0)
+                return NULL;
+        char *text = read_proc_text_at(dir, name);
+        close(dir);
+        return text;
+}
+
+char *ptags_status_comm(const char *status)
+{
+        /* The kernel escapes only '\n' and '\\' in it, each as a backslash
+         * and a letter, so the name ends at the line's newline. */
+        const char *name =
+                g_str_has_prefix(status, "Name:\t") ? status : strstr(status, "\nName:\t");
+        if (name == NULL)
+                return NULL;
+        name = strchr(name + 1, '\t') + 1;
+        const char *end = strchr(name, '\n');
+        if (end == NULL)
+                return NULL;
+        GString *comm = g_string_sized_new(end - name);
+        for (const char *c = name; c < end; c++) {
+                if (*c == '\\' && c + 1 < end && (c[1] == 'n' || c[1] == '\\'))
+                        g_string_append_c(comm, *++c == 'n' ? '\n' : '\\');
+                else
+                        g_string_append_c(comm, *c);
+        }
+        return g_string_free(comm, FALSE);
 }
 
 /* @full: also look up the user name (a user-database query, which may
@@ -193,8 +241,8 @@ static char *read_proc_text(pid_t pid, const char *name)
 static gboolean process_info_read(const PtagsTarget *t, PtagsProcessInfo *info, gboolean full,
                                   GError **error)
 {
-        g_autofree char *status = read_proc_text(t->pid, "status");
-        g_autofree char *exe_path = g_strdup_printf("/proc/%d/exe", (int)t->pid);
+        int dir = open_proc_dir(t->pid);
+        g_autofree char *status = dir >= 0 ? read_proc_text_at(dir, "status") : NULL;
 
         memset(info, 0, sizeof(*info));
         info->uid = (uid_t)-1;
@@ -202,12 +250,19 @@ static gboolean process_info_read(const PtagsTarget *t, PtagsProcessInfo *info, 
                 const char *uid_line = strstr(status, "\nUid:");
                 if (uid_line != NULL)
                         info->uid = (uid_t)strtoul(uid_line + 5, NULL, 10);
+                /* What /proc/PID/comm holds, one file fewer to read. */
+                info->comm = ptags_status_comm(status);
+                if (info->comm != NULL)
+                        g_strchomp(info->comm);
         }
-        info->comm = read_proc_text(t->pid, "comm");
-        if (info->comm != NULL)
-                g_strchomp(info->comm);
-        info->exe = g_file_read_link(exe_path, NULL);
-        info->cgroup = read_proc_text(t->pid, "cgroup");
+        if (dir >= 0) {
+                char exe[PATH_MAX];
+                ssize_t n = readlinkat(dir, "exe", exe, sizeof(exe));
+                if (n >= 0 && (size_t)n < sizeof(exe))
+                        info->exe = g_strndup(exe, n);
+                info->cgroup = read_proc_text_at(dir, "cgroup");
+                close(dir);
+        }
         /* sd-login, as systemd itself reads them: the system unit is the
          * first unit below the slices (user@UID.service for everything a
          * user's manager runs), the user unit the one below that manager.

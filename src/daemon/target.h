@@ -54,6 +54,11 @@ void ptags_process_info_clear(PtagsProcessInfo *info);
 gboolean ptags_process_info_same(const PtagsTarget *t, const PtagsProcessInfo *seen,
                                  GError **error);
 
+/* The process name in the text of /proc/PID/status, unescaped: what
+ * /proc/PID/comm holds, less its newline; NULL without a "Name:" line.
+ * (transfer full) */
+char *ptags_status_comm(const char *status);
+
 /* True when the "CapEff:" mask in the text of /proc/PID/status has
  * capability number @cap. */
 gboolean ptags_status_has_capability(const char *status, guint cap);

@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <string.h>
 #include <linux/magic.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/syscall.h>
@@ -160,6 +161,61 @@ static void test_capability_mask(void)
         g_assert_false(ptags_status_has_capability(status, 1));
         g_assert_false(ptags_status_has_capability("Name:\tx\n", 0));
         g_assert_false(ptags_status_has_capability(status, 64));
+}
+
+static void test_status_comm(void)
+{
+        g_autofree char *plain = ptags_status_comm("Name:\tsleep\nUmask:\t0022\n");
+        g_autofree char *escaped = ptags_status_comm("Name:\ta\\\\n\\nb\\\\\nState:\tS\n");
+        g_autofree char *later = ptags_status_comm("Umask:\t0022\nName:\tx\n");
+
+        g_assert_cmpstr(plain, ==, "sleep");
+        /* A backslash, the letter n, a newline, b and a backslash. */
+        g_assert_cmpstr(escaped, ==, "a\\n\nb\\");
+        g_assert_cmpstr(later, ==, "x");
+        g_assert_null(ptags_status_comm("Umask:\t0022\n"));
+        g_assert_null(ptags_status_comm("Name:\tcut off"));
+}
+
+/* A name with the characters the kernel escapes in /proc/PID/status reads
+ * as /proc/PID/comm shows it. */
+static void test_comm_as_the_comm_file(void)
+{
+        static const char *const names[] = {"a\\n\nb\\c", "tab\there", "x\n", "end "};
+        for (gsize i = 0; i < G_N_ELEMENTS(names); i++) {
+                int go[2];
+                g_assert_cmpint(pipe(go), ==, 0);
+                pid_t child = fork();
+                g_assert_cmpint(child, >=, 0);
+                if (child == 0) {
+                        close(go[0]);
+                        prctl(PR_SET_PDEATHSIG, SIGKILL); /* should the test fail */
+                        prctl(PR_SET_NAME, names[i]);
+                        if (write(go[1], "x", 1) != 1)
+                                _exit(1);
+                        pause();
+                        _exit(0);
+                }
+                close(go[1]);
+                char c;
+                g_assert_cmpint(read(go[0], &c, 1), ==, 1);
+                close(go[0]);
+
+                PtagsTarget t;
+                PtagsProcessInfo info;
+                g_autoptr(GError) error = NULL;
+                g_autofree char *path = g_strdup_printf("/proc/%d/comm", (int)child);
+                g_autofree char *file = NULL;
+                g_assert_true(g_file_get_contents(path, &file, NULL, NULL));
+                g_assert_true(ptags_target_pin_pid(&t, child, &error));
+                g_assert_true(ptags_process_info_read(&t, &info, &error));
+                g_assert_no_error(error);
+                g_assert_cmpstr(info.comm, ==, g_strchomp(file));
+                ptags_process_info_clear(&info);
+                ptags_target_clear(&t);
+                kill(child, SIGKILL);
+                g_assert_cmpint(waitpid(child, NULL, 0), ==, child);
+        }
 }
 
 static void set_effective_cap(unsigned cap, gboolean on)
@@ -385,6 +441,8 @@ int main(int argc, char **argv)
         g_test_init(&argc, &argv, NULL);
         g_test_add_func("/target/fdinfo-parse", test_fdinfo_parse);
         g_test_add_func("/target/capability-mask", test_capability_mask);
+        g_test_add_func("/target/status-comm", test_status_comm);
+        g_test_add_func("/target/comm-as-the-comm-file", test_comm_as_the_comm_file);
         g_test_add_func("/target/pin-self", test_pin_self);
         g_test_add_func("/target/exited-process", test_exited_process);
         g_test_add_func("/target/alive-without-cap-kill", test_alive_without_cap_kill);

@@ -132,13 +132,24 @@ typedef struct {
 /* A walk of /proc stats every process on the machine (about 2 ms with 1300
  * processes): walks at most this often, and sums from what the last walk saw
  * in between. Processes started since (forks copy tags without asking
- * ptagsd) count from the next walk on, and a refusal always walks afresh. */
+ * ptagsd) count from the next walk on, and a refusal walks afresh unless
+ * walks are paused (below). */
 #define WALK_MAX_AGE_US (500 * G_TIME_SPAN_MILLISECOND)
+
+/* Anyone may ask for a change a budget then refuses (budgets are checked
+ * before polkit is asked), or aim changes at the processes of every user:
+ * each such call would walk the machine's processes on the main loop. So
+ * after any walk, the next waits this many times as long as the walk took
+ * (walks take at most a tenth of the time, however many callers ask), and
+ * the sums of the last walks answer meanwhile, refusals included. A uid's
+ * first walk is never held back: there is no sum to answer with. */
+#define WALK_PAUSE_FACTOR 9
 
 struct _PtagsByteCache {
         GHashTable *procs; /* pid -> CachedProcess */
         guint scan;
         GHashTable *walks; /* uid -> UidWalk */
+        gint64 next_walk;  /* no walk before this g_get_monotonic_time() */
 };
 
 PtagsByteCache *ptags_byte_cache_new(void)
@@ -240,6 +251,18 @@ void ptags_byte_cache_expect(PtagsByteCache *cache, pid_t pid, uid_t uid, guint6
         count(cache, p);
 }
 
+void ptags_byte_cache_applied(PtagsByteCache *cache, pid_t pid, guint64 bytes)
+{
+        CachedProcess *p = g_hash_table_lookup(cache->procs, GINT_TO_POINTER(pid));
+
+        /* A process not counted yet is left to the next walk. */
+        if (p == NULL || !p->valid)
+                return;
+        uncount(cache, p);
+        p->bytes = bytes;
+        count(cache, p);
+}
+
 int ptags_user_bytes(PtagsBackend *backend, PtagsByteCache *cache, uid_t uid, pid_t except,
                      gboolean fresh, guint64 *out)
 {
@@ -249,7 +272,8 @@ int ptags_user_bytes(PtagsBackend *backend, PtagsByteCache *cache, uid_t uid, pi
         *out = 0;
         gint64 now = g_get_monotonic_time();
         UidWalk *walk = g_hash_table_lookup(cache->walks, GUINT_TO_POINTER(uid));
-        if (!fresh && walk != NULL && now - walk->time < WALK_MAX_AGE_US) {
+        gboolean due = fresh || walk == NULL || now - walk->time >= WALK_MAX_AGE_US;
+        if (walk != NULL && (!due || now < cache->next_walk)) {
                 *out = walk->sum - except_counted(cache, uid, except);
                 return 0;
         }
@@ -323,5 +347,9 @@ int ptags_user_bytes(PtagsBackend *backend, PtagsByteCache *cache, uid_t uid, pi
                         }
                 }
         }
+        gint64 end = g_get_monotonic_time();
+        cache->next_walk = end + WALK_PAUSE_FACTOR * (end - now);
+        g_debug("uid %u: walked %u processes in %.3f ms", (unsigned)uid, alive,
+                (end - now) / 1000.0);
         return 0;
 }

@@ -70,10 +70,14 @@ void ptags_byte_cache_free(PtagsByteCache *cache);
 /* Remember that @pid will hold @bytes once a change is applied (an
  * over-estimate if the change then fails, which a fresh sum corrects). */
 void ptags_byte_cache_expect(PtagsByteCache *cache, pid_t pid, uid_t uid, guint64 bytes);
+/* Remember that @pid now holds @bytes, a change having been applied: a list
+ * that shrank counts less at once, not only from the next walk. */
+void ptags_byte_cache_applied(PtagsByteCache *cache, pid_t pid, guint64 bytes);
 
 /* Sum into *@out the bytes of every live process of @uid except @except, as
  * @backend reports them; @fresh reads every one again instead of trusting
- * @cache (which exec, shrinking a list behind ptagsd, leaves high).
- * 0 or -errno. */
+ * @cache (which exec, shrinking a list behind ptagsd, leaves high). Walks
+ * of the processes take at most a tenth of the time: until the next may
+ * start, the uid's last sum answers, fresh or not. 0 or -errno. */
 int ptags_user_bytes(PtagsBackend *backend, PtagsByteCache *cache, uid_t uid, pid_t except,
                      gboolean fresh, guint64 *out);

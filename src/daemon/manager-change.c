@@ -149,6 +149,8 @@ static void change_apply(Call *call)
                 call_fail(call, error);
                 return;
         }
+        ptags_byte_cache_applied(call->svc->byte_cache, pid,
+                                 ptags_set_bytes(ptags_plan_result(call->plan)));
         ptags_log_changed(&ctx, call->plan);
         if (!ptags_target_alive(&call->target)) {
                 call_fail(call,

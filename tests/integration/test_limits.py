@@ -9,6 +9,7 @@
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -157,6 +158,42 @@ class ConfiguredBudgetTests(LimitWorld):
         self.assertOk(self.world.root_call("AddTag", "usb", [root_target, "r" * 1900, False]))
         self.assertOk(self.world.root_call("RemoveTag", "us", [first, "a" * 1500]))
         self.assertOk(self.world.root_call("AddTag", "usb", [second, "c", False]))
+
+    def walked_ms(self):
+        """Milliseconds ptagsd has spent walking processes for user sums."""
+        with open(self.world.daemon_log_path, errors="replace") as log:
+            return sum(float(m.group(1)) for m in
+                       re.finditer(r"walked \d+ processes in ([0-9.]+) ms", log.read()))
+
+    def test_refusals_do_not_keep_ptagsd_walking(self):
+        """Anyone may ask for a change the user budget refuses (budgets are
+        checked before polkit), and each refusal walked every process on the
+        machine, on ptagsd's main loop: a flood of them kept it walking most
+        of the time. Walks now take at most about a tenth of the time."""
+        crowd = [self.world.spawn("crowd", ["sleep", "600"]) for _ in range(400)]
+        for proc in crowd:
+            self.addCleanup(proc.kill)
+        first = self.world.spawn_target(unprivileged=True)
+        second = self.world.spawn_target(unprivileged=True)
+        self.assertOk(self.world.root_call("AddTag", "usb", [first, "a" * 1500, False]))
+        self.assertOk(self.world.root_call("AddTag", "usb", [second, "b" * 1500, False]))
+        client = self.world.spawn_client()
+        walked = self.walked_ms()
+        start = time.monotonic()
+        for i in range(150):
+            reply = client.call("AddTag", "usb", [second, "c%d" % i, False])
+            self.assertError(reply, "LimitExceeded")
+            self.assertIn("MaxUserBytes", reply.message)
+        elapsed_ms = (time.monotonic() - start) * 1000
+        walked = self.walked_ms() - walked
+        print("\n150 refusals in %.0f ms, %.0f ms of it walking" % (elapsed_ms, walked))
+        self.assertLess(walked, 0.25 * elapsed_ms, "ptagsd walked for most of the refusals")
+        # What ptagsd itself frees counts at once, paused walks or not.
+        for _ in range(10):
+            self.assertOk(self.world.root_call("RemoveTag", "us", [first, "a" * 1500]))
+            self.assertOk(self.world.root_call("AddTag", "usb", [second, "c", False]))
+            self.assertOk(self.world.root_call("RemoveTag", "us", [second, "c"]))
+            self.assertOk(self.world.root_call("AddTag", "usb", [first, "a" * 1500, False]))
 
     def test_root_budget(self):
         targets = [self.world.spawn_target() for _ in range(3)]

@@ -163,10 +163,10 @@ void ptags_target_clear(PtagsTarget *t)
         t->pid = 0;
 }
 
-/* The whole text of NAME in @dir (an open /proc/PID), or NULL. These files
- * report no size (g_file_get_contents would go through stdio), and the
- * kernel hands out as much of them as a read asks for: a read shorter than
- * asked for is the end. */
+/* The whole text of NAME in @dir (an open /proc/PID, or AT_FDCWD for a
+ * whole path), or NULL. These files report no size (g_file_get_contents
+ * would go through stdio), and the kernel hands out as much of them as a
+ * read asks for: a read shorter than asked for is the end. */
 static char *read_proc_text_at(int dir, const char *name)
 {
         int fd = openat(dir, name, O_RDONLY | O_CLOEXEC | O_NOCTTY);
@@ -206,12 +206,10 @@ static int open_proc_dir(pid_t pid)
 
 static char *read_proc_text(pid_t pid, const char *name)
 {
-        int dir = open_proc_dir(pid);
-        if (dir < 0)
-                return NULL;
-        char *text = read_proc_text_at(dir, name);
-        close(dir);
-        return text;
+        char path[64];
+
+        snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, name);
+        return read_proc_text_at(AT_FDCWD, path);
 }
 
 char *ptags_status_comm(const char *status)

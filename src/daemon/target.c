@@ -165,8 +165,8 @@ void ptags_target_clear(PtagsTarget *t)
 
 /* The whole text of NAME in @dir (an open /proc/PID, or AT_FDCWD for a
  * whole path), or NULL. These files report no size (g_file_get_contents
- * would go through stdio), and the kernel hands out as much of them as a
- * read asks for: a read shorter than asked for is the end. */
+ * would go through stdio), and only a read of nothing ends them: a seq_file
+ * hands out whole records, so a shorter read is not the end. */
 static char *read_proc_text_at(int dir, const char *name)
 {
         int fd = openat(dir, name, O_RDONLY | O_CLOEXEC | O_NOCTTY);
@@ -175,6 +175,10 @@ static char *read_proc_text_at(int dir, const char *name)
         gsize size = 4096, len = 0;
         char *text = g_malloc(size);
         for (;;) {
+                if (size - 1 - len == 0) {
+                        size *= 2;
+                        text = g_realloc(text, size);
+                }
                 ssize_t n = read(fd, text + len, size - 1 - len);
                 if (n < 0 && errno == EINTR)
                         continue;
@@ -182,11 +186,9 @@ static char *read_proc_text_at(int dir, const char *name)
                         g_clear_pointer(&text, g_free);
                         break;
                 }
-                len += (gsize)n;
-                if (len < size - 1)
+                if (n == 0)
                         break;
-                size *= 2;
-                text = g_realloc(text, size);
+                len += (gsize)n;
         }
         close(fd);
         if (text != NULL)

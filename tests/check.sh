@@ -10,9 +10,16 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 top=$PWD
+# Each step's wall time goes to the log, so a slow CI run says where it went.
+step_start=$SECONDS
+step() {
+  echo "check.sh: ${1} took $((SECONDS - step_start)) s (total ${SECONDS} s)"
+  step_start=$SECONDS
+}
 
 # 1. Packages: install only what is missing.
 tests/install-deps.sh
+step "installing packages"
 
 # Debian's python3 (with dbusmock) first, whatever shims PATH has.
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:$PATH
@@ -30,6 +37,7 @@ else
   meson configure "$builddir" -Dwerror=true >/dev/null
 fi
 ninja -C "$builddir"
+step "main build"
 
 # 3. Sanitizer build of the model, the kernel fixture and the daemon with
 #    both backends: the integration suites then run a daemon built with
@@ -41,6 +49,7 @@ else
   meson configure "$asandir" -Dcomponents=model,fixture,daemon,bpf >/dev/null
 fi
 ninja -C "$asandir"
+step "ASan build"
 
 # 3b. ThreadSanitizer build of the daemon with the bpf backend (step 7).
 if [ ! -f "$tsandir/build.ninja" ]; then
@@ -48,17 +57,20 @@ if [ ! -f "$tsandir/build.ninja" ]; then
     -Dbuildtype=debugoptimized -Dcomponents=model,fixture,daemon,bpf
 fi
 ninja -C "$tsandir"
+step "TSan build"
 
 # 4. The parser fuzz target (libFuzzer, clang): built here, run below.
 if [ ! -f "$fuzzdir/build.ninja" ]; then
   CC=clang meson setup "$fuzzdir" -Dwerror=true -Dcomponents=model -Dfuzzing=true
 fi
 meson compile -C "$fuzzdir" fuzz-model
+step "fuzz build"
 
 # 5. The LSM-path tests boot Debian's 6.1 kernel under QEMU; the tests never
 #    download anything themselves, so the kernel is fetched here.
 PTAGS_QEMU_KERNEL=$(tests/bpf/fetch-qemu-kernel.sh "$top/build-qemu-kernel")
 export PTAGS_QEMU_KERNEL
+step "QEMU kernel fetch"
 
 status=0
 # The model parser is fuzzed for a fixed time in every run; a crash, leak or
@@ -80,8 +92,10 @@ else
   fuzz_failed=1
   status=1
 fi
+step "fuzz run"
 
 meson test -C "$builddir" --print-errorlogs --num-processes 2 "$@" || status=1
+step "main tests"
 # Under ASan the random load test runs 1000 operations per caller instead of
 # 2000 (16 callers still mix every kind of operation thousands of times;
 # the main build runs the full count), so the whole run stays under 20
@@ -90,6 +104,7 @@ PTAGS_LOAD_OPS=1000 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
   meson test -C "$asandir" --print-errorlogs --num-processes 2 \
     --suite model --suite fixture --suite daemon --suite integration --suite integration-bpf \
     "$@" || status=1
+step "ASan tests"
 
 # 6. What a distribution's build user sees: a fresh build and `meson test` as
 #    nobody, from a copy of the tree nobody can read. Tests that need root
@@ -112,6 +127,7 @@ else
   echo '{"name": "unprivileged build", "result": "FAIL"}' >"$top/unprivileged-testlog.json"
 fi
 rm -rf "$unpriv" "$unpriv.log"
+step "unprivileged build and tests"
 
 # 7. The reads and root's changes ptagsd answers in GDBus's worker thread,
 #    and what they share with the main loop, under ThreadSanitizer on the
@@ -134,6 +150,7 @@ elif ! (shopt -s nullglob; python3 tests/tsan_check.py "$tsanreports"/report.*);
 fi
 [ "$tsan_failed" = 0 ] || status=1
 rm -rf "$tsanreports"
+step "TSan tests"
 
 # The plain closing line CI reads, summed over every run (and the fuzz run).
 PTAGS_FUZZ_FAILED=$fuzz_failed PTAGS_TSAN_FAILED=$tsan_failed python3 - "$builddir" "$asandir" \

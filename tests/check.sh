@@ -3,7 +3,7 @@
 # SPDX-FileCopyrightText: 2026 The ptags authors
 # The one test command: installs missing Debian packages, configures with
 # -Werror, builds, and runs every test (plus the model, fixture, daemon and
-# integration suites, on both backends, under ASan/UBSan, 60 s of the model parser's libFuzzer
+# integration suites, on both backends, under ASan/UBSan, 30 s of the model parser's libFuzzer
 # target, the bus-thread reads under ThreadSanitizer, and `meson test` as an
 # unprivileged user on a fresh build).
 # Usage (as root on Debian 12): tests/check.sh [extra meson test args]
@@ -28,7 +28,7 @@ builddir=${BUILDDIR:-$top/build}
 asandir=${ASANDIR:-$top/build-asan}
 fuzzdir=${FUZZDIR:-$top/build-fuzz}
 tsandir=${TSANDIR:-$top/build-tsan}
-fuzz_seconds=${PTAGS_FUZZ_SECONDS:-60}
+fuzz_seconds=${PTAGS_FUZZ_SECONDS:-30}
 
 # 2. Main build: every component, warnings are errors.
 if [ ! -f "$builddir/build.ninja" ]; then

@@ -353,15 +353,19 @@ class World:
             run_dir = os.path.join(self.tmp, "run")
             os.mkdir(run_dir, 0o700)
             self.daemon_env.setdefault("RUNTIME_DIRECTORY", run_dir)
-        self.start_bus()
-        if self.polkit_kind == "mock":
-            self.start_polkit_mock()
-        elif self.polkit_kind not in ("none", "external"):
+        if self.polkit_kind not in ("mock", "none", "external"):
             raise HarnessError("unknown polkit kind %r" % (self.polkit_kind,))
+        self.start_bus()
+        # The mock's Python start-up is the slowest part of a world: it runs
+        # while the fixture and ptagsd start (ptagsd asks polkit only at the
+        # first check), and start() returns once it owns its name.
+        mock = self._spawn_polkit_mock() if self.polkit_kind == "mock" else None
         if self.backend == "ptags-lsm":
             self.start_fixture()
         if self.polkit_kind != "external":
             self.start_daemon()
+        if mock is not None:
+            self._wait_polkit_mock(mock)
 
     def _isolate_bpf_state(self):
         """Give this world's ptagsd its own pins and state, so tests never
@@ -452,9 +456,14 @@ class World:
         return reply.ok and reply.value[0]
 
     def start_polkit_mock(self):
+        self._wait_polkit_mock(self._spawn_polkit_mock())
+
+    def _spawn_polkit_mock(self):
         template = os.path.join(LIB_DIR, "ptags_polkit_mock.py")
-        proc = self.spawn("polkit-mock", [PYTHON, "-m", "dbusmock", "--template", template,
+        return self.spawn("polkit-mock", [PYTHON, "-m", "dbusmock", "--template", template,
                                            "--system"], log_name="polkit-mock.log")
+
+    def _wait_polkit_mock(self, proc):
         wait_until(lambda: self.name_has_owner(POLKIT_NAME) or proc.poll() is not None, 15,
                    "the polkit mock on the bus")
         if proc.poll() is not None:

@@ -68,6 +68,21 @@ def glib_alloc(who, frames):
         and any(re.match(r"g_(malloc|realloc|try_malloc)\w*$", fn) for fn in names[1:])
 
 
+def glib_copy(who, frames):
+    """The main thread's side is GLib copying into memory it had just
+    allocated (g_memdup2 or g_strdup behind g_variant_new_string, say): the
+    same handoff as glib_alloc, seen at the fill instead of the malloc. The
+    frames below GLib's are not to be trusted (GLib has no frame pointers),
+    so they are not read. A racy pointer to such a copy would be reported
+    at the pointer, written by ptagsd's code."""
+    names = [fn for fn, _ in frames]
+    if who != "main thread" or not names or names[0] not in ("memcpy", "memmove", "strcpy"):
+        return False
+    # The interceptor may show twice; the first frame past it is the caller.
+    caller = next((n for n in names if n != names[0]), None)
+    return caller in ("g_memdup2", "g_memdup", "g_strdup", "g_strndup")
+
+
 def ours(frames):
     return [fn for fn, where in frames if "src/daemon/" in where or "src/bpf/" in where
             or "src/model/" in where]
@@ -86,7 +101,7 @@ def main(paths):
             kind = block.strip().splitlines()[0]
             secs = sections(block)
             off_main = [(who, ours(fr)) for who, fr in secs if who != "main thread"]
-            handoff = "data race" in kind and any(glib_free(fr) or glib_alloc(who, fr)
+            handoff = "data race" in kind and any(glib_free(fr) or glib_alloc(who, fr) or glib_copy(who, fr)
                                                   for who, fr in secs)
             if handoff:
                 glib_only += 1

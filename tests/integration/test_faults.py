@@ -139,11 +139,14 @@ class DaemonRestartTests(PtagsTestCase):
             return ["+k%d:b%03d:%02d:%s" % (c, n, i, "x" * 180) for i in range(40)]
 
         restarts, acked_total, whole_unacked, sent_total = [], 0, 0, 0
+        # The callers outlive every ptagsd: each call cut by a kill is
+        # answered by the bus with an error, so every send still gets its
+        # one reply.
+        clients = [self.world.spawn_client(unprivileged=False) for _ in range(4)]
         # Many kills at spread delays: some land between the pages of a
         # batch, where only crash-consistent storage keeps it whole.
         for delay_ms in list(range(2, 26, 2)) + list(range(27, 51, 2)):
             target = self.world.spawn_target(unprivileged=True)  # room for every batch
-            clients = [self.world.spawn_client(unprivileged=False) for _ in range(4)]
             acked, sent = set(), []
             for n in range(4):
                 for c, client in enumerate(clients):
@@ -159,8 +162,6 @@ class DaemonRestartTests(PtagsTestCase):
                         acked.add((c, n))
                     elif n < 3:
                         self.fail("batch %d of caller %d failed: %r" % (n, c, reply))
-            for client in clients:
-                client.stop()
             restarts.append(self.restart_daemon())
             tags = {t[0] for t in self.world.get_tags(target)}
             for c, n in sent:

@@ -101,8 +101,8 @@ def main(paths):
             kind = block.strip().splitlines()[0]
             secs = sections(block)
             off_main = [(who, ours(fr)) for who, fr in secs if who != "main thread"]
-            handoff = "data race" in kind and any(glib_free(fr) or glib_alloc(who, fr) or glib_copy(who, fr)
-                                                  for who, fr in secs)
+            handoff = "data race" in kind and any(
+                glib_free(fr) or glib_alloc(who, fr) or glib_copy(who, fr) for who, fr in secs)
             if handoff:
                 glib_only += 1
             elif any(fns for _, fns in off_main) or ("data race" not in kind and ours(

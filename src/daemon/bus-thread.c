@@ -7,7 +7,8 @@
  *    main loop but thread-safe lookups;
  *  - root's changes, which need no polkit and so never wait: the whole
  *    change (manager-change.c) runs here while holding the main loop's
- *    lock, which the main thread lets go of only while it polls.
+ *    lock, which the main thread lets go of only while it polls (and the
+ *    bus thread waits for only briefly).
  * Anything else, and anything that would wait, goes on to the handlers on
  * the main loop, so every error is made in one place. */
 #define G_LOG_DOMAIN "ptagsd-manager"
@@ -115,9 +116,21 @@ static gboolean has_passed(const char *sender)
 /* ------------------------------------------------- the main loop's lock
  *
  * Held by the main thread except while it polls: whoever holds it may do
- * what a main-loop callback may. The bus thread only ever tries it, so it
- * never waits for the main thread, which may itself wait for the bus
- * thread (a synchronous D-Bus call). */
+ * what a main-loop callback may. The bus thread waits for it at most
+ * LOOP_LOCK_WAIT_USEC, then leaves the change to the main loop: the main
+ * thread may itself be waiting for the bus thread (a synchronous D-Bus
+ * call), so an unbounded wait could hang both.
+ *
+ * It does wait that long because not waiting feeds on itself: a change
+ * passed to the main loop keeps the main thread busy, so the next root
+ * change finds the lock taken and is passed too, and under a steady stream
+ * of changes most of them would pay the two hops through the main loop.
+ * The bound is about one slow main-loop callback (a search of 100 tagged
+ * processes); a wait that long only holds up the other messages queued
+ * behind a root change. */
+
+#define LOOP_LOCK_WAIT_USEC  1000
+#define LOOP_LOCK_RETRY_USEC 20
 
 static pthread_mutex_t loop_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -127,6 +140,21 @@ static gint poll_unlocked(GPollFD *fds, guint n_fds, gint timeout)
         gint r = g_poll(fds, n_fds, timeout);
         pthread_mutex_lock(&loop_lock);
         return r;
+}
+
+/* The main loop's lock within LOOP_LOCK_WAIT_USEC: TRUE when taken. Tried
+ * again every LOOP_LOCK_RETRY_USEC on the monotonic clock, where a timed
+ * lock would count on the wall clock, which can be set back. */
+static gboolean loop_lock_soon(void)
+{
+        gint64 until = g_get_monotonic_time() + LOOP_LOCK_WAIT_USEC;
+
+        while (pthread_mutex_trylock(&loop_lock) != 0) {
+                if (g_get_monotonic_time() >= until)
+                        return FALSE;
+                g_usleep(LOOP_LOCK_RETRY_USEC);
+        }
+        return TRUE;
 }
 
 /* Pin the process a pid argument names, or the caller's for 0; FALSE when
@@ -254,7 +282,7 @@ static gboolean change_now(PtagsBusThread *bt, GDBusMessage *msg, const char *se
          * is thread-safe. */
         g_autoptr(PtagsPeer) peer = ptags_peer_cache_get(bt->svc->peers, sender);
 
-        if (peer == NULL || peer->uid != 0 || pthread_mutex_trylock(&loop_lock) != 0)
+        if (peer == NULL || peer->uid != 0 || !loop_lock_soon())
                 return FALSE;
         gboolean now = change_never_waits(bt, msg, sender);
         if (now)

@@ -80,6 +80,8 @@ qemulog=$(mktemp "${TMPDIR:-/tmp}/ptags-qemu.XXXXXX")
 rm -f "$builddir/meson-logs/qemu.json"  # counted below: never an old run's
 meson test -C "$builddir" --print-errorlogs --suite bpf-qemu --logbase qemu >"$qemulog" 2>&1 &
 qemu_pid=$!
+# If a step below aborts the script, the QEMU run must not outlive it.
+trap 'kill "$qemu_pid" 2>/dev/null || true' EXIT
 
 # The model parser is fuzzed for a fixed time in every run; a crash, leak or
 # sanitizer finding fails the run (libFuzzer exits non-zero and writes the
@@ -128,6 +130,7 @@ step "unprivileged build and tests"
 if ! wait "$qemu_pid"; then
   status=1
 fi
+trap - EXIT
 cat "$qemulog"
 rm -f "$qemulog"
 step "QEMU LSM tests (waited for)"

@@ -282,7 +282,11 @@ static gboolean change_now(PtagsBusThread *bt, GDBusMessage *msg, const char *se
          * is thread-safe. */
         g_autoptr(PtagsPeer) peer = ptags_peer_cache_get(bt->svc->peers, sender);
 
-        if (peer == NULL || peer->uid != 0 || !loop_lock_soon())
+        if (peer == NULL || peer->uid != 0)
+                return FALSE;
+        /* Not worth waiting for the lock when the change would be passed on
+         * anyway (looked at again under the lock). */
+        if (g_dbus_message_get_unix_fd_list(msg) != NULL || has_passed(sender) || !loop_lock_soon())
                 return FALSE;
         gboolean now = change_never_waits(bt, msg, sender);
         if (now)

@@ -261,34 +261,31 @@ static gboolean read_now(PtagsBusThread *bt, GDBusConnection *connection, GDBusM
         return TRUE;
 }
 
-/* Whether the change @msg from @sender can run here to its reply without
- * waiting for anything; call with the main loop's lock held. */
-static gboolean change_never_waits(PtagsBusThread *bt, GDBusMessage *msg, const char *sender)
+/* Whether a change could overtake an earlier call of its own connection
+ * here: one carrying a file descriptor (ApplyFd) always goes to the main
+ * loop, and so does every change while an earlier call of the connection is
+ * on its way to the main loop or in flight there (queued, learning its
+ * caller). Only this thread counts calls as passed on, so a FALSE stays
+ * FALSE while it runs the change. */
+static gboolean change_must_pass(GDBusMessage *msg, const char *sender)
 {
-        /* No earlier call of this connection is on its way to the main loop
-         * or in flight there (queued, learning its caller): none of its own
-         * can be overtaken. Root takes no turn in its uid's queue here: the
-         * bus thread runs one change at a time, in full. */
-        return g_dbus_message_get_unix_fd_list(msg) == NULL && !has_passed(sender) &&
-               /* the caller is known without asking the bus */
-               call_knows_peer(bt->svc, sender);
+        return g_dbus_message_get_unix_fd_list(msg) != NULL || has_passed(sender);
 }
 
 /* A change from a known root connection: run here (TRUE, @msg consumed) when
- * it cannot wait, or let the main loop have it (FALSE). */
+ * it cannot wait, or let the main loop have it (FALSE). Root takes no turn
+ * in its uid's queue here: the bus thread runs one change at a time, in
+ * full. */
 static gboolean change_now(PtagsBusThread *bt, GDBusMessage *msg, const char *sender)
 {
         /* The caller as the changes know it (call_lookup_peer): peer-cache.c
          * is thread-safe. */
         g_autoptr(PtagsPeer) peer = ptags_peer_cache_get(bt->svc->peers, sender);
 
-        if (peer == NULL || peer->uid != 0)
+        if (peer == NULL || peer->uid != 0 || change_must_pass(msg, sender) || !loop_lock_soon())
                 return FALSE;
-        /* Not worth waiting for the lock when the change would be passed on
-         * anyway (looked at again under the lock). */
-        if (g_dbus_message_get_unix_fd_list(msg) != NULL || has_passed(sender) || !loop_lock_soon())
-                return FALSE;
-        gboolean now = change_never_waits(bt, msg, sender);
+        /* The caller is known without asking the bus (main-loop state). */
+        gboolean now = call_knows_peer(bt->svc, sender);
         if (now)
                 ptags_manager_change_in_bus_thread(bt->svc, msg);
         pthread_mutex_unlock(&loop_lock);

@@ -6,6 +6,7 @@
 
 #include "target.h"
 
+#include "cgroup-units.h"
 #include "errors.h"
 
 #include <errno.h>
@@ -20,7 +21,6 @@
 #include <sys/stat.h>
 #include <stdlib.h>
 #include <sys/syscall.h>
-#include <systemd/sd-login.h>
 #include <unistd.h>
 
 #ifndef SYS_pidfd_open
@@ -237,7 +237,7 @@ char *ptags_status_comm(const char *status)
 }
 
 /* @full: also look up the user name (a user-database query, which may
- * leave the machine) and the units (sd-login); a re-check needs neither. */
+ * leave the machine) and the units; a re-check needs neither. */
 static gboolean process_info_read(const PtagsTarget *t, PtagsProcessInfo *info, gboolean full,
                                   GError **error)
 {
@@ -263,18 +263,17 @@ static gboolean process_info_read(const PtagsTarget *t, PtagsProcessInfo *info, 
                 info->cgroup = read_proc_text_at(dir, "cgroup");
                 close(dir);
         }
-        /* sd-login, as systemd itself reads them: the system unit is the
-         * first unit below the slices (user@UID.service for everything a
-         * user's manager runs), the user unit the one below that manager.
-         * A user's unit named like a system service thus stays a user unit.
-         * Both come from the cgroup text, so a re-check compares that. */
-        if (!full || sd_pid_get_unit(t->pid, &info->unit) < 0)
-                info->unit = NULL;
-        /* Only a user's manager (user@UID.service) runs user units: asking
-         * otherwise would parse the cgroup file again for nothing. */
-        if (info->unit == NULL || !g_str_has_prefix(info->unit, "user@") ||
-            sd_pid_get_user_unit(t->pid, &info->user_unit) < 0)
-                info->user_unit = NULL;
+        /* As sd-login reads them, but from the cgroup text just read rather
+         * than the file again: the system unit is the first unit below the
+         * slices (user@UID.service for everything a user's manager runs),
+         * the user unit the one below that manager. A user's unit named like
+         * a system service thus stays a user unit. Both follow from the text
+         * (and PID 1's), so a re-check compares that. */
+        if (full) {
+                g_autofree char *pid1 = read_proc_text(1, "cgroup");
+                ptags_cgroup_units(info->cgroup, pid1, ptags_cgroup_tree(), &info->unit,
+                                   &info->user_unit);
+        }
 
         /* Everything above came from a pid; it only describes our target if the
          * target is still alive now. */
@@ -340,8 +339,8 @@ void ptags_process_info_clear(PtagsProcessInfo *info)
         g_clear_pointer(&info->user, g_free);
         g_clear_pointer(&info->exe, g_free);
         g_clear_pointer(&info->comm, g_free);
-        g_clear_pointer(&info->unit, free); /* from sd-login: malloc()ed */
-        g_clear_pointer(&info->user_unit, free);
+        g_clear_pointer(&info->unit, g_free);
+        g_clear_pointer(&info->user_unit, g_free);
         g_clear_pointer(&info->cgroup, g_free);
 }
 

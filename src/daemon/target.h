@@ -39,8 +39,8 @@ typedef struct {
         char *user; /* NULL when the uid has no name */
         char *exe;  /* NULL for kernel threads or unreadable links */
         char *comm;
-        char *unit;      /* system unit (sd_pid_get_unit), NULL when none */
-        char *user_unit; /* unit of a user's manager (sd_pid_get_user_unit), or NULL */
+        char *unit;      /* system unit (as sd_pid_get_unit), NULL when none */
+        char *user_unit; /* unit of a user's manager (as sd_pid_get_user_unit), or NULL */
         char *cgroup;    /* the text of /proc/PID/cgroup, which the units are read from */
 } PtagsProcessInfo;
 

@@ -26,52 +26,60 @@ static void check_units(const char *text, const char *pid1, PtagsCgroupTree tree
                         want_unit, want_user_unit);
 }
 
-#define U(path, unit, user_unit)                                                                   \
-        check_units("0::" path "\n", "0::/init.scope\n", PTAGS_CGROUP_TREE_UNIFIED, unit, user_unit)
+/* Unified-tree paths below a PID 1 in init.scope, and their units. */
+static const struct {
+        const char *path, *unit, *user_unit;
+} rules[] = {
+        {"/system.slice/camera.service", "camera.service", NULL},
+        {"/system.slice/system-getty.slice/getty@tty1.service", "getty@tty1.service", NULL},
+        {"/user.slice/user-1000.slice/session-3.scope", "session-3.scope", NULL},
+        /* A user's own unit named like a system one stays a user unit. */
+        {"/user.slice/user-1000.slice/user@1000.service/app.slice/camera.service",
+         "user@1000.service", "camera.service"},
+        {"/user.slice/user-0.slice/user@0.service/x.scope", "user@0.service", "x.scope"},
+        {"/user.slice/user@1000.service", "user@1000.service", NULL},
+        /* Not a uid as systemd reads one: no user unit. */
+        {"/user.slice/user@01.service/x.service", "user@01.service", NULL},
+        {"/user.slice/user@65535.service/x.service", "user@65535.service", NULL},
+        {"/user.slice/user@4294967295.service/x.service", "user@4294967295.service", NULL},
+        {"/user.slice/user@4294967296.service/x.service", "user@4294967296.service", NULL},
+        {"/user.slice/user@4294967294.service/x.service", "user@4294967294.service", "x.service"},
+        {"/user.slice/user@+1.service/x.service", NULL, NULL},
+        {"/user.slice/user@1x.service/x.service", "user@1x.service", NULL},
+        {"/user.slice/_user@1.service/x.service", "user@1.service", NULL},
+        /* One leading '_' escapes a name like a kernel file's. */
+        {"/system.slice/_cpu.service", "cpu.service", NULL},
+        {"/_system.slice/a.service", "a.service", NULL},
+        {"/__x.service", "_x.service", NULL},
+        /* Slices only, templates, bad names: no unit. */
+        {"/", NULL, NULL},
+        {"", NULL, NULL},
+        {"/user.slice", NULL, NULL},
+        {"/system.slice/foo@.service", NULL, NULL},
+        {"/a@b.slice/x.service", NULL, NULL},
+        {"/@foo.service", NULL, NULL},
+        {"/foo bar.service", NULL, NULL},
+        {"/system.slice/foo.unknown", NULL, NULL},
+        {"/noext", NULL, NULL},
+        {"/.service", NULL, NULL},
+        {"/a.b", NULL, NULL},
+        {"/x.slice.service", "x.slice.service", NULL},
+        {"/foo:bar\\x2d.service", "foo:bar\\x2d.service", NULL},
+        {"//system.slice///camera.service", "camera.service", NULL},
+        /* A slice below a unit is not skipped again. */
+        {"/a.service/b.slice/c.service", "a.service", NULL},
+        /* A zombie's path ends in " (deleted)". */
+        {"/system.slice/camera.service (deleted)", "camera.service", NULL},
+        {"/system.slice/camera.service (deleted) (deleted)", NULL, NULL},
+};
 
 static void test_rules(void)
 {
-        U("/system.slice/camera.service", "camera.service", NULL);
-        U("/system.slice/system-getty.slice/getty@tty1.service", "getty@tty1.service", NULL);
-        U("/user.slice/user-1000.slice/session-3.scope", "session-3.scope", NULL);
-        /* A user's own unit named like a system one stays a user unit. */
-        U("/user.slice/user-1000.slice/user@1000.service/app.slice/camera.service",
-          "user@1000.service", "camera.service");
-        U("/user.slice/user-0.slice/user@0.service/x.scope", "user@0.service", "x.scope");
-        U("/user.slice/user@1000.service", "user@1000.service", NULL);
-        /* Not a uid as systemd reads one: no user unit. */
-        U("/user.slice/user@01.service/x.service", "user@01.service", NULL);
-        U("/user.slice/user@65535.service/x.service", "user@65535.service", NULL);
-        U("/user.slice/user@4294967295.service/x.service", "user@4294967295.service", NULL);
-        U("/user.slice/user@4294967296.service/x.service", "user@4294967296.service", NULL);
-        U("/user.slice/user@4294967294.service/x.service", "user@4294967294.service", "x.service");
-        U("/user.slice/user@+1.service/x.service", NULL, NULL);
-        U("/user.slice/user@1x.service/x.service", "user@1x.service", NULL);
-        U("/user.slice/_user@1.service/x.service", "user@1.service", NULL);
-        /* One leading '_' escapes a name like a kernel file's. */
-        U("/system.slice/_cpu.service", "cpu.service", NULL);
-        U("/_system.slice/a.service", "a.service", NULL);
-        U("/__x.service", "_x.service", NULL);
-        /* Slices only, templates, bad names: no unit. */
-        U("/", NULL, NULL);
-        U("", NULL, NULL);
-        U("/user.slice", NULL, NULL);
-        U("/system.slice/foo@.service", NULL, NULL);
-        U("/a@b.slice/x.service", NULL, NULL);
-        U("/@foo.service", NULL, NULL);
-        U("/foo bar.service", NULL, NULL);
-        U("/system.slice/foo.unknown", NULL, NULL);
-        U("/noext", NULL, NULL);
-        U("/.service", NULL, NULL);
-        U("/a.b", NULL, NULL);
-        U("/x.slice.service", "x.slice.service", NULL);
-        U("/foo:bar\\x2d.service", "foo:bar\\x2d.service", NULL);
-        U("//system.slice///camera.service", "camera.service", NULL);
-        /* A slice below a unit is not skipped again. */
-        U("/a.service/b.slice/c.service", "a.service", NULL);
-        /* A zombie's path ends in " (deleted)". */
-        U("/system.slice/camera.service (deleted)", "camera.service", NULL);
-        U("/system.slice/camera.service (deleted) (deleted)", NULL, NULL);
+        for (gsize i = 0; i < G_N_ELEMENTS(rules); i++) {
+                g_autofree char *text = g_strdup_printf("0::%s\n", rules[i].path);
+                check_units(text, "0::/init.scope\n", PTAGS_CGROUP_TREE_UNIFIED, rules[i].unit,
+                            rules[i].user_unit);
+        }
         /* Names of 255 characters are units, of 256 not. */
         g_autofree char *name255 = g_strnfill(247, 'a'), *name256 = g_strnfill(248, 'a');
         g_autofree char *t255 = g_strdup_printf("0::/%s.service\n", name255);

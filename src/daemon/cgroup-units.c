@@ -65,7 +65,9 @@ static gboolean list_has(const char *list, gsize len, const char *word)
         return FALSE;
 }
 
-char *ptags_cgroup_systemd_path(const char *text, PtagsCgroupTree tree)
+/* The path of systemd's tree in @text (a whole /proc/PID/cgroup), without
+ * a zombie's " (deleted)"; NULL when @tree has no line there. */
+static char *systemd_path(const char *text, PtagsCgroupTree tree)
 {
         if (text == NULL || tree == PTAGS_CGROUP_TREE_UNKNOWN)
                 return NULL;
@@ -181,9 +183,14 @@ static void unescape(const char **name, gsize *len)
         }
 }
 
+static gboolean ends_in_slice(const char *p, gsize len)
+{
+        return len >= 6 && memcmp(p + len - 6, ".slice", 6) == 0;
+}
+
 static gboolean is_slice(const char *p, gsize len)
 {
-        if (len < strlen("x.slice") || memcmp(p + len - 6, ".slice", 6) != 0)
+        if (len < strlen("x.slice") || !ends_in_slice(p, len))
                 return FALSE;
         unescape(&p, &len);
         return ptags_unit_name_valid(p, len, FALSE);
@@ -208,8 +215,7 @@ static char *path_unit(const char *path)
         if (len < 3)
                 return NULL;
         unescape(&c, &len);
-        if (!ptags_unit_name_valid(c, len, TRUE) ||
-            (len >= 6 && memcmp(c + len - 6, ".slice", 6) == 0))
+        if (!ptags_unit_name_valid(c, len, TRUE) || ends_in_slice(c, len))
                 return NULL;
         return g_strndup(c, len);
 }
@@ -251,8 +257,8 @@ void ptags_cgroup_units(const char *text, const char *pid1_text, PtagsCgroupTree
 {
         *unit = NULL;
         *user_unit = NULL;
-        g_autofree char *path = ptags_cgroup_systemd_path(text, tree);
-        g_autofree char *root = ptags_cgroup_systemd_path(pid1_text, tree);
+        g_autofree char *path = systemd_path(text, tree);
+        g_autofree char *root = systemd_path(pid1_text, tree);
         if (path == NULL || root == NULL)
                 return;
         strip_root_suffix(root);

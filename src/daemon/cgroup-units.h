@@ -19,10 +19,6 @@ typedef enum {
 /* This machine's tree (statfs of /sys/fs/cgroup, once). */
 PtagsCgroupTree ptags_cgroup_tree(void);
 
-/* The path of systemd's tree in @text (a whole /proc/PID/cgroup), without
- * a zombie's " (deleted)"; NULL when @tree has no line there. */
-char *ptags_cgroup_systemd_path(const char *text, PtagsCgroupTree tree);
-
 /* The system unit (@unit) and, for a process below a user's manager
  * (user@UID.service), the user unit (@user_unit) of the process whose
  * /proc/PID/cgroup is @text, with PID 1's in @pid1_text (its cgroup, less

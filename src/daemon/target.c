@@ -269,7 +269,7 @@ static gboolean process_info_read(const PtagsTarget *t, PtagsProcessInfo *info, 
          * the user unit the one below that manager. A user's unit named like
          * a system service thus stays a user unit. Both follow from the text
          * (and PID 1's), so a re-check compares that. */
-        if (full) {
+        if (full && info->cgroup != NULL) {
                 g_autofree char *pid1 = read_proc_text(1, "cgroup");
                 ptags_cgroup_units(info->cgroup, pid1, ptags_cgroup_tree(), &info->unit,
                                    &info->user_unit);

@@ -13,6 +13,7 @@
 #include <fcntl.h>
 #include <gio/gunixfdlist.h>
 #include <limits.h>
+#include <linux/capability.h>
 #include <poll.h>
 #include <pwd.h>
 #include <signal.h>
@@ -214,6 +215,99 @@ static char *read_proc_text(pid_t pid, const char *name)
         return read_proc_text_at(AT_FDCWD, path);
 }
 
+/* ------------------------------------------- facts that change about never */
+
+/* A uid's name (asked of the user database through NSS) and PID 1's cgroup
+ * (the root the units are read against) cost more than the target's own
+ * facts, for answers that change about never: each is reused for a second,
+ * so a renamed user reaches polkit's details within a second. A handful of
+ * uids are kept, the most recent. */
+#define KEPT_FACT_US    G_USEC_PER_SEC
+#define KEPT_USER_NAMES 8
+
+typedef struct {
+        gint64 until; /* g_get_monotonic_time() it is good until; 0: unused */
+        uid_t uid;
+        char *text; /* the name or PID 1's cgroup; NULL: none */
+} KeptFact;
+
+static GMutex kept_lock;
+static KeptFact kept_names[KEPT_USER_NAMES];
+static guint kept_names_next;
+static KeptFact kept_pid1;
+
+/* A copy of @fact's text when it is @uid's and still good at @now. */
+static gboolean kept_get(const KeptFact *fact, uid_t uid, gint64 now, char **text)
+{
+        if (fact->until <= now || fact->uid != uid)
+                return FALSE;
+        *text = g_strdup(fact->text);
+        return TRUE;
+}
+
+static void kept_set(KeptFact *fact, uid_t uid, gint64 now, const char *text)
+{
+        g_free(fact->text);
+        *fact = (KeptFact){.until = now + KEPT_FACT_US, .uid = uid, .text = g_strdup(text)};
+}
+
+static char *user_name_lookup(uid_t uid)
+{
+        struct passwd pw, *found = NULL;
+        char buf[4096];
+
+        if (getpwuid_r(uid, &pw, buf, sizeof(buf), &found) == 0 && found != NULL)
+                return g_strdup(found->pw_name);
+        return NULL;
+}
+
+char *ptags_user_name(uid_t uid, gint64 now)
+{
+        char *name = NULL;
+        KeptFact *slot = NULL;
+
+        g_mutex_lock(&kept_lock);
+        for (guint i = 0; i < KEPT_USER_NAMES; i++)
+                if (kept_get(&kept_names[i], uid, now, &name)) {
+                        g_mutex_unlock(&kept_lock);
+                        return name;
+                }
+        g_mutex_unlock(&kept_lock);
+
+        /* Not under the lock: the database may be slow, or remote. */
+        name = user_name_lookup(uid);
+
+        g_mutex_lock(&kept_lock);
+        /* The uid's old slot, else one gone stale, else the oldest. */
+        for (guint i = 0; i < KEPT_USER_NAMES && slot == NULL; i++)
+                if (kept_names[i].until != 0 && kept_names[i].uid == uid)
+                        slot = &kept_names[i];
+        for (guint i = 0; i < KEPT_USER_NAMES && slot == NULL; i++)
+                if (kept_names[i].until <= now)
+                        slot = &kept_names[i];
+        if (slot == NULL)
+                slot = &kept_names[kept_names_next++ % KEPT_USER_NAMES];
+        kept_set(slot, uid, now, name);
+        g_mutex_unlock(&kept_lock);
+        return name;
+}
+
+static char *pid1_cgroup(gint64 now)
+{
+        char *text = NULL;
+
+        g_mutex_lock(&kept_lock);
+        gboolean kept = kept_get(&kept_pid1, 0, now, &text);
+        g_mutex_unlock(&kept_lock);
+        if (kept)
+                return text;
+        text = read_proc_text(1, "cgroup");
+        g_mutex_lock(&kept_lock);
+        kept_set(&kept_pid1, 0, now, text);
+        g_mutex_unlock(&kept_lock);
+        return text;
+}
+
 char *ptags_status_comm(const char *status)
 {
         /* The kernel escapes only '\n' and '\\' in it, each as a backslash
@@ -270,7 +364,7 @@ static gboolean process_info_read(const PtagsTarget *t, PtagsProcessInfo *info, 
          * a system service thus stays a user unit. Both follow from the text
          * (and PID 1's), so a re-check compares that. */
         if (full && info->cgroup != NULL) {
-                g_autofree char *pid1 = read_proc_text(1, "cgroup");
+                g_autofree char *pid1 = pid1_cgroup(g_get_monotonic_time());
                 ptags_cgroup_units(info->cgroup, pid1, ptags_cgroup_tree(), &info->unit,
                                    &info->user_unit);
         }
@@ -283,30 +377,23 @@ static gboolean process_info_read(const PtagsTarget *t, PtagsProcessInfo *info, 
                             "process %d has exited", (int)t->pid);
                 return FALSE;
         }
-        if (full && info->uid != (uid_t)-1) {
-                struct passwd pw, *found = NULL;
-                char buf[4096];
-                if (getpwuid_r(info->uid, &pw, buf, sizeof(buf), &found) == 0 && found != NULL)
-                        info->user = g_strdup(found->pw_name);
-        }
+        if (full && info->uid != (uid_t)-1)
+                info->user = ptags_user_name(info->uid, g_get_monotonic_time());
         return TRUE;
-}
-
-gboolean ptags_status_has_capability(const char *status, guint cap)
-{
-        const char *line = strstr(status, "\nCapEff:");
-
-        if (line == NULL || cap >= 64)
-                return FALSE;
-        guint64 mask = g_ascii_strtoull(line + strlen("\nCapEff:"), NULL, 16);
-        return (mask >> cap) & 1u;
 }
 
 gboolean ptags_target_has_capability(const PtagsTarget *t, guint cap)
 {
-        g_autofree char *status = read_proc_text(t->pid, "status");
+        /* capget(2) on the pid answers from the kernel's own sets: no
+         * /proc/PID/status to generate and parse. Like any pid, the answer
+         * is the target's only if it still lives afterwards. */
+        struct __user_cap_header_struct header = {.version = _LINUX_CAPABILITY_VERSION_3,
+                                                  .pid = t->pid};
+        struct __user_cap_data_struct sets[_LINUX_CAPABILITY_U32S_3];
 
-        return status != NULL && ptags_status_has_capability(status, cap) && ptags_target_alive(t);
+        if (cap >= 32 * _LINUX_CAPABILITY_U32S_3 || syscall(SYS_capget, &header, sets) < 0)
+                return FALSE;
+        return (sets[cap / 32].effective >> (cap % 32) & 1u) && ptags_target_alive(t);
 }
 
 gboolean ptags_process_info_read(const PtagsTarget *t, PtagsProcessInfo *info, GError **error)

@@ -54,16 +54,18 @@ void ptags_process_info_clear(PtagsProcessInfo *info);
 gboolean ptags_process_info_same(const PtagsTarget *t, const PtagsProcessInfo *seen,
                                  GError **error);
 
+/* The name of @uid in the user database, or NULL when it has none, as
+ * asked at most a second before @now (g_get_monotonic_time()): answers are
+ * kept that long, for a few uids. (transfer full) */
+char *ptags_user_name(uid_t uid, gint64 now);
+
 /* The process name in the text of /proc/PID/status, unescaped: what
  * /proc/PID/comm holds, less its newline; NULL without a "Name:" line.
  * (transfer full) */
 char *ptags_status_comm(const char *status);
 
-/* True when the "CapEff:" mask in the text of /proc/PID/status has
- * capability number @cap. */
-gboolean ptags_status_has_capability(const char *status, guint cap);
 /* True when the pinned process has effective capability @cap now (false
- * when it exited or the status cannot be read). */
+ * when it exited, or for a number no capability set has). */
 gboolean ptags_target_has_capability(const PtagsTarget *t, guint cap);
 
 /* True when the text of /proc/PID/status shows a process running as @uid

@@ -7,6 +7,8 @@
 #include <signal.h>
 #include <string.h>
 #include <linux/magic.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
@@ -150,19 +152,6 @@ static void test_not_a_pidfd(void)
         g_assert_nonnull(strstr(error->message, "pidfd"));
 }
 
-static void test_capability_mask(void)
-{
-        const char *status = "Name:\tx\nCapInh:\t0000000000000000\n"
-                             "CapEff:\t0000000200000001\nCapBnd:\t000001ffffffffff\n";
-
-        g_assert_true(ptags_status_has_capability(status, 0));
-        g_assert_true(ptags_status_has_capability(status, 33)); /* CAP_MAC_ADMIN */
-        g_assert_false(ptags_status_has_capability(status, 32));
-        g_assert_false(ptags_status_has_capability(status, 1));
-        g_assert_false(ptags_status_has_capability("Name:\tx\n", 0));
-        g_assert_false(ptags_status_has_capability(status, 64));
-}
-
 static void test_status_comm(void)
 {
         g_autofree char *plain = ptags_status_comm("Name:\tsleep\nUmask:\t0022\n");
@@ -229,6 +218,136 @@ static void set_effective_cap(unsigned cap, gboolean on)
         else
                 data[cap / 32].effective &= ~(1u << (cap % 32));
         g_assert_cmpint(syscall(SYS_capset, &header, data), ==, 0);
+}
+
+/* The effective set in /proc/PID/status, the kernel's own text. */
+static guint64 status_cap_eff(pid_t pid)
+{
+        g_autofree char *path = g_strdup_printf("/proc/%d/status", (int)pid);
+        g_autofree char *status = NULL;
+
+        g_assert_true(g_file_get_contents(path, &status, NULL, NULL));
+        const char *line = strstr(status, "\nCapEff:");
+        g_assert_nonnull(line);
+        return g_ascii_strtoull(line + strlen("\nCapEff:"), NULL, 16);
+}
+
+/* Every capability number, for this process and for a child that dropped
+ * two from its effective set, as the status shows; none once exited. */
+static void test_target_capability(void)
+{
+        int go[2];
+        g_assert_cmpint(pipe(go), ==, 0);
+        pid_t child = fork();
+        g_assert_cmpint(child, >=, 0);
+        if (child == 0) {
+                close(go[0]);
+                prctl(PR_SET_PDEATHSIG, SIGKILL); /* should the test fail */
+                set_effective_cap(CAP_MAC_ADMIN, FALSE);
+                set_effective_cap(CAP_CHOWN, FALSE);
+                if (write(go[1], "x", 1) != 1)
+                        _exit(1);
+                pause();
+                _exit(0);
+        }
+        close(go[1]);
+        char c;
+        g_assert_cmpint(read(go[0], &c, 1), ==, 1);
+        close(go[0]);
+
+        const pid_t pids[] = {getpid(), child};
+        for (gsize i = 0; i < G_N_ELEMENTS(pids); i++) {
+                PtagsTarget t;
+                g_autoptr(GError) error = NULL;
+                g_assert_true(ptags_target_pin_pid(&t, pids[i], &error));
+                guint64 eff = status_cap_eff(pids[i]);
+                for (guint cap = 0; cap < 64; cap++)
+                        g_assert_cmpint(ptags_target_has_capability(&t, cap), ==, (eff >> cap) & 1);
+                g_assert_false(ptags_target_has_capability(&t, 64));
+                g_assert_false(ptags_target_has_capability(&t, G_MAXUINT));
+                ptags_target_clear(&t);
+        }
+        /* Root has it; the child dropped it. */
+        PtagsTarget self, kid;
+        g_assert_true(ptags_target_pin_pid(&self, getpid(), NULL));
+        g_assert_true(ptags_target_pin_pid(&kid, child, NULL));
+        g_assert_cmpint(ptags_target_has_capability(&self, CAP_MAC_ADMIN), ==, geteuid() == 0);
+        g_assert_false(ptags_target_has_capability(&kid, CAP_MAC_ADMIN));
+        g_assert_false(ptags_target_has_capability(&kid, CAP_CHOWN));
+        kill(child, SIGKILL);
+        g_assert_cmpint(waitpid(child, NULL, 0), ==, child);
+        g_assert_false(ptags_target_has_capability(&kid, CAP_SETUID));
+        ptags_target_clear(&kid);
+        ptags_target_clear(&self);
+}
+
+/* Replace @path's text without replacing the file (a bind mount holds it). */
+static void write_in_place(const char *path, const char *text)
+{
+        int fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC);
+        g_assert_cmpint(fd, >=, 0);
+        g_assert_cmpint(write(fd, text, strlen(text)), ==, (gssize)strlen(text));
+        close(fd);
+}
+
+static void assert_user_name(uid_t uid, gint64 now, const char *expected)
+{
+        g_autofree char *name = ptags_user_name(uid, now);
+        g_assert_cmpstr(name, ==, expected);
+}
+
+/* In a child with a mount namespace of its own, /etc/passwd is a file the
+ * test rewrites: a name is kept for a second, an unknown uid too, and only
+ * a few uids are. */
+static void user_names_in_own_passwd(const char *passwd)
+{
+        const gint64 t = g_get_monotonic_time(), second = G_USEC_PER_SEC;
+
+        g_assert_cmpint(unshare(CLONE_NEWNS), ==, 0);
+        g_assert_cmpint(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL), ==, 0);
+        write_in_place(passwd, "alpha:x:4242:4242::/:/bin/false\n");
+        g_assert_cmpint(mount(passwd, "/etc/passwd", NULL, MS_BIND, NULL), ==, 0);
+
+        assert_user_name(4242, t, "alpha");
+        assert_user_name(4243, t, NULL);
+        write_in_place(passwd, "beta:x:4242:4242::/:/bin/false\n"
+                               "gamma:x:4243:4243::/:/bin/false\n");
+        /* Within the second: what was asked first, the absence too. */
+        assert_user_name(4242, t + second / 2, "alpha");
+        assert_user_name(4243, t + second - 1, NULL);
+        /* From the second on: asked again. */
+        assert_user_name(4242, t + second, "beta");
+        assert_user_name(4243, t + second, "gamma");
+
+        /* Eight other uids, then 4242 is asked again though its answer
+         * would still be good. */
+        write_in_place(passwd, "delta:x:4242:4242::/:/bin/false\n");
+        for (uid_t uid = 5000; uid < 5008; uid++)
+                assert_user_name(uid, t + second + 1, NULL);
+        assert_user_name(4242, t + second + 2, "delta");
+}
+
+static void test_user_name_kept(void)
+{
+        if (geteuid() != 0) {
+                g_test_skip("a mount namespace of its own needs root");
+                return;
+        }
+        g_autofree char *passwd = NULL;
+        int fd = g_file_open_tmp("ptags-passwd-XXXXXX", &passwd, NULL);
+        g_assert_cmpint(fd, >=, 0);
+        close(fd);
+        pid_t child = fork();
+        g_assert_cmpint(child, >=, 0);
+        if (child == 0) {
+                user_names_in_own_passwd(passwd);
+                _exit(0);
+        }
+        int status;
+        g_assert_cmpint(waitpid(child, &status, 0), ==, child);
+        unlink(passwd);
+        g_assert_true(WIFEXITED(status));
+        g_assert_cmpint(WEXITSTATUS(status), ==, 0);
 }
 
 static void test_alive_without_cap_kill(void)
@@ -440,11 +559,12 @@ int main(int argc, char **argv)
 {
         g_test_init(&argc, &argv, NULL);
         g_test_add_func("/target/fdinfo-parse", test_fdinfo_parse);
-        g_test_add_func("/target/capability-mask", test_capability_mask);
         g_test_add_func("/target/status-comm", test_status_comm);
         g_test_add_func("/target/comm-as-the-comm-file", test_comm_as_the_comm_file);
         g_test_add_func("/target/pin-self", test_pin_self);
         g_test_add_func("/target/exited-process", test_exited_process);
+        g_test_add_func("/target/capability", test_target_capability);
+        g_test_add_func("/target/user-name-kept", test_user_name_kept);
         g_test_add_func("/target/alive-without-cap-kill", test_alive_without_cap_kill);
         g_test_add_func("/target/not-a-pidfd", test_not_a_pidfd);
         g_test_add_func("/target/thread-id", test_thread_id);

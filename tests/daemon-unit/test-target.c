@@ -166,29 +166,42 @@ static void test_status_comm(void)
         g_assert_null(ptags_status_comm("Name:\tcut off"));
 }
 
+/* A child that runs @prepare(@data), then waits to be killed (and dies
+ * with the test, should it fail). */
+static pid_t spawn_paused(void (*prepare)(gconstpointer data), gconstpointer data)
+{
+        int go[2];
+        g_assert_cmpint(pipe(go), ==, 0);
+        pid_t child = fork();
+        g_assert_cmpint(child, >=, 0);
+        if (child == 0) {
+                close(go[0]);
+                prctl(PR_SET_PDEATHSIG, SIGKILL);
+                prepare(data);
+                if (write(go[1], "x", 1) != 1)
+                        _exit(1);
+                pause();
+                _exit(0);
+        }
+        close(go[1]);
+        char c;
+        g_assert_cmpint(read(go[0], &c, 1), ==, 1);
+        close(go[0]);
+        return child;
+}
+
+static void set_name(gconstpointer name)
+{
+        prctl(PR_SET_NAME, name);
+}
+
 /* A name with the characters the kernel escapes in /proc/PID/status reads
  * as /proc/PID/comm shows it. */
 static void test_comm_as_the_comm_file(void)
 {
         static const char *const names[] = {"a\\n\nb\\c", "tab\there", "x\n", "end "};
         for (gsize i = 0; i < G_N_ELEMENTS(names); i++) {
-                int go[2];
-                g_assert_cmpint(pipe(go), ==, 0);
-                pid_t child = fork();
-                g_assert_cmpint(child, >=, 0);
-                if (child == 0) {
-                        close(go[0]);
-                        prctl(PR_SET_PDEATHSIG, SIGKILL); /* should the test fail */
-                        prctl(PR_SET_NAME, names[i]);
-                        if (write(go[1], "x", 1) != 1)
-                                _exit(1);
-                        pause();
-                        _exit(0);
-                }
-                close(go[1]);
-                char c;
-                g_assert_cmpint(read(go[0], &c, 1), ==, 1);
-                close(go[0]);
+                pid_t child = spawn_paused(set_name, names[i]);
 
                 PtagsTarget t;
                 PtagsProcessInfo info;
@@ -220,6 +233,12 @@ static void set_effective_cap(unsigned cap, gboolean on)
         g_assert_cmpint(syscall(SYS_capset, &header, data), ==, 0);
 }
 
+static void drop_two_caps(gconstpointer unused)
+{
+        set_effective_cap(CAP_MAC_ADMIN, FALSE);
+        set_effective_cap(CAP_CHOWN, FALSE);
+}
+
 /* The effective set in /proc/PID/status, the kernel's own text. */
 static guint64 status_cap_eff(pid_t pid)
 {
@@ -236,24 +255,7 @@ static guint64 status_cap_eff(pid_t pid)
  * two from its effective set, as the status shows; none once exited. */
 static void test_target_capability(void)
 {
-        int go[2];
-        g_assert_cmpint(pipe(go), ==, 0);
-        pid_t child = fork();
-        g_assert_cmpint(child, >=, 0);
-        if (child == 0) {
-                close(go[0]);
-                prctl(PR_SET_PDEATHSIG, SIGKILL); /* should the test fail */
-                set_effective_cap(CAP_MAC_ADMIN, FALSE);
-                set_effective_cap(CAP_CHOWN, FALSE);
-                if (write(go[1], "x", 1) != 1)
-                        _exit(1);
-                pause();
-                _exit(0);
-        }
-        close(go[1]);
-        char c;
-        g_assert_cmpint(read(go[0], &c, 1), ==, 1);
-        close(go[0]);
+        pid_t child = spawn_paused(drop_two_caps, NULL);
 
         const pid_t pids[] = {getpid(), child};
         for (gsize i = 0; i < G_N_ELEMENTS(pids); i++) {

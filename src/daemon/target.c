@@ -221,7 +221,7 @@ static char *read_proc_text(pid_t pid, const char *name)
  * (the root the units are read against) cost more than the target's own
  * facts, for answers that change about never: each is reused for a second,
  * so a renamed user reaches polkit's details within a second. A handful of
- * uids are kept, the most recent. */
+ * uids are kept, the most recently asked. */
 #define KEPT_FACT_US    G_USEC_PER_SEC
 #define KEPT_USER_NAMES 8
 
@@ -233,7 +233,6 @@ typedef struct {
 
 static GMutex kept_lock;
 static KeptFact kept_names[KEPT_USER_NAMES];
-static guint kept_names_next;
 static KeptFact kept_pid1;
 
 /* A copy of @fact's text when it is @uid's and still good at @now. */
@@ -264,7 +263,6 @@ static char *user_name_lookup(uid_t uid)
 char *ptags_user_name(uid_t uid, gint64 now)
 {
         char *name = NULL;
-        KeptFact *slot = NULL;
 
         g_mutex_lock(&kept_lock);
         for (guint i = 0; i < KEPT_USER_NAMES; i++)
@@ -278,15 +276,18 @@ char *ptags_user_name(uid_t uid, gint64 now)
         name = user_name_lookup(uid);
 
         g_mutex_lock(&kept_lock);
-        /* The uid's old slot, else one gone stale, else the oldest. */
-        for (guint i = 0; i < KEPT_USER_NAMES && slot == NULL; i++)
-                if (kept_names[i].until != 0 && kept_names[i].uid == uid)
-                        slot = &kept_names[i];
-        for (guint i = 0; i < KEPT_USER_NAMES && slot == NULL; i++)
-                if (kept_names[i].until <= now)
-                        slot = &kept_names[i];
-        if (slot == NULL)
-                slot = &kept_names[kept_names_next++ % KEPT_USER_NAMES];
+        /* The uid's old slot, else the one good for the shortest time (an
+         * unused one first). */
+        KeptFact *slot = &kept_names[0];
+        for (guint i = 0; i < KEPT_USER_NAMES; i++) {
+                KeptFact *f = &kept_names[i];
+                if (f->until != 0 && f->uid == uid) {
+                        slot = f;
+                        break;
+                }
+                if (f->until < slot->until)
+                        slot = f;
+        }
         kept_set(slot, uid, now, name);
         g_mutex_unlock(&kept_lock);
         return name;

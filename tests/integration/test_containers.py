@@ -86,11 +86,12 @@ class ContainerTestCase(PtagsTestCase):
     on ptags-lsm, has the fixture trust it as the contid writer."""
 
     daemon_args = ()
+    daemon_env = {}
 
     def setUp(self):
         run = tempfile.mkdtemp(prefix="ptags-contid-run-")
         self.addCleanup(shutil.rmtree, run, True)
-        self.world_options = {"daemon_env": {"RUNTIME_DIRECTORY": run},
+        self.world_options = {"daemon_env": dict(self.daemon_env, RUNTIME_DIRECTORY=run),
                               "fixture_args": ["--contid-delegate"],
                               "daemon_args": list(self.daemon_args)}
         super().setUp()
@@ -479,6 +480,75 @@ class ContainerBoundTests(ContainerTestCase):
         self.world.kill(targets[1])
         self.signals.wait_removed(301)
         self.assertOk(self.register(fresh, 304))
+
+
+# Sends COUNT RegisterContainer calls whose info ptagsd must refuse (an
+# unknown key, or a uuid of the wrong size, each carrying SIZE bytes), and
+# prints the set of answers. Run as nobody by the test below.
+REFUSED_INFO_SENDER = """
+import sys
+import gi
+gi.require_version("Gio", "2.0")
+from gi.repository import Gio, GLib
+address, pid, count, size = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+conn = Gio.DBusConnection.new_for_address_sync(
+    address, Gio.DBusConnectionFlags.AUTHENTICATION_CLIENT
+    | Gio.DBusConnectionFlags.MESSAGE_BUS_CONNECTION, None, None)
+answers = set()
+for i in range(count):
+    if i % 2:
+        info = {"uuid": GLib.Variant.new_from_bytes(GLib.VariantType("ay"),
+                                                    GLib.Bytes(bytes(size)), True)}
+    else:
+        info = {"name": GLib.Variant("s", "web"), "colour": GLib.Variant("s", "x" * size)}
+    try:
+        conn.call_sync("org.ptags.Manager", "/org/ptags/Manager", "org.ptags.Manager",
+                       "RegisterContainer", GLib.Variant("(uta{sv})", (pid, 400 + i, info)),
+                       None, 0, 60000, None)
+        answers.add("ok")
+    except GLib.Error as e:
+        answers.add(Gio.DBusError.get_remote_error(e) or e.message)
+print(" ".join(sorted(answers)))
+"""
+
+
+class ContainerInfoMemoryTests(ContainerTestCase):
+    # Freed memory must leave RSS (ASan would otherwise hold 256 MiB back).
+    daemon_env = {"ASAN_OPTIONS": (os.environ.get("ASAN_OPTIONS", "")
+                                   + ":quarantine_size_mb=16").lstrip(":")}
+
+    def test_refused_info_is_not_kept(self):
+        """An unprivileged caller's refused info costs ptagsd nothing once
+        answered: each refused value used to stay in memory with the part of
+        the message holding it, so anyone could grow ptagsd without bound."""
+        target = self.world.spawn_target(unprivileged=True)
+        count, size = 32, 2 * 1024 * 1024
+
+        def send():
+            proc = self.world.spawn(
+                "refused-info", unprivileged_argv() + [
+                    PYTHON, "-I", "-c", REFUSED_INFO_SENDER, self.world.address, str(target),
+                    str(count), str(size)], stdout=subprocess.PIPE)
+            out, _ = proc.communicate(timeout=300)
+            self.assertEqual(proc.returncode, 0)
+            self.assertEqual(out.split(), [b"org.freedesktop.DBus.Error.InvalidArgs"])
+
+        send()  # the heap's high-water mark for calls this big
+        before = self.daemon_rss_kib()
+        send()
+        grown = self.daemon_rss_kib() - before
+        print("\nrefused info: %d calls of %d MiB, ptagsd RSS grew %d KiB"
+              % (count, size >> 20, grown))
+        self.assertLess(grown, 24 * 1024, "ptagsd kept the refused values")
+        self.assertEqual(self.contid_of(target), UNSET)
+        self.assertEqual(self.assertOk(self.world.root_call("ListContainers"))[0], [])
+
+    def daemon_rss_kib(self):
+        with open("/proc/%d/status" % self.world.daemon.pid) as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+        raise AssertionError("no VmRSS for ptagsd")
 
 
 class ContainerInheritanceTests(ContainerTestCase):

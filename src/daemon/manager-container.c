@@ -88,10 +88,14 @@ static gboolean parse_info(ContainerArgs *a, GVariant *info, GError **error)
 {
         GVariantIter it;
         const char *key;
-        GVariant *value;
+        GVariant *next;
 
+        /* Each value is owned here, so a refusal that returns from the
+         * middle of the loop still drops it (g_variant_iter_loop() would
+         * keep it, and with it the part of the message that holds it). */
         g_variant_iter_init(&it, info);
-        while (g_variant_iter_loop(&it, "{&sv}", &key, &value)) {
+        while (g_variant_iter_next(&it, "{&sv}", &key, &next)) {
+                g_autoptr(GVariant) value = next;
                 if (g_str_equal(key, "uuid") && g_variant_is_of_type(value, G_VARIANT_TYPE("ay"))) {
                         gsize n = 0;
                         const guint8 *bytes = g_variant_get_fixed_array(value, &n, 1);

@@ -9,7 +9,10 @@
 # calls, huge arrays and strings, bad UTF-8-free but hostile text, fds where
 # none is expected. Up to WINDOW calls are outstanding at once.
 #
-# Usage: ptags_dbus_fuzz.py BUS_ADDRESS SEED CALLS PID... ; prints a JSON summary.
+# Usage: ptags_dbus_fuzz.py [--targets-only] BUS_ADDRESS SEED CALLS PID... ; prints a
+# JSON summary. With --targets-only (a caller whose calls take effect: root),
+# every pid is one of the PIDs, 0 (the caller itself) or one no process can
+# have, so the machine's other processes are never changed.
 
 import json
 import os
@@ -38,14 +41,16 @@ BASIC = "ybnqiuxtdsogh"
 
 
 class Fuzzer:
-    def __init__(self, conn, seed, pids):
+    def __init__(self, conn, seed, pids, targets_only=False):
         self.conn = conn
         self.rng = random.Random(seed)
         self.pids = pids
+        self.targets_only = targets_only
         self.outstanding = 0
         self.sent = 0
         self.answers = {}  # error name or "ok" -> count
         self.fd = os.open("/dev/null", os.O_RDONLY)
+        self.pidfds = [os.pidfd_open(p) for p in pids] if targets_only else []
 
     # ------------------------------------------------------------ values
 
@@ -80,6 +85,10 @@ class Fuzzer:
 
     def pid(self):
         r = self.rng
+        if self.targets_only:
+            # Above the kernel's largest pid (2^22): no process has these.
+            return r.choice(self.pids * 3 + [0, 0xFFFFFFFF, 0x7FFFFFFF,
+                                             r.randrange(1 << 23, 1 << 32)])
         return r.choice(self.pids + [0, 1, 2, os.getpid(), 0xFFFFFFFF, 0x7FFFFFFF,
                                      r.randrange(1 << 32), r.randrange(1, 400000)])
 
@@ -191,7 +200,7 @@ class Fuzzer:
         if "h" in sig or r.random() < 0.05:
             fds = Gio.UnixFDList.new()
             for _ in range(r.choice((1, 1, 2))):
-                fds.append(self.fd)
+                fds.append(self.fd_to_pass())
         flags = Gio.DBusCallFlags.NONE
         if r.random() < 0.2:
             flags |= Gio.DBusCallFlags.ALLOW_INTERACTIVE_AUTHORIZATION
@@ -199,6 +208,13 @@ class Fuzzer:
         self.sent += 1
         self.conn.call_with_unix_fd_list(BUS_NAME, path, iface, method, params, None, flags,
                                          30000, fds, None, self.done, None)
+
+    def fd_to_pass(self):
+        """/dev/null, or for a caller whose calls take effect now and then
+        a pidfd of a target, so the pidfd methods change something too."""
+        if self.targets_only and self.pidfds and self.rng.random() < 0.5:
+            return self.rng.choice(self.pidfds)
+        return self.fd
 
     def done(self, conn, res, _data):
         self.outstanding -= 1
@@ -218,13 +234,17 @@ class Fuzzer:
 
 
 def main():
-    address, seed, calls = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-    pids = [int(p) for p in sys.argv[4:]]
+    args = sys.argv[1:]
+    targets_only = args[:1] == ["--targets-only"]
+    if targets_only:
+        args = args[1:]
+    address, seed, calls = args[0], int(args[1]), int(args[2])
+    pids = [int(p) for p in args[3:]]
     flags = (Gio.DBusConnectionFlags.AUTHENTICATION_CLIENT
              | Gio.DBusConnectionFlags.MESSAGE_BUS_CONNECTION)
     conn = Gio.DBusConnection.new_for_address_sync(address, flags, None, None)
     conn.set_exit_on_close(False)
-    fuzzer = Fuzzer(conn, seed, pids)
+    fuzzer = Fuzzer(conn, seed, pids, targets_only)
     start = time.monotonic()
     fuzzer.run(calls)
     print(json.dumps({"sent": fuzzer.sent, "seconds": time.monotonic() - start,

@@ -38,6 +38,8 @@ METHODS = {
     "GetContainerId": "u", "GetContainer": "t", "ListContainers": "",
 }
 BASIC = "ybnqiuxtdsogh"
+CHANGES = {"AddTag", "RemoveTag", "SetValue", "SetKeep", "Apply", "ApplyFd",
+           "RegisterContainer", "RegisterContainerFd"}
 
 
 class Fuzzer:
@@ -49,6 +51,7 @@ class Fuzzer:
         self.outstanding = 0
         self.sent = 0
         self.answers = {}  # error name or "ok" -> count
+        self.changed = 0  # change and registration calls that succeeded
         self.fd = os.open("/dev/null", os.O_RDONLY)
         self.pidfds = [os.pidfd_open(p) for p in pids] if targets_only else []
 
@@ -206,8 +209,9 @@ class Fuzzer:
             flags |= Gio.DBusCallFlags.ALLOW_INTERACTIVE_AUTHORIZATION
         self.outstanding += 1
         self.sent += 1
+        changes = iface == IFACE and method in CHANGES
         self.conn.call_with_unix_fd_list(BUS_NAME, path, iface, method, params, None, flags,
-                                         30000, fds, None, self.done, None)
+                                         30000, fds, None, self.done, changes)
 
     def fd_to_pass(self):
         """/dev/null, or for a caller whose calls take effect now and then
@@ -216,7 +220,7 @@ class Fuzzer:
             return self.rng.choice(self.pidfds)
         return self.fd
 
-    def done(self, conn, res, _data):
+    def done(self, conn, res, changes):
         self.outstanding -= 1
         try:
             conn.call_with_unix_fd_list_finish(res)
@@ -224,6 +228,8 @@ class Fuzzer:
         except GLib.Error as e:
             name = Gio.DBusError.get_remote_error(e) or "local:%s" % e.message[:60]
         self.answers[name] = self.answers.get(name, 0) + 1
+        if changes and name == "ok":
+            self.changed += 1
 
     def run(self, calls):
         ctx = GLib.MainContext.default()
@@ -248,7 +254,7 @@ def main():
     start = time.monotonic()
     fuzzer.run(calls)
     print(json.dumps({"sent": fuzzer.sent, "seconds": time.monotonic() - start,
-                      "answers": fuzzer.answers}))
+                      "answers": fuzzer.answers, "changed": fuzzer.changed}))
 
 
 if __name__ == "__main__":

@@ -30,6 +30,9 @@ RSS_GROWTH_LIMIT_KIB = (512 if SANITIZER == "tsan" else 128) * 1024
 # by under 0.5 MiB on a loaded machine (with one arena per thread, 4-8 MiB).
 RSS_LEAK_LIMIT_KIB = (16 if SANITIZER else 4) * 1024
 HERE = os.path.dirname(os.path.abspath(__file__))
+ACTIONS = ["org.ptags.tag.add", "org.ptags.tag.remove", "org.ptags.tag.set-value",
+           "org.ptags.rights.change", "org.ptags.container.register",
+           "org.ptags.container.inspect"]
 
 
 def rss_kib(pid):
@@ -46,13 +49,14 @@ class DbusFuzzTests(PtagsTestCase):
     world_options = {"daemon_env": {"ASAN_OPTIONS": (os.environ.get("ASAN_OPTIONS", "")
                                                      + ":quarantine_size_mb=16").lstrip(":")}}
 
-    def run_senders(self, script, targets, round_, as_root=False):
+    def run_senders(self, script, targets, round_, as_root=False, targets_only=False):
         per_sender = (CALLS + 2 * SENDERS - 1) // (2 * SENDERS)
         procs = []
         for i in range(SENDERS):
-            prefix = [PYTHON, "-I", script, "--targets-only"] if as_root else \
-                UNPRIVILEGED + [PYTHON, "-I", script]
-            argv = prefix + [self.world.address, str(100 + 10 * round_ + i), str(per_sender)]
+            argv = ([] if as_root else UNPRIVILEGED) + [PYTHON, "-I", script]
+            if targets_only:
+                argv.append("--targets-only")
+            argv += [self.world.address, str(100 + 10 * round_ + i), str(per_sender)]
             argv += [str(p) for p in targets]
             procs.append(self.world.spawn("fuzz-sender", argv, stdout=-1))
         outputs = {p.stdout.fileno(): [p, b""] for p in procs}
@@ -72,7 +76,7 @@ class DbusFuzzTests(PtagsTestCase):
             self.assertTrue(self.world.daemon_alive(), "ptagsd died under fuzzing")
         return reports
 
-    def fuzz(self, targets, as_root=False):
+    def fuzz(self, targets, as_root=False, targets_only=False):
         """Two rounds of senders against @targets; checks that ptagsd
         answered every call itself and that it did not leak."""
         script = os.path.join(self.world.tmp, "ptags_dbus_fuzz.py")
@@ -85,7 +89,7 @@ class DbusFuzzTests(PtagsTestCase):
         # Two rounds: the first sets the heap's high-water mark, the second
         # must not add to it (a leak grows with the calls).
         for round_ in range(2):
-            reports += self.run_senders(script, targets, round_, as_root)
+            reports += self.run_senders(script, targets, round_, as_root, targets_only)
             rss.append(rss_kib(daemon))
         elapsed = time.monotonic() - start
         answers = {}
@@ -93,10 +97,13 @@ class DbusFuzzTests(PtagsTestCase):
             for name, n in r["answers"].items():
                 answers[name] = answers.get(name, 0) + n
         sent = sum(r["sent"] for r in reports)
-        print("\ndbus fuzz%s: %d calls in %.1f s (%.0f/s); ptagsd RSS %d -> %d -> %d KiB "
-              "(start, half, end); answers %s"
-              % (" as root" if as_root else "", sent, elapsed, sent / elapsed, rss[0], rss[1],
-                 rss[2], json.dumps(answers, sort_keys=True)))
+        # Successful change calls include those that changed nothing.
+        changed = sum(r["changed"] for r in reports)
+        print("\ndbus fuzz%s: %d calls in %.1f s (%.0f/s), %d change calls succeeded; ptagsd RSS "
+              "%d -> %d -> %d KiB (start, half, end); answers %s"
+              % (" as root" if as_root else " (changes allowed)" if targets_only else "", sent,
+                 elapsed, sent / elapsed, changed, rss[0], rss[1], rss[2],
+                 json.dumps(answers, sort_keys=True)))
         self.assertGreaterEqual(sent, CALLS)
         self.assertEqual(sum(answers.values()), sent, "calls without an answer")
         # Every call was answered by ptagsd itself: no timeouts, no "the
@@ -112,7 +119,6 @@ class DbusFuzzTests(PtagsTestCase):
                         "ptagsd grew by %d KiB" % (rss[2] - rss[0]))
         self.assertLess(rss[2] - rss[1], RSS_LEAK_LIMIT_KIB,
                         "ptagsd grew by %d KiB in the second half: a leak" % (rss[2] - rss[1]))
-        return answers
 
     def test_random_calls_by_nobody(self):
         targets = [self.world.spawn_target(unprivileged=True) for _ in range(2)]
@@ -121,7 +127,8 @@ class DbusFuzzTests(PtagsTestCase):
                                                                       "+@fz:2"]]))
         before_tags = {pid: self.world.get_tags(pid) for pid in targets}
         self.fuzz(targets)
-        # nobody was authorized for nothing: nothing changed.
+        # nobody was authorized for nothing: nothing changed (its change
+        # calls that succeeded changed nothing, or only its own process).
         for pid in targets:
             self.assertEqual(self.world.get_tags(pid), before_tags[pid])
         self.assertOk(self.world.root_call("AddTag", "usb", [targets[0], "after", False]))
@@ -133,12 +140,28 @@ class DbusFuzzTests(PtagsTestCase):
         of the targets go with the fd methods. Only the targets, the
         senders themselves and pids nobody can have are named."""
         targets = [self.world.spawn_target() for _ in range(3)]
-        answers = self.fuzz(targets, as_root=True)
-        # Root's calls did take effect.
-        self.assertGreater(answers.get("ok", 0), CALLS // 10, answers)
+        self.fuzz(targets, as_root=True, targets_only=True)
+        self.check_targets_work(targets)
+
+    def test_random_calls_by_allowed_user(self):
+        """nobody, whom polkit allows every action: its changes and
+        registrations are checked with polkit and re-checked after each
+        answer on the main loop, while both senders' calls on the same
+        targets interleave there."""
+        self.world.polkit.set_allowed(ACTIONS)
+        targets = [self.world.spawn_target(unprivileged=True) for _ in range(3)]
+        self.fuzz(targets, targets_only=True)
+        # Many were asked of polkit, which said yes (the targets changed).
+        self.assertGreater(len(self.world.polkit.checks()), CALLS // 50)
+        self.check_targets_work(targets)
+
+    def check_targets_work(self, targets):
+        held = {pid: self.world.get_tags(pid) for pid in targets}
+        # The targets started untagged: the calls did change them.
+        self.assertTrue(any(held.values()), held)
         # Afterwards every target still reads, changes and searches as it should.
         for pid in targets:
-            lines = ["-" + name for name, _, _ in self.world.get_tags(pid)]
+            lines = ["-" + name for name, _, _ in held[pid]]
             self.assertOk(self.world.root_call("Apply", "uas",
                                                [pid, lines + ["+fz:after", "!fz:after=%d" % pid]]))
             self.assertEqual(self.world.get_tags(pid), [("fz:after", False, str(pid))])

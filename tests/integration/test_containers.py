@@ -21,6 +21,7 @@ from gi.repository import Gio, GLib
 
 import ptags_client
 import test_logging
+from test_limits import daemon_rss_kib
 from ptags_harness import (NOBODY_UID, PYTHON, ClientProcess, HarnessError, PtagsTestCase,
                            second_user_uid, unprivileged_argv, wait_until)
 
@@ -534,21 +535,14 @@ class ContainerInfoMemoryTests(ContainerTestCase):
             self.assertEqual(out.split(), [b"org.freedesktop.DBus.Error.InvalidArgs"])
 
         send()  # the heap's high-water mark for calls this big
-        before = self.daemon_rss_kib()
+        before = daemon_rss_kib(self.world)
         send()
-        grown = self.daemon_rss_kib() - before
+        grown = daemon_rss_kib(self.world) - before
         print("\nrefused info: %d calls of %d MiB, ptagsd RSS grew %d KiB"
               % (count, size >> 20, grown))
         self.assertLess(grown, 24 * 1024, "ptagsd kept the refused values")
         self.assertEqual(self.contid_of(target), UNSET)
         self.assertEqual(self.assertOk(self.world.root_call("ListContainers"))[0], [])
-
-    def daemon_rss_kib(self):
-        with open("/proc/%d/status" % self.world.daemon.pid) as f:
-            for line in f:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1])
-        raise AssertionError("no VmRSS for ptagsd")
 
 
 class ContainerInheritanceTests(ContainerTestCase):

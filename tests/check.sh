@@ -155,7 +155,11 @@ step "ASan tests"
 #    and what they share with the main loop, under ThreadSanitizer on the
 #    bpf backend (with 20000 fuzzed calls by root among them): any report
 #    with ptagsd's code off the main thread fails the run (tests/tsan_check.py
-#    explains the GLib reports it leaves aside).
+#    explains the GLib reports it leaves aside). Each thread keeps the last
+#    4M memory accesses (history_size=7, the most TSan offers), so the stack
+#    of the earlier access of a race can still be shown after 20000 calls:
+#    with the default, a main-thread stack was sometimes lost, and a report
+#    that shows no stack on one side cannot be judged and fails the run.
 tsan_failed=0
 tsanreports=$(mktemp -d "${TMPDIR:-/tmp}/ptags-tsan.XXXXXX")
 chmod 755 "$tsanreports"
@@ -164,7 +168,7 @@ tsan_tests=$(meson test -C "$tsandir" --list 2>/dev/null |
 if [ -z "$tsan_tests" ]; then
   echo "tsan: no tests found in $tsandir"
   tsan_failed=1
-elif ! TSAN_OPTIONS="exitcode=0 halt_on_error=0 log_path=$tsanreports/report" \
+elif ! TSAN_OPTIONS="exitcode=0 halt_on_error=0 history_size=7 log_path=$tsanreports/report" \
     PTAGS_DBUS_FUZZ_CALLS=20000 \
     meson test -C "$tsandir" --print-errorlogs --suite integration-bpf $tsan_tests dbus-fuzz-root; then
   tsan_failed=1

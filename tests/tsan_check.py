@@ -23,6 +23,7 @@ import sys
 
 ACCESS = re.compile(r"^\s*(?:Previous )?(?:atomic )?(?:[Rr]ead|[Ww]rite|Mutex|Lock)\b.*\bby "
                     r"(main thread|thread T\d+)")
+LOST = "[failed to restore the stack]"
 FRAME = re.compile(r"^\s*#\d+ (\S+) (\S+)")
 
 
@@ -114,6 +115,9 @@ def main(paths):
           "off the main thread" % (found, glib_only, len(failures)))
     for block in failures:
         print("==================\n" + block)
+        if LOST in block:
+            print("tsan: ThreadSanitizer kept no stack for one side of this race (its history "
+                  "of that thread had wrapped), so it cannot be judged; raise history_size")
     return 1 if failures else 0
 
 

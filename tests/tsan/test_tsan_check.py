@@ -49,6 +49,15 @@ WORKER_COPY_RACE = GLIB_COPY_HANDOFF.replace(
     "Previous write of size 1 at 0x7b080000b650 by main thread",
     "Previous write of size 1 at 0x7b080000b650 by thread T3")
 
+# The same read, but TSan kept no stack of the main thread's write (its
+# history of that thread's accesses had wrapped): it cannot be judged.
+LOST_STACK_RACE = GLIB_COPY_HANDOFF.replace(
+    """    #0 memcpy sanitizer_common_interceptors.inc:827 (libtsan.so.2+0x5dda6)
+    #1 memcpy sanitizer_common_interceptors.inc:819 (libtsan.so.2+0x5dda6)
+    #2 g_memdup2 <null> (libglib-2.0.so.0+0x74ced)
+    #3 change_authorize ../src/daemon/manager-change.c:250 (ptagsd+0x15c7a)
+""", "    [failed to restore the stack]\n")
+
 
 class TsanCheckTests(unittest.TestCase):
     def run_check(self, text):
@@ -71,6 +80,12 @@ class TsanCheckTests(unittest.TestCase):
     def test_copy_on_another_thread_is_a_failure(self):
         r = self.run_check(WORKER_COPY_RACE)
         self.assertEqual(r.returncode, 1, r.stdout)
+
+    def test_lost_stack_is_a_failure_that_says_so(self):
+        self.assertNotEqual(LOST_STACK_RACE, GLIB_COPY_HANDOFF)
+        r = self.run_check(LOST_STACK_RACE)
+        self.assertEqual(r.returncode, 1, r.stdout)
+        self.assertIn("history_size", r.stdout)
 
 
 if __name__ == "__main__":

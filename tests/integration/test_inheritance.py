@@ -11,7 +11,7 @@ import signal
 import subprocess
 import unittest
 
-from ptags_harness import PtagsTestCase, wait_until
+from ptags_harness import PtagsTestCase, sleep_sleeps, wait_until
 
 
 class InheritanceTests(PtagsTestCase):
@@ -60,8 +60,9 @@ class InheritanceTests(PtagsTestCase):
         shell.stdin.write(b"go\n")
         shell.stdin.flush()
         forked, execed = self.read_pids(shell.stdout, 2)
-        wait_until(lambda: os.path.basename(os.readlink("/proc/%d/exe" % execed)) == "sleep",
-                   10, "the child to exec sleep")
+        # Its exe names sleep before the exec hook has run: wait until
+        # sleep sleeps.
+        wait_until(lambda: sleep_sleeps(execed), 10, "the child to exec sleep")
         full = [("kept", True, "v"), ("plain", False, "p")]
         self.assertEqual(self.world.get_tags(forked), full, "fork copies the whole list")
         self.assertEqual(self.world.get_tags(execed), [("kept", True, "v")],

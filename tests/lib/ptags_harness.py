@@ -103,6 +103,20 @@ def wait_until(predicate, timeout, what, interval=0.02):
         time.sleep(interval)
 
 
+def sleep_sleeps(pid):
+    """Whether process @pid has exec'd sleep and sleep itself sleeps, in
+    clock_nanosleep (230) or nanosleep (35). /proc/PID/exe names sleep
+    before the exec has finished, and so before the kernel's exec hook has
+    dropped the unkept tags: only a sleeping sleep has run past both."""
+    try:
+        if os.path.basename(os.readlink("/proc/%d/exe" % pid)) != "sleep":
+            return False
+        with open("/proc/%d/syscall" % pid) as f:
+            return f.read().split(" ", 1)[0] in ("230", "35")
+    except OSError:
+        return False
+
+
 def default_bus_config(socket_path):
     """A system-bus-like dbus-daemon config for tests: EXTERNAL auth on a
     unix socket, any user may connect, own any name and send anything. The
@@ -600,20 +614,7 @@ class World:
         pid once it runs sleep (so exec cannot drop tags set afterwards)."""
         argv = (UNPRIVILEGED if unprivileged else []) + ["sleep", "600"]
         proc = self.spawn("target", argv)
-
-        def running_sleep():
-            # /proc/PID/exe names sleep before the exec has finished (and
-            # before the kernel's exec hook drops unkept tags): wait until
-            # sleep itself sleeps, in clock_nanosleep (230) or nanosleep (35).
-            try:
-                if os.path.basename(os.readlink("/proc/%d/exe" % proc.pid)) != "sleep":
-                    return False
-                with open("/proc/%d/syscall" % proc.pid) as f:
-                    return f.read().split(" ", 1)[0] in ("230", "35")
-            except OSError:
-                return False
-
-        wait_until(running_sleep, 10, "target %d to exec sleep" % proc.pid)
+        wait_until(lambda: sleep_sleeps(proc.pid), 10, "target %d to exec sleep" % proc.pid)
         return proc.pid
 
     def spawn_target_at(self, pid, attempts=100):

@@ -57,7 +57,7 @@ struct _PtagsClients {
          * of the caller runs. */
         pthread_mutex_t lock; /* not GMutex: ThreadSanitizer sees pthread locks */
         GHashTable *clients;  /* unique name -> Client */
-        GHashTable *users;    /* uid -> User; few, kept for the daemon's life */
+        GHashTable *users;    /* uid -> User, while it holds anything */
         GQueue turns;         /* User with queued calls, in turn order */
         guint runner;
         guint name_watch;
@@ -123,6 +123,15 @@ static User *user_get(PtagsClients *c, uid_t uid)
         return u;
 }
 
+/* Forget @u once it holds nothing (called with the lock held): a user
+ * with subordinate uids reaches the bus as each of them, so a record per
+ * uid ever seen would grow without bound. user_get() makes it anew. */
+static void user_release(PtagsClients *c, User *u)
+{
+        if (u->unread == 0 && u->expensive == 0 && !u->in_turn && g_queue_is_empty(&u->queue))
+                g_hash_table_remove(c->users, GUINT_TO_POINTER(u->uid));
+}
+
 static void user_free(gpointer p)
 {
         User *u = p;
@@ -164,8 +173,11 @@ static void client_remove(PtagsClients *c, const char *name)
                 pthread_mutex_unlock(&c->lock);
                 return;
         }
-        if (cl->uid_known)
-                user_get(c, cl->uid)->unread -= cl->unread;
+        if (cl->uid_known) {
+                User *u = user_get(c, cl->uid);
+                u->unread -= cl->unread;
+                user_release(c, u);
+        }
         GSList *waiting = g_steal_pointer(&cl->waiting);
         g_hash_table_remove(c->clients, name);
         pthread_mutex_unlock(&c->lock);
@@ -341,8 +353,11 @@ static void uncount(PtagsClients *c, Client *cl, guint64 bytes)
 {
         bytes = MIN(bytes, cl->unread);
         cl->unread -= bytes;
-        if (cl->uid_known)
-                user_get(c, cl->uid)->unread -= bytes;
+        if (cl->uid_known) {
+                User *u = user_get(c, cl->uid);
+                u->unread -= bytes;
+                user_release(c, u);
+        }
 }
 
 /* The wait is destroyed with its Client, so the record outlives it. */
@@ -489,7 +504,7 @@ gboolean ptags_clients_check_unread(PtagsClients *c, const char *sender, uid_t u
 {
         pthread_mutex_lock(&c->lock);
         Client *cl = g_hash_table_lookup(c->clients, sender);
-        User *u = user_get(c, uid);
+        User *u = g_hash_table_lookup(c->users, GUINT_TO_POINTER(uid)); /* none: nothing unread */
         gboolean ok = TRUE;
 
         if (cl != NULL && cl->unread > c->limits->unread_reply_bytes) {
@@ -499,7 +514,7 @@ gboolean ptags_clients_check_unread(PtagsClients *c, const char *sender, uid_t u
                             "first",
                             cl->unread, c->limits->unread_reply_bytes);
                 ok = FALSE;
-        } else if (uid != 0 && u->unread > c->limits->user_unread_reply_bytes) {
+        } else if (uid != 0 && u != NULL && u->unread > c->limits->user_unread_reply_bytes) {
                 /* Root's connections are many system services: only each
                  * one's own bound applies, so one stalled service cannot
                  * refuse the others. */
@@ -528,7 +543,7 @@ void ptags_clients_sent(PtagsClients *c, const char *sender, gsize bytes)
 {
         pthread_mutex_lock(&c->lock);
         Client *cl = g_hash_table_lookup(c->clients, sender);
-        if (cl != NULL && cl->uid_known) {
+        if (cl != NULL && cl->uid_known && bytes > 0) {
                 cl->unread += bytes;
                 user_get(c, cl->uid)->unread += bytes;
                 if (cl->unread >= PING_THRESHOLD)
@@ -603,5 +618,6 @@ void ptags_clients_expensive_done(PtagsClients *c, uid_t uid)
 
         if (u->expensive > 0)
                 u->expensive--;
+        user_release(c, u);
         pthread_mutex_unlock(&c->lock);
 }

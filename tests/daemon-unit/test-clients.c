@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // SPDX-FileCopyrightText: 2026 The ptags authors
 /* test-clients.c: ptagsd's per-client bookkeeping on a private bus: the uid
- * cache, and the unread-reply calls hammered from several threads while the
- * main loop gets the bus's answers. */
+ * cache, the unread-reply calls hammered from several threads while the
+ * main loop gets the bus's answers, and per-uid records that go once a uid
+ * holds nothing. */
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <glib/gstdio.h>
@@ -11,6 +13,13 @@
 #include <unistd.h>
 
 #include "clients.h"
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+/* The sanitizers' allocator, which mallinfo2() knows nothing of, counts
+ * (GCC ships no header declaring it). */
+size_t __sanitizer_get_current_allocated_bytes(void);
+#define SANITIZED 1
+#endif
 
 typedef struct {
         GPid bus_pid;
@@ -196,6 +205,60 @@ static void test_free_with_answers_pending(Fixture *f, gconstpointer unused)
         }
 }
 
+/* Bytes this process has allocated and not freed. */
+static gsize allocated_bytes(void)
+{
+#ifdef SANITIZED
+        return __sanitizer_get_current_allocated_bytes();
+#else
+        return mallinfo2().uordblks;
+#endif
+}
+
+typedef struct {
+        PtagsClients *clients;
+        uid_t uid;
+} Queued;
+
+static void run_and_finish(gpointer data)
+{
+        Queued *q = data;
+        ptags_clients_expensive_done(q->clients, q->uid);
+}
+
+static void dropped(gpointer data)
+{
+}
+
+/* A user granted subordinate uids can reach the bus as each of them (on a
+ * bus that does not look uids up, such as dbus-broker): what is kept per
+ * uid must go once that uid has nothing left with ptagsd. */
+static void test_users_are_forgotten(Fixture *f, gconstpointer unused)
+{
+        const guint users = 100000;
+        g_autoptr(GError) error = NULL;
+
+        /* Warm up the tables' own growth first. */
+        for (int round = 0; round < 2; round++) {
+                gsize before = allocated_bytes();
+                for (guint i = 0; i < users; i++) {
+                        uid_t uid = 3000000 + round * users + i;
+                        g_assert_true(
+                                ptags_clients_check_unread(f->clients, ":1.9999", uid, &error));
+                        Queued q = {f->clients, uid};
+                        g_assert_true(ptags_clients_queue_expensive(f->clients, uid, run_and_finish,
+                                                                    dropped, &q, &error));
+                        /* The queued call runs (and finishes) at once. */
+                        while (g_main_context_iteration(NULL, FALSE))
+                                ;
+                }
+                gsize after = allocated_bytes();
+                g_test_message("round %d: %zu -> %zu bytes allocated", round, before, after);
+                if (round == 1)
+                        g_assert_cmpuint(after, <, before + 512 * 1024);
+        }
+}
+
 int main(int argc, char **argv)
 {
         g_test_init(&argc, &argv, NULL);
@@ -205,5 +268,7 @@ int main(int argc, char **argv)
                    fixture_tear_down);
         g_test_add("/clients/free-with-answers-pending", Fixture, NULL, fixture_set_up,
                    test_free_with_answers_pending, fixture_tear_down);
+        g_test_add("/clients/users-are-forgotten", Fixture, NULL, fixture_set_up,
+                   test_users_are_forgotten, fixture_tear_down);
         return g_test_run();
 }

@@ -127,6 +127,33 @@ static GOptionGroup *limit_options(PtagsLimits *limits)
         return group;
 }
 
+/* After a burst of calls, give the memory it freed back to the system:
+ * glibc keeps freed memory inside its heap, so ptagsd would otherwise stay
+ * the size of its busiest moment. Any incoming message arms one trim
+ * TRIM_DELAY_SEC later: none while idle, one per delay while busy. */
+#define TRIM_DELAY_SEC 2
+static gint trim_armed; /* atomic */
+
+static gboolean trim_now(gpointer unused)
+{
+        g_atomic_int_set(&trim_armed, FALSE); /* messages from now on arm the next */
+        malloc_trim(0);
+        return G_SOURCE_REMOVE;
+}
+
+/* Runs in GDBus's worker thread for every message. */
+static GDBusMessage *arm_trim(GDBusConnection *bus, GDBusMessage *message, gboolean incoming,
+                              gpointer context)
+{
+        if (incoming && g_atomic_int_compare_and_exchange(&trim_armed, FALSE, TRUE)) {
+                GSource *timer = g_timeout_source_new_seconds(TRIM_DELAY_SEC);
+                g_source_set_callback(timer, trim_now, NULL, NULL);
+                g_source_attach(timer, context);
+                g_source_unref(timer);
+        }
+        return message;
+}
+
 static gboolean quit_on_signal(gpointer user_data)
 {
         Daemon *d = user_data;
@@ -220,6 +247,7 @@ int main(int argc, char **argv)
                proc_root ? ", proc root " : "", proc_root ? proc_root : "");
         fflush(stdout);
 
+        guint trim = g_dbus_connection_add_filter(bus, arm_trim, g_main_context_default(), NULL);
         d.authority = ptags_authority_new((guint)polkit_timeout);
         /* Exported before the name is owned, so the first call finds it. */
         d.service = ptags_service_new(bus, d.backend, d.authority, &limits, &error);
@@ -227,6 +255,7 @@ int main(int argc, char **argv)
                 g_printerr("ptagsd: cannot export %s: %s\n", PTAGS_OBJECT_PATH, error->message);
                 ptags_authority_free(d.authority);
                 ptags_backend_free(d.backend);
+                g_dbus_connection_remove_filter(bus, trim);
                 return 1;
         }
         d.loop = g_main_loop_new(NULL, FALSE);
@@ -238,6 +267,7 @@ int main(int argc, char **argv)
         g_main_loop_run(d.loop);
 
         g_bus_unown_name(owner);
+        g_dbus_connection_remove_filter(bus, trim);
         ptags_service_free(d.service);
         ptags_authority_free(d.authority);
         ptags_backend_free(d.backend);

@@ -17,7 +17,7 @@ import stat
 import time
 import unittest
 
-from ptags_harness import PYTHON, UNPRIVILEGED, PtagsTestCase
+from ptags_harness import PYTHON, UNPRIVILEGED, PtagsTestCase, rss_kib, settled_rss_kib
 
 CALLS = int(os.environ.get("PTAGS_DBUS_FUZZ_CALLS", "50000"))
 SENDERS = 2
@@ -31,30 +31,10 @@ RSS_GROWTH_LIMIT_KIB = (512 if SANITIZER == "tsan" else 128) * 1024
 # about 1 MiB in the second round and no more in later ones; measured at
 # once, the heap's peak grew by 7 MiB on a loaded machine.
 RSS_LEAK_LIMIT_KIB = (16 if SANITIZER else 4) * 1024
-TRIM_WAIT = 4.0
 HERE = os.path.dirname(os.path.abspath(__file__))
 ACTIONS = ["org.ptags.tag.add", "org.ptags.tag.remove", "org.ptags.tag.set-value",
            "org.ptags.rights.change", "org.ptags.container.register",
            "org.ptags.container.inspect"]
-
-
-def rss_kib(pid):
-    with open("/proc/%d/status" % pid) as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    raise AssertionError("no VmRSS for %d" % pid)
-
-
-def settled_rss_kib(pid):
-    """ptagsd's RSS once it has trimmed its heap after a burst: the lowest
-    seen over TRIM_WAIT seconds, or the first drop by 1 MiB or more."""
-    first = lowest = rss_kib(pid)
-    deadline = time.monotonic() + TRIM_WAIT
-    while time.monotonic() < deadline and lowest > first - 1024:
-        time.sleep(0.2)
-        lowest = min(lowest, rss_kib(pid))
-    return lowest
 
 
 class DbusFuzzTests(PtagsTestCase):

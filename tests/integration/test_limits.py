@@ -17,7 +17,8 @@ import time
 import unittest
 
 import ptags_client
-from ptags_harness import HeldThread, LIB_DIR, PYTHON, PtagsTestCase, unprivileged_argv
+from ptags_harness import (HeldThread, LIB_DIR, PYTHON, PtagsTestCase, rss_kib, settled_rss_kib,
+                           unprivileged_argv)
 
 ADD = "org.ptags.tag.add"
 MiB = 1024 * 1024
@@ -34,11 +35,7 @@ BUDGET_PROPERTIES = {
 
 
 def daemon_rss_kib(world):
-    with open("/proc/%d/status" % world.daemon.pid) as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    raise AssertionError("no VmRSS for ptagsd")
+    return rss_kib(world.daemon.pid)
 
 
 def daemon_has_asan(world):
@@ -354,12 +351,8 @@ class OverBudgetStateTests(LimitWorld):
         summary = json.loads(flood.stdout.readline())["replies"]
         self.assertEqual(summary, {"ok": 4})
         busy = daemon_rss_kib(self.world)
-        settled = busy
-        deadline = time.monotonic() + 5
-        while time.monotonic() < deadline:
-            time.sleep(0.2)
-            settled = min(settled, daemon_rss_kib(self.world))
-        print("burst: ptagsd RSS %d KiB idle, %d right after, %d 5 s later"
+        settled = settled_rss_kib(self.world.daemon.pid, wait=5.0)
+        print("burst: ptagsd RSS %d KiB idle, %d right after, %d once settled"
               % (idle, busy, settled))
         self.assertGreater(busy - idle, 8 * 1024, "the burst did not swell ptagsd")
         # Under ASan the heap is ASan's, whose quarantine holds what was

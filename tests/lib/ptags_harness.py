@@ -117,6 +117,27 @@ def sleep_sleeps(pid):
         return False
 
 
+def rss_kib(pid):
+    """The resident size of process @pid, in KiB."""
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    raise HarnessError("no VmRSS for process %d" % pid)
+
+
+def settled_rss_kib(pid, wait=4.0):
+    """ptagsd's RSS once it has trimmed its heap after a burst (2 s after
+    the burst's first message): the first value 1 MiB or more below the
+    current one, or the lowest seen over @wait seconds."""
+    first = lowest = rss_kib(pid)
+    deadline = time.monotonic() + wait
+    while time.monotonic() < deadline and lowest > first - 1024:
+        time.sleep(0.2)
+        lowest = min(lowest, rss_kib(pid))
+    return lowest
+
+
 def default_bus_config(socket_path):
     """A system-bus-like dbus-daemon config for tests: EXTERNAL auth on a
     unix socket, any user may connect, own any name and send anything. The

@@ -138,6 +138,9 @@ static gboolean trim_now(gpointer unused)
 {
         g_atomic_int_set(&trim_armed, FALSE); /* messages from now on arm the next */
         malloc_trim(0);
+        struct mallinfo2 heap = mallinfo2();
+        g_debug("heap trimmed: %zu bytes in use, %zu free", heap.uordblks + heap.hblkhd,
+                heap.fordblks);
         return G_SOURCE_REMOVE;
 }
 

@@ -132,6 +132,18 @@ static void user_release(PtagsClients *c, User *u)
                 g_hash_table_remove(c->users, GUINT_TO_POINTER(u->uid));
 }
 
+/* @bytes of @uid's replies are read or gone (the lock is held). The record
+ * holds the sum of its connections' unread bytes: with none, there is none. */
+static void user_uncount(PtagsClients *c, uid_t uid, guint64 bytes)
+{
+        User *u = g_hash_table_lookup(c->users, GUINT_TO_POINTER(uid));
+
+        if (u == NULL)
+                return;
+        u->unread -= MIN(bytes, u->unread);
+        user_release(c, u);
+}
+
 static void user_free(gpointer p)
 {
         User *u = p;
@@ -173,11 +185,8 @@ static void client_remove(PtagsClients *c, const char *name)
                 pthread_mutex_unlock(&c->lock);
                 return;
         }
-        if (cl->uid_known) {
-                User *u = user_get(c, cl->uid);
-                u->unread -= cl->unread;
-                user_release(c, u);
-        }
+        if (cl->uid_known)
+                user_uncount(c, cl->uid, cl->unread);
         GSList *waiting = g_steal_pointer(&cl->waiting);
         g_hash_table_remove(c->clients, name);
         pthread_mutex_unlock(&c->lock);
@@ -353,11 +362,8 @@ static void uncount(PtagsClients *c, Client *cl, guint64 bytes)
 {
         bytes = MIN(bytes, cl->unread);
         cl->unread -= bytes;
-        if (cl->uid_known) {
-                User *u = user_get(c, cl->uid);
-                u->unread -= bytes;
-                user_release(c, u);
-        }
+        if (cl->uid_known)
+                user_uncount(c, cl->uid, bytes);
 }
 
 /* The wait is destroyed with its Client, so the record outlives it. */

@@ -116,40 +116,36 @@ guint ptags_limits_for_uid(const PtagsLimits *l, uid_t uid, const char **propert
 }
 
 typedef struct {
-        ino_t ino;
+        ino_t ino; /* of /proc/PID: a process under a reused pid has another */
         uid_t uid;
-        gboolean valid; /* bytes, ino and uid describe the live process */
         guint64 bytes;
-        guint seen; /* the scan that last found it alive */
 } CachedProcess;
 
-typedef struct {
-        gint64 time; /* g_get_monotonic_time() of the uid's last walk */
-        guint scan;
-        guint64 sum; /* what the uid's processes count for (counted() of each) */
-} UidWalk;
-
 /* A walk of /proc stats every process on the machine (about 2 ms with 1300
- * processes): walks at most this often, and sums from what the last walk saw
- * in between. Processes started since (forks copy tags without asking
- * ptagsd) count from the next walk on, and a refusal walks afresh unless
- * walks are paused (below). */
+ * processes) and reads the tags of those it has not read before, whatever
+ * their owner, so one walk answers for every uid. Walks happen at most this
+ * often, and the sums of the last one answer in between. Processes started
+ * since (forks copy tags without asking ptagsd) count from the next walk on,
+ * and a refusal walks afresh unless walks are paused (below). */
 #define WALK_MAX_AGE_US (500 * G_TIME_SPAN_MILLISECOND)
 
 /* Anyone may ask for a change a budget then refuses (budgets are checked
- * before polkit is asked), or aim changes at the processes of every user:
- * each such call would walk the machine's processes on the main loop. So
- * after any walk, the next waits this many times as long as the walk took
- * (walks take at most a tenth of the time, however many callers ask), and
- * the sums of the last walks answer meanwhile, refusals included. A uid's
- * first walk is never held back: there is no sum to answer with. */
+ * before polkit is asked), or aim changes at the processes of every user,
+ * uids without a process ptagsd has seen included: each such call would
+ * walk the machine's processes on the main loop. So after any walk, the
+ * next waits this many times as long as the walk took (walks take at most a
+ * tenth of the time, however many callers ask and whichever uids they aim
+ * at), and the last walk's sums answer meanwhile, refusals included. */
 #define WALK_PAUSE_FACTOR 9
 
 struct _PtagsByteCache {
-        GHashTable *procs; /* pid -> CachedProcess */
-        guint scan;
-        GHashTable *walks; /* uid -> UidWalk */
-        gint64 next_walk;  /* no walk before this g_get_monotonic_time() */
+        /* pid -> CachedProcess: what the last walk found alive, and the
+         * processes ptagsd has tagged since. */
+        GHashTable *procs;
+        /* uid -> guint64 *: the sum of its processes' bytes; no entry is 0. */
+        GHashTable *sums;
+        gint64 walked;    /* g_get_monotonic_time() of the last walk, 0: none */
+        gint64 next_walk; /* no walk before this g_get_monotonic_time() */
 };
 
 PtagsByteCache *ptags_byte_cache_new(void)
@@ -157,7 +153,7 @@ PtagsByteCache *ptags_byte_cache_new(void)
         PtagsByteCache *cache = g_new0(PtagsByteCache, 1);
 
         cache->procs = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, g_free);
-        cache->walks = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, g_free);
+        cache->sums = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, g_free);
         return cache;
 }
 
@@ -166,70 +162,73 @@ void ptags_byte_cache_free(PtagsByteCache *cache)
         if (cache == NULL)
                 return;
         g_hash_table_unref(cache->procs);
-        g_hash_table_unref(cache->walks);
+        g_hash_table_unref(cache->sums);
         g_free(cache);
 }
 
-/* What @p counts for in @walk's sum (@walk is its uid's, or NULL): its bytes
- * when the uid's last walk found it alive (or ptagsd has tagged it since)
- * and nothing has told otherwise. Every change to a process is made
- * between uncount() and count(), so each uid's sum is kept without
- * visiting every process. */
-static guint64 counted_in(const UidWalk *walk, const CachedProcess *p)
+static guint64 sum_of(PtagsByteCache *cache, uid_t uid)
 {
-        return walk != NULL && p->valid && p->seen >= walk->scan ? p->bytes : 0;
+        guint64 *sum = g_hash_table_lookup(cache->sums, GUINT_TO_POINTER(uid));
+        return sum != NULL ? *sum : 0;
 }
 
-static guint64 counted(PtagsByteCache *cache, const CachedProcess *p)
+/* Every change to what a process counts for goes through here, between
+ * uncount() and count(), so each uid's sum is kept without visiting every
+ * process; a sum back at 0 is forgotten. */
+static void sum_add(PtagsByteCache *cache, uid_t uid, guint64 bytes, gboolean add)
 {
-        return counted_in(g_hash_table_lookup(cache->walks, GUINT_TO_POINTER(p->uid)), p);
+        gpointer key = GUINT_TO_POINTER(uid);
+        guint64 *sum = g_hash_table_lookup(cache->sums, key);
+
+        if (bytes == 0)
+                return;
+        if (sum == NULL) {
+                g_return_if_fail(add);
+                sum = g_new0(guint64, 1);
+                g_hash_table_insert(cache->sums, key, sum);
+        }
+        g_return_if_fail(add || *sum >= bytes);
+        *sum = add ? *sum + bytes : *sum - bytes;
+        if (*sum == 0)
+                g_hash_table_remove(cache->sums, key);
 }
 
 static void uncount(PtagsByteCache *cache, const CachedProcess *p)
 {
-        UidWalk *walk = g_hash_table_lookup(cache->walks, GUINT_TO_POINTER(p->uid));
-        if (walk != NULL)
-                walk->sum -= counted_in(walk, p);
+        sum_add(cache, p->uid, p->bytes, FALSE);
 }
 
 static void count(PtagsByteCache *cache, const CachedProcess *p)
 {
-        UidWalk *walk = g_hash_table_lookup(cache->walks, GUINT_TO_POINTER(p->uid));
-        if (walk != NULL)
-                walk->sum += counted_in(walk, p);
+        sum_add(cache, p->uid, p->bytes, TRUE);
 }
 
-/* The sum of @uid as the processes count now, visiting every one. */
-static guint64 recount(PtagsByteCache *cache, uid_t uid)
+/* Every walk checks the kept sum of the uid asked about against one made by
+ * visiting every process; a difference is a bug (fatal under the tests),
+ * and the visit's sum is used from then on. */
+static void check_sum(PtagsByteCache *cache, uid_t uid)
 {
         GHashTableIter iter;
         gpointer value;
-        guint64 sum = 0;
+        guint64 expected = 0, kept = sum_of(cache, uid);
 
         g_hash_table_iter_init(&iter, cache->procs);
         while (g_hash_table_iter_next(&iter, NULL, &value))
                 if (((CachedProcess *)value)->uid == uid)
-                        sum += counted(cache, value);
-        return sum;
-}
-
-/* Every walk checks the kept sum, before and after, against one it makes
- * itself; a difference is a bug (fatal under the tests), and the walk's
- * own sum is used from then on. */
-static void check_sum(PtagsByteCache *cache, uid_t uid, UidWalk *walk, guint64 expected)
-{
-        if (walk->sum == expected)
+                        expected += ((CachedProcess *)value)->bytes;
+        if (kept == expected)
                 return;
         g_critical("uid %u: kept byte sum %" G_GUINT64_FORMAT ", counted %" G_GUINT64_FORMAT,
-                   (unsigned)uid, walk->sum, expected);
-        walk->sum = expected;
+                   (unsigned)uid, kept, expected);
+        g_hash_table_remove(cache->sums, GUINT_TO_POINTER(uid));
+        sum_add(cache, uid, expected, TRUE);
 }
 
 /* What @except counts for in @uid's sum, which the caller leaves out. */
 static guint64 except_counted(PtagsByteCache *cache, uid_t uid, pid_t except)
 {
         CachedProcess *p = g_hash_table_lookup(cache->procs, GINT_TO_POINTER(except));
-        return p != NULL && p->uid == uid ? counted(cache, p) : 0;
+        return p != NULL && p->uid == uid ? p->bytes : 0;
 }
 
 void ptags_byte_cache_expect(PtagsByteCache *cache, pid_t pid, uid_t uid, guint64 bytes)
@@ -237,16 +236,14 @@ void ptags_byte_cache_expect(PtagsByteCache *cache, pid_t pid, uid_t uid, guint6
         CachedProcess *p = g_hash_table_lookup(cache->procs, GINT_TO_POINTER(pid));
 
         /* A process ptagsd itself tags counts at once, even one started
-         * after the last walk. */
+         * after the last walk (whose inode the next walk then fills in). */
         if (p == NULL) {
                 p = g_new0(CachedProcess, 1);
                 g_hash_table_insert(cache->procs, GINT_TO_POINTER(pid), p);
-                p->valid = TRUE;
-                p->uid = uid;
         } else {
                 uncount(cache, p);
         }
-        p->seen = cache->scan;
+        p->uid = uid;
         p->bytes = bytes;
         count(cache, p);
 }
@@ -256,100 +253,84 @@ void ptags_byte_cache_applied(PtagsByteCache *cache, pid_t pid, guint64 bytes)
         CachedProcess *p = g_hash_table_lookup(cache->procs, GINT_TO_POINTER(pid));
 
         /* A process not counted yet is left to the next walk. */
-        if (p == NULL || !p->valid)
+        if (p == NULL)
                 return;
         uncount(cache, p);
         p->bytes = bytes;
         count(cache, p);
 }
 
-int ptags_user_bytes(PtagsBackend *backend, PtagsByteCache *cache, uid_t uid, pid_t except,
-                     gboolean fresh, guint64 *out)
+/* Visit every process in /proc: read the tags of those not read before (and
+ * of @uid's again when @fresh), and forget those that have exited. */
+static int walk(PtagsBackend *backend, PtagsByteCache *cache, uid_t uid, gboolean fresh,
+                guint *alive)
 {
-        /* The owner of /proc/PID is checked first (a stat, no file read), so
-         * only the processes of @uid have their tags read, and only those
-         * not read before. */
-        *out = 0;
-        gint64 now = g_get_monotonic_time();
-        UidWalk *walk = g_hash_table_lookup(cache->walks, GUINT_TO_POINTER(uid));
-        gboolean due = fresh || walk == NULL || now - walk->time >= WALK_MAX_AGE_US;
-        if (walk != NULL && (!due || now < cache->next_walk)) {
-                *out = walk->sum - except_counted(cache, uid, except);
-                return 0;
-        }
         DIR *dir = opendir("/proc");
         struct dirent *de;
-        guint alive = 0;
+        GHashTable *found = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, g_free);
 
-        if (dir == NULL)
+        if (dir == NULL) {
+                g_hash_table_unref(found);
                 return -errno;
-        cache->scan++;
-        if (walk == NULL) {
-                walk = g_new0(UidWalk, 1);
-                g_hash_table_insert(cache->walks, GUINT_TO_POINTER(uid), walk);
-        } else {
-                check_sum(cache, uid, walk, recount(cache, uid));
         }
-        walk->time = now;
-        /* Nothing counts for the uid until this walk finds it alive. */
-        walk->scan = cache->scan;
-        walk->sum = 0;
         while ((de = readdir(dir)) != NULL) {
                 char *end = NULL;
                 long pid = strtol(de->d_name, &end, 10);
                 struct stat st;
-                if (end == de->d_name || *end != '\0' || pid <= 0 ||
+                if (end == de->d_name || *end != '\0' || pid <= 0 || pid > G_MAXINT ||
                     fstatat(dirfd(dir), de->d_name, &st, 0) != 0)
                         continue;
-                alive++;
                 gpointer key = GINT_TO_POINTER((int)pid);
-                CachedProcess *p = g_hash_table_lookup(cache->procs, key);
-                if (p != NULL) {
-                        uncount(cache, p);
-                        p->seen = cache->scan;
-                        if (p->ino != st.st_ino || p->uid != st.st_uid)
-                                p->valid = FALSE; /* another process, or another owner */
-                        count(cache, p);
-                }
-                if (pid == except || st.st_uid != uid)
+                CachedProcess *p = NULL;
+                if (!g_hash_table_steal_extended(cache->procs, key, NULL, (gpointer *)&p))
+                        p = g_new0(CachedProcess, 1);
+                g_hash_table_insert(found, key, p);
+                gboolean known = p->ino == st.st_ino && p->uid == st.st_uid;
+                if (known && !(fresh && st.st_uid == uid))
                         continue;
-                if (p == NULL || !p->valid || fresh) {
-                        ptags_set *tags = NULL;
-                        if (p == NULL) {
-                                p = g_new0(CachedProcess, 1);
-                                g_hash_table_insert(cache->procs, key, p);
-                        }
-                        uncount(cache, p);
-                        p->ino = st.st_ino;
-                        p->uid = st.st_uid;
-                        p->valid = TRUE;
-                        p->seen = cache->scan;
-                        /* Exited meanwhile or unreadable: it holds nothing. */
-                        p->bytes = ptags_backend_read(backend, -1, (pid_t)pid, &tags) == 0
-                                           ? ptags_set_bytes(tags)
-                                           : 0;
-                        ptags_set_free(tags);
-                        count(cache, p);
-                }
-                *out += p->bytes;
+                ptags_set *tags = NULL;
+                uncount(cache, p);
+                p->ino = st.st_ino;
+                p->uid = st.st_uid;
+                /* Exited meanwhile or unreadable: it holds nothing. */
+                p->bytes = ptags_backend_read(backend, -1, (pid_t)pid, &tags) == 0
+                                   ? ptags_set_bytes(tags)
+                                   : 0;
+                ptags_set_free(tags);
+                count(cache, p);
         }
         closedir(dir);
-        check_sum(cache, uid, walk, *out + except_counted(cache, uid, except));
-        /* Forget processes that have exited once they are many. */
-        if (g_hash_table_size(cache->procs) > 2 * alive + 64) {
-                GHashTableIter iter;
-                gpointer value;
-                g_hash_table_iter_init(&iter, cache->procs);
-                while (g_hash_table_iter_next(&iter, NULL, &value)) {
-                        if (((CachedProcess *)value)->seen != cache->scan) {
-                                uncount(cache, value);
-                                g_hash_table_iter_remove(&iter);
-                        }
-                }
+        /* What is left was not found: it has exited. */
+        GHashTableIter iter;
+        gpointer value;
+        g_hash_table_iter_init(&iter, cache->procs);
+        while (g_hash_table_iter_next(&iter, NULL, &value))
+                uncount(cache, value);
+        g_hash_table_unref(cache->procs);
+        cache->procs = found;
+        *alive = g_hash_table_size(found);
+        return 0;
+}
+
+int ptags_user_bytes(PtagsBackend *backend, PtagsByteCache *cache, uid_t uid, pid_t except,
+                     gboolean fresh, guint64 *out)
+{
+        gint64 now = g_get_monotonic_time();
+        gboolean due = fresh || cache->walked == 0 || now - cache->walked >= WALK_MAX_AGE_US;
+
+        if (due && now >= cache->next_walk) {
+                guint alive = 0;
+                check_sum(cache, uid);
+                int r = walk(backend, cache, uid, fresh, &alive);
+                if (r < 0)
+                        return r;
+                check_sum(cache, uid);
+                gint64 end = g_get_monotonic_time();
+                cache->walked = now;
+                cache->next_walk = end + WALK_PAUSE_FACTOR * (end - now);
+                g_debug("uid %u: walked %u processes in %.3f ms", (unsigned)uid, alive,
+                        (end - now) / 1000.0);
         }
-        gint64 end = g_get_monotonic_time();
-        cache->next_walk = end + WALK_PAUSE_FACTOR * (end - now);
-        g_debug("uid %u: walked %u processes in %.3f ms", (unsigned)uid, alive,
-                (end - now) / 1000.0);
+        *out = sum_of(cache, uid) - except_counted(cache, uid, except);
         return 0;
 }

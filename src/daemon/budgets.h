@@ -60,9 +60,10 @@ guint64 ptags_set_wire_bound(const ptags_set *s);
 uid_t ptags_pid_uid(pid_t pid);
 /* The budget for the bytes of all processes of @uid. */
 guint ptags_limits_for_uid(const PtagsLimits *l, uid_t uid, const char **property);
-/* What the per-uid sums remember of each process: its bytes as last read,
- * keyed by pid and the inode of its /proc directory (a new process under a
- * reused pid gets a new one), so a sum reads only processes it has not seen.
+/* What the per-uid sums remember of each process: its owner and its bytes
+ * as last read, keyed by pid and the inode of its /proc directory (a new
+ * process under a reused pid gets a new one), so a walk reads only
+ * processes it has not seen; memory is bounded by the processes alive.
  * (transfer full: ptags_byte_cache_free) */
 typedef struct _PtagsByteCache PtagsByteCache;
 PtagsByteCache *ptags_byte_cache_new(void);
@@ -75,9 +76,10 @@ void ptags_byte_cache_expect(PtagsByteCache *cache, pid_t pid, uid_t uid, guint6
 void ptags_byte_cache_applied(PtagsByteCache *cache, pid_t pid, guint64 bytes);
 
 /* Sum into *@out the bytes of every live process of @uid except @except, as
- * @backend reports them; @fresh reads every one again instead of trusting
- * @cache (which exec, shrinking a list behind ptagsd, leaves high). Walks
- * of the processes take at most a tenth of the time: until the next may
- * start, the uid's last sum answers, fresh or not. 0 or -errno. */
+ * @backend reports them; @fresh reads @uid's again instead of trusting
+ * @cache (which exec, shrinking a list behind ptagsd, leaves high). One
+ * walk of the processes answers for every uid, and walks take at most a
+ * tenth of the time: until the next may start, the last walk's sums
+ * answer, fresh or not, for uids it found no process of too. 0 or -errno. */
 int ptags_user_bytes(PtagsBackend *backend, PtagsByteCache *cache, uid_t uid, pid_t except,
                      gboolean fresh, guint64 *out);

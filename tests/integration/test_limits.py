@@ -72,6 +72,12 @@ def timed_root_get_tags(world, pid, timeout_ms=10000):
 
 
 class LimitWorld(PtagsTestCase):
+    def walked_ms(self):
+        """Milliseconds ptagsd has spent walking processes for user sums."""
+        with open(self.world.daemon_log_path, errors="replace") as log:
+            return sum(float(m.group(1)) for m in
+                       re.finditer(r"walked \d+ processes in ([0-9.]+) ms", log.read()))
+
     def fixture_write(self, pid, lines):
         """Write command lines straight into the fixture's attr file, one
         line per write, as a kernel writer would, around ptagsd."""
@@ -156,12 +162,6 @@ class ConfiguredBudgetTests(LimitWorld):
         self.assertOk(self.world.root_call("RemoveTag", "us", [first, "a" * 1500]))
         self.assertOk(self.world.root_call("AddTag", "usb", [second, "c", False]))
 
-    def walked_ms(self):
-        """Milliseconds ptagsd has spent walking processes for user sums."""
-        with open(self.world.daemon_log_path, errors="replace") as log:
-            return sum(float(m.group(1)) for m in
-                       re.finditer(r"walked \d+ processes in ([0-9.]+) ms", log.read()))
-
     def test_refusals_do_not_keep_ptagsd_walking(self):
         """Anyone may ask for a change the user budget refuses (budgets are
         checked before polkit), and each refusal walked every process on the
@@ -216,6 +216,42 @@ class ConfiguredBudgetTests(LimitWorld):
         # Root needs no polkit, so the budget does not apply to it.
         self.assertOk(self.world.root_call("Apply", "uas",
                                            [target, ["+r:%d" % i for i in range(21)]]))
+
+
+class NewUserWalkTests(LimitWorld):
+    # A tag between the two budgets passes the process budget and is
+    # refused by the user budget: after a walk, before polkit is asked.
+    world_options = {"daemon_args": ["--max-process-bytes=3000", "--max-user-bytes=2000"]}
+
+    def test_walks_for_many_new_uids_are_held_back_too(self):
+        """A user with subordinate uids can run a process as each of them
+        and aim one change at each. Every uid's first sum walked every
+        process on the machine at once, with no pause, so a caller choosing
+        a new uid for each call kept ptagsd walking."""
+        crowd = [self.world.spawn("crowd", ["sleep", "600"]) for _ in range(400)]
+        for proc in crowd:
+            self.addCleanup(proc.kill)
+        targets = [self.world.spawn_target(uid=3000000 + i) for i in range(150)]
+        client = self.world.spawn_client()
+        # The first walk reads every process it finds, once: then a pause.
+        self.assertError(client.call("AddTag", "usb", [targets[0], "x" * 2500, False]),
+                         "LimitExceeded")
+        time.sleep(0.5)
+        walked = self.walked_ms()
+        start = time.monotonic()
+        for target in targets[1:]:
+            reply = client.call("AddTag", "usb", [target, "x" * 2500, False])
+            self.assertError(reply, "LimitExceeded")
+            self.assertIn("MaxUserBytes", reply.message)
+        elapsed_ms = (time.monotonic() - start) * 1000
+        walked = self.walked_ms() - walked
+        print("\n149 refusals for new uids in %.0f ms, %.0f ms of it walking"
+              % (elapsed_ms, walked))
+        self.assertLess(walked, 0.25 * elapsed_ms, "ptagsd walked for most of the refusals")
+        self.assertEqual(self.world.get_tags(targets[0]), [])
+        # What fits is still allowed by the budgets (polkit then refuses).
+        reply = client.call("AddTag", "usb", [targets[0], "x" * 1500, False])
+        self.assertError(reply, "NotAuthorized")
 
 
 class DefaultBudgetTests(LimitWorld):

@@ -630,10 +630,13 @@ class World:
 
     # ------------------------------------------------------------ processes
 
-    def spawn_target(self, unprivileged=False):
-        """A `sleep 600` target (as nobody when @unprivileged); returns its
-        pid once it runs sleep (so exec cannot drop tags set afterwards)."""
-        argv = (UNPRIVILEGED if unprivileged else []) + ["sleep", "600"]
+    def spawn_target(self, unprivileged=False, uid=None):
+        """A `sleep 600` target (as nobody when @unprivileged, as @uid when
+        given); returns its pid once it runs sleep (so exec cannot drop tags
+        set afterwards)."""
+        prefix = unprivileged_argv(uid, uid) if uid is not None else (
+            UNPRIVILEGED if unprivileged else [])
+        argv = prefix + ["sleep", "600"]
         proc = self.spawn("target", argv)
         wait_until(lambda: sleep_sleeps(proc.pid), 10, "target %d to exec sleep" % proc.pid)
         return proc.pid

@@ -23,7 +23,7 @@ static guint64 plan_lines_wire_bound(const ptags_plan *plan)
         return total;
 }
 
-gboolean change_check_budgets(Call *call, gboolean scan_user, GError **error)
+gboolean change_check_budgets(Call *call, BudgetsStage stage, GError **error)
 {
         const PtagsLimits *l = &call->svc->limits;
         const ptags_set *result = ptags_plan_result(call->plan);
@@ -62,6 +62,8 @@ gboolean change_check_budgets(Call *call, gboolean scan_user, GError **error)
         call->summarize_lines =
                 tags_size + plan_lines_wire_bound(call->plan) > PTAGS_MAX_MESSAGE_BYTES;
 
+        gboolean scan_user =
+                stage == BUDGETS_AT_COMMIT || (call->caller != NULL && call->caller->uid != 0);
         if (!scan_user || after <= before)
                 return TRUE;
         uid_t uid = ptags_pid_uid(call->target.pid);
@@ -90,8 +92,12 @@ gboolean change_check_budgets(Call *call, gboolean scan_user, GError **error)
                             (unsigned)uid, others + after, property, limit);
                 return FALSE;
         }
-        /* The target is about to hold @after (it is in others' sums). */
-        ptags_byte_cache_expect(call->svc->byte_cache, call->target.pid, uid, after);
+        /* The target is about to hold @after (it is in others' sums). Not
+         * before polkit has allowed it: a refused change would otherwise
+         * count until the next fresh walk, against a uid its caller need
+         * not even own. */
+        if (stage == BUDGETS_AT_COMMIT)
+                ptags_byte_cache_expect(call->svc->byte_cache, call->target.pid, uid, after);
         return TRUE;
 }
 

@@ -91,7 +91,7 @@ static gboolean change_plan(Call *call, GError **error)
         call->plan = plan;
         /* Budgets are checked before polkit is asked; a user's sum (a scan)
          * is taken again at commit, and only then for root. */
-        if (!change_check_budgets(call, call->caller->uid != 0, error))
+        if (!change_check_budgets(call, BUDGETS_BEFORE_POLKIT, error))
                 return FALSE;
 
         /* What the backend cannot write is refused before anyone is asked. */
@@ -137,7 +137,7 @@ static void change_apply(Call *call)
 
         log_context(call, &ctx);
         /* Other processes of the target's user may have grown meanwhile. */
-        if (!change_check_budgets(call, TRUE, &error)) {
+        if (!change_check_budgets(call, BUDGETS_AT_COMMIT, &error)) {
                 ptags_log_refused(&ctx, call->plan, error);
                 call_fail(call, error);
                 return;

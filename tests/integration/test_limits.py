@@ -192,6 +192,29 @@ class ConfiguredBudgetTests(LimitWorld):
             self.assertOk(self.world.root_call("RemoveTag", "us", [second, "c"]))
             self.assertOk(self.world.root_call("AddTag", "usb", [first, "a" * 1500, False]))
 
+    def test_changes_polkit_refuses_count_for_nothing(self):
+        """A change's bytes counted against its target's uid as soon as the
+        budgets allowed it, before polkit was asked, and stayed counted after
+        polkit refused it: anyone could fill another user's budget, and
+        while walks were paused (just after any walk) that user's own
+        changes were refused."""
+        crowd = [self.world.spawn("crowd", ["sleep", "600"]) for _ in range(400)]
+        for proc in crowd:
+            self.addCleanup(proc.kill)
+        victims = [self.world.spawn_target(uid=3000700) for _ in range(3)]
+        attacker = self.world.spawn_client()
+        time.sleep(0.6)  # the next sum walks, and the next walk waits
+        for victim in victims[1:]:
+            reply = attacker.call("AddTag", "usb", [victim, "x" * 1500, False])
+            self.assertError(reply, "NotAuthorized")
+        self.assertOk(self.world.root_call("AddTag", "usb", [victims[0], "a" * 100, False]))
+        # What polkit allows does count.
+        self.world.polkit.set_allowed([ADD])
+        self.assertOk(attacker.call("AddTag", "usb", [victims[1], "x" * 1500, False]))
+        reply = attacker.call("AddTag", "usb", [victims[2], "x" * 1500, False])
+        self.assertError(reply, "LimitExceeded")
+        self.assertIn("MaxUserBytes", reply.message)
+
     def test_root_budget(self):
         targets = [self.world.spawn_target() for _ in range(3)]
         for t in targets[:2]:

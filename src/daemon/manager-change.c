@@ -14,8 +14,9 @@
  *     unique name until it leaves the bus.
  *  4. Plan in the caller uid's turn (change_start, change_read_and_plan):
  *     read the target's tags, resolve the lines against them (the model
- *     library), drop what changes nothing, check the budgets. A plan that
- *     changes nothing is answered at once.
+ *     library), drop what changes nothing, check the budgets (checked
+ *     again in step 7, and only then does the change count against its
+ *     uid's sum). A plan that changes nothing is answered at once.
  *  5. Authorize (change_authorize, authority.c): one polkit check per
  *     change, with the details rules see; root is not asked. The call is
  *     cancelled if its caller leaves the bus.

@@ -115,22 +115,26 @@ void ptags_check_free(PtagsCheck *check)
 
 struct _PtagsAuthority {
         guint timeout_seconds;
+        guint max_batches_per_user; /* MaxPolkitCalls */
         /* Kept for the daemon's life: polkit drops its authority singleton
          * with the last reference, and building it again costs every check
          * a service start, name lookups, match rules and a proxy setup. It
          * follows polkitd restarts by itself. */
         PolkitAuthority *polkit;
         guint in_flight;
-        GQueue batches;       /* Batch: those with waiting checks, in turn order */
-        GHashTable *per_user; /* uid -> checks in flight (GUINT_TO_POINTER both) */
+        GQueue batches;               /* Batch: those with waiting checks, in turn order */
+        GHashTable *per_user;         /* uid -> checks in flight (GUINT_TO_POINTER both) */
+        GHashTable *batches_per_user; /* uid -> batches not decided yet (likewise) */
 };
 
-PtagsAuthority *ptags_authority_new(guint timeout_seconds)
+PtagsAuthority *ptags_authority_new(guint timeout_seconds, guint max_batches_per_user)
 {
         PtagsAuthority *a = g_new0(PtagsAuthority, 1);
 
         a->timeout_seconds = timeout_seconds;
+        a->max_batches_per_user = max_batches_per_user;
         a->per_user = g_hash_table_new(g_direct_hash, g_direct_equal);
+        a->batches_per_user = g_hash_table_new(g_direct_hash, g_direct_equal);
         return a;
 }
 
@@ -138,22 +142,34 @@ void ptags_authority_free(PtagsAuthority *a)
 {
         g_clear_object(&a->polkit);
         g_hash_table_unref(a->per_user);
+        g_hash_table_unref(a->batches_per_user);
         g_free(a);
+}
+
+/* A count per uid in @table; a count back at 0 is forgotten. */
+static guint user_count(GHashTable *table, uid_t uid)
+{
+        return GPOINTER_TO_UINT(g_hash_table_lookup(table, GUINT_TO_POINTER(uid)));
+}
+
+static void user_count_add(GHashTable *table, uid_t uid, int delta)
+{
+        guint n = (guint)((int)user_count(table, uid) + delta);
+
+        if (n == 0)
+                g_hash_table_remove(table, GUINT_TO_POINTER(uid));
+        else
+                g_hash_table_insert(table, GUINT_TO_POINTER(uid), GUINT_TO_POINTER(n));
 }
 
 static guint user_in_flight(PtagsAuthority *a, uid_t uid)
 {
-        return GPOINTER_TO_UINT(g_hash_table_lookup(a->per_user, GUINT_TO_POINTER(uid)));
+        return user_count(a->per_user, uid);
 }
 
 static void user_add_in_flight(PtagsAuthority *a, uid_t uid, int delta)
 {
-        guint n = (guint)((int)user_in_flight(a, uid) + delta);
-
-        if (n == 0)
-                g_hash_table_remove(a->per_user, GUINT_TO_POINTER(uid));
-        else
-                g_hash_table_insert(a->per_user, GUINT_TO_POINTER(uid), GUINT_TO_POINTER(n));
+        user_count_add(a->per_user, uid, delta);
 }
 
 /* One batch: its checks run concurrently (up to the in-flight limit); the
@@ -196,6 +212,7 @@ static void batch_finish(Batch *b, GError *error)
 {
         if (b->task != NULL) {
                 GTask *task = g_steal_pointer(&b->task);
+                user_count_add(b->owner->batches_per_user, b->uid, -1);
                 if (b->timeout_id != 0) {
                         g_source_remove(b->timeout_id);
                         b->timeout_id = 0;
@@ -389,6 +406,16 @@ void ptags_authority_check_all_async(PtagsAuthority *a, const char *sender, uid_
                 g_object_unref(task);
                 return;
         }
+        /* Each call waiting here holds its message and plan: a user other
+         * than root may have only so many waiting at once. */
+        if (uid != 0 && user_count(a->batches_per_user, uid) >= a->max_batches_per_user) {
+                g_task_return_new_error(task, PTAGS_ERROR, PTAGS_ERROR_LIMIT_EXCEEDED,
+                                        "uid %u already has %u calls waiting for polkit, the "
+                                        "MaxPolkitCalls limit; wait for their replies",
+                                        (unsigned)uid, a->max_batches_per_user);
+                g_object_unref(task);
+                return;
+        }
 
         Batch *b = g_new0(Batch, 1);
         b->task = task;
@@ -399,6 +426,7 @@ void ptags_authority_check_all_async(PtagsAuthority *a, const char *sender, uid_
         b->timeout_seconds = a->timeout_seconds;
         b->owner = a;
         b->uid = uid;
+        user_count_add(a->batches_per_user, uid, +1);
         b->pending = 1;
         if (cancellable != NULL) {
                 b->outer = g_object_ref(cancellable);

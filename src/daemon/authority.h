@@ -38,14 +38,17 @@ typedef struct {
 typedef struct _PtagsAuthority PtagsAuthority;
 
 /* @timeout_seconds: how long polkit may take before the check counts as
- * denied. (transfer full: ptags_authority_free) */
-PtagsAuthority *ptags_authority_new(guint timeout_seconds);
+ * denied; @max_batches_per_user: how many calls of one uid other than 0 may
+ * wait for their checks at once (MaxPolkitCalls). (transfer full:
+ * ptags_authority_free) */
+PtagsAuthority *ptags_authority_new(guint timeout_seconds, guint max_batches_per_user);
 void ptags_authority_free(PtagsAuthority *a);
 
 /* Authorize every check of @checks (array of PtagsCheck*) for the bus name
  * @sender (whose process runs as @uid), concurrently; the first denial fails the whole batch and
  * cancels the rest. @interactive: the method call allowed interactive authorization. Errors:
- * NotAuthorized (denied, polkit missing/failing/too slow),
+ * NotAuthorized (denied, polkit missing/failing/too slow), LimitExceeded
+ * (@uid has MaxPolkitCalls batches waiting already),
  * org.freedesktop.DBus.Error.InteractiveAuthorizationRequired, or
  * G_IO_ERROR_CANCELLED when @cancellable fired (the caller left). */
 void ptags_authority_check_all_async(PtagsAuthority *a, const char *sender, uid_t uid,

@@ -23,11 +23,12 @@
 #define PTAGS_WIRE_HEADER_OVERHEAD  1024u
 
 typedef struct {
-        guint process_bytes;           /* MaxProcessBytes */
-        guint user_bytes;              /* MaxUserBytes: one uid other than 0 */
-        guint root_bytes;              /* MaxRootBytes: uid 0 */
-        guint polkit_changes;          /* MaxPolkitChanges: in one call */
-        guint unread_reply_bytes;      /* MaxUnreadReplyBytes: one connection */
+        guint process_bytes;      /* MaxProcessBytes */
+        guint user_bytes;         /* MaxUserBytes: one uid other than 0 */
+        guint root_bytes;         /* MaxRootBytes: uid 0 */
+        guint polkit_changes;     /* MaxPolkitChanges: in one call */
+        guint polkit_calls;       /* MaxPolkitCalls: waiting for polkit, one uid other than 0 */
+        guint unread_reply_bytes; /* MaxUnreadReplyBytes: one connection */
         guint user_unread_reply_bytes; /* MaxUserUnreadReplyBytes: one uid other than 0 */
         guint expensive_calls;         /* MaxExpensiveCalls: queued or running, one uid */
 } PtagsLimits;

@@ -154,7 +154,7 @@ static void on_checked(GObject *source, GAsyncResult *res, gpointer user_data)
 static void test_unknown_action_denied_without_polkit(void)
 {
         /* A check without action is refused before polkit is ever asked. */
-        PtagsAuthority *a = ptags_authority_new(1);
+        PtagsAuthority *a = ptags_authority_new(1, 32);
         g_autoptr(GPtrArray) checks =
                 g_ptr_array_new_with_free_func((GDestroyNotify)ptags_check_free);
         g_ptr_array_add(checks, ptags_check_new(NULL, polkit_details_new(), "app:x"));

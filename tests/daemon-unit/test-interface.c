@@ -81,6 +81,7 @@ static void test_signal_and_properties(void)
                   {"MaxUserBytes", "u"},
                   {"MaxRootBytes", "u"},
                   {"MaxPolkitChanges", "u"},
+                  {"MaxPolkitCalls", "u"},
                   {"MaxUnreadReplyBytes", "u"},
                   {"MaxUserUnreadReplyBytes", "u"},
                   {"MaxExpensiveCalls", "u"},

@@ -17,8 +17,8 @@ import time
 import unittest
 
 import ptags_client
-from ptags_harness import (HeldThread, LIB_DIR, PYTHON, PtagsTestCase, rss_kib, settled_rss_kib,
-                           unprivileged_argv)
+from ptags_harness import (HeldThread, LIB_DIR, PYTHON, PtagsTestCase, rss_kib, second_user_uid,
+                           settled_rss_kib, unprivileged_argv)
 
 ADD = "org.ptags.tag.add"
 MiB = 1024 * 1024
@@ -27,6 +27,7 @@ BUDGET_PROPERTIES = {
     "MaxUserBytes": 4 * MiB,
     "MaxRootBytes": 32 * MiB,
     "MaxPolkitChanges": 1024,
+    "MaxPolkitCalls": 32,
     "MaxMessageBytes": 4 * MiB,
     "MaxUnreadReplyBytes": 4 * MiB,
     "MaxUserUnreadReplyBytes": 16 * MiB,
@@ -418,6 +419,49 @@ class OverBudgetStateTests(LimitWorld):
         # freed; the plain build's run (CI runs both) checks the trim.
         if not daemon_has_asan(self.world):
             self.assertLess(settled - idle, 4 * 1024)
+
+
+class PolkitCallTests(LimitWorld):
+    # The planning queue is no bound here: calls a client sends no faster
+    # than ptagsd plans them all get through it.
+    world_options = {"polkit_timeout": 8, "daemon_args": ["--max-expensive-calls=1024"]}
+
+    def test_calls_waiting_for_polkit_are_bounded(self):
+        """Each change waiting for polkit holds its message, its plan and
+        its checks, and only the bus bounded how many one user could have
+        waiting (dbus-daemon: 128 replies per connection, 256 connections
+        per user): 480 Apply calls of 200 lines each, waiting for a polkit
+        that does not answer, held 310 MB of ptagsd's heap."""
+        target = self.world.spawn_target(unprivileged=True)
+        self.world.polkit.set_allowed([ADD])
+        self.world.polkit.set_hang([ADD])
+        lines = ["+a:%03d:%s" % (i, "x" * 240) for i in range(200)]
+        flood = spawn_flood(self.world, "Apply", "uas", [target, lines], calls=120,
+                            connections=4)
+        self.world.polkit.wait_hanging(16)
+        # Once every call was planned and refused or queued, ptagsd trims
+        # its heap (2 s after a message at most) and logs what is in use.
+        time.sleep(4)
+        with open(self.world.daemon_log_path, "rb") as log:
+            trims = re.findall(rb"heap trimmed: (\d+) bytes in use", log.read())
+        # Meanwhile a second user is not held back by the first one's calls.
+        other = self.world.spawn_client(uid=second_user_uid())
+        self.world.polkit.set_hang([])
+        self.assertOk(other.call("AddTag", "usb", [self.world.spawn_target(uid=second_user_uid()),
+                                                   "b", False]))
+        summary = json.loads(flood.stdout.readline())["replies"]
+        print("\n480 calls for polkit: %s; ptagsd's heap held %s bytes meanwhile"
+              % (summary, trims[-1].decode() if trims else "?"))
+        self.assertEqual(summary.get("org.ptags.Error.NotAuthorized", 0)
+                         + summary.get("ok", 0), 32, summary)
+        self.assertEqual(summary.get("org.ptags.Error.LimitExceeded", 0), 480 - 32, summary)
+        # Under ASan the heap is ASan's, which glibc cannot report.
+        if not daemon_has_asan(self.world):
+            self.assertTrue(trims, "ptagsd logged no heap trim")
+            self.assertLess(int(trims[-1]), 64 * MiB, "ptagsd grew with the waiting calls")
+        # The budget is per call in flight: once they ended, there is room.
+        client = self.world.spawn_client()
+        self.assertOk(client.call("AddTag", "usb", [target, "after", False]))
 
 
 class UserUnreadTests(LimitWorld):

@@ -30,6 +30,7 @@ import ctypes
 import json
 import os
 import pwd
+import re
 import select
 import shutil
 import signal
@@ -579,6 +580,26 @@ class World:
 
     def daemon_alive(self):
         return self.daemon is not None and self.daemon.poll() is None
+
+    HEAP_TRIMMED = re.compile(rb"heap trimmed: (\d+) bytes in use")
+
+    def heap_in_use(self, timeout=10):
+        """The bytes ptagsd's heap (or, in a sanitizer build, the
+        sanitizer's allocator) holds once the calls answered so far are
+        done: the figure of the first trim ptagsd logs from now on. Any
+        incoming message arms a trim 2 s later; the property read here arms
+        one when none is armed."""
+        offset = os.path.getsize(self.daemon_log_path)
+        self.get_property("Version")
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with open(self.daemon_log_path, "rb") as f:
+                f.seek(offset)
+                found = self.HEAP_TRIMMED.search(f.read())
+            if found:
+                return int(found.group(1))
+            time.sleep(0.1)
+        raise AssertionError("ptagsd logged no heap trim within %d s" % timeout)
 
     def stop(self):
         for client in self._clients:

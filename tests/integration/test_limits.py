@@ -422,6 +422,9 @@ class OverBudgetStateTests(LimitWorld):
 
 
 class PolkitCallTests(LimitWorld):
+    # The bound is the authority's, the same whatever the backend: the
+    # test's 10 s run once, on the backend of stock kernels.
+    backends = ("bpf",)
     # The planning queue is no bound here: calls a client sends no faster
     # than ptagsd plans them all get through it.
     world_options = {"polkit_timeout": 8, "daemon_args": ["--max-expensive-calls=1024"]}
@@ -443,7 +446,7 @@ class PolkitCallTests(LimitWorld):
         # its heap (2 s after a message at most) and logs what is in use.
         time.sleep(4)
         with open(self.world.daemon_log_path, "rb") as log:
-            trims = re.findall(rb"heap trimmed: (\d+) bytes in use", log.read())
+            trims = self.world.HEAP_TRIMMED.findall(log.read())
         # Meanwhile a second user is not held back by the first one's calls.
         other = self.world.spawn_client(uid=second_user_uid())
         self.world.polkit.set_hang([])
@@ -455,10 +458,12 @@ class PolkitCallTests(LimitWorld):
         self.assertEqual(summary.get("org.ptags.Error.NotAuthorized", 0)
                          + summary.get("ok", 0), 32, summary)
         self.assertEqual(summary.get("org.ptags.Error.LimitExceeded", 0), 480 - 32, summary)
-        # Under ASan the heap is ASan's, which glibc cannot report.
-        if not daemon_has_asan(self.world):
-            self.assertTrue(trims, "ptagsd logged no heap trim")
-            self.assertLess(int(trims[-1]), 64 * MiB, "ptagsd grew with the waiting calls")
+        # 33 MB in the plain build and 62-65 MB under ASan, whose allocator
+        # counts more for each block; 283-310 MB (plain) when nothing held
+        # the calls back.
+        self.assertTrue(trims, "ptagsd logged no heap trim")
+        self.assertLess(int(trims[-1]), (128 if daemon_has_asan(self.world) else 64) * MiB,
+                        "ptagsd grew with the waiting calls")
         # The budget is per call in flight: once they ended, there is room.
         client = self.world.spawn_client()
         self.assertOk(client.call("AddTag", "usb", [target, "after", False]))

@@ -18,7 +18,7 @@ import unittest
 
 import ptags_client
 from ptags_harness import (HeldThread, LIB_DIR, PYTHON, PtagsTestCase, rss_kib, second_user_uid,
-                           settled_rss_kib, unprivileged_argv)
+                           unprivileged_argv)
 
 ADD = "org.ptags.tag.add"
 MiB = 1024 * 1024
@@ -411,7 +411,7 @@ class OverBudgetStateTests(LimitWorld):
         summary = json.loads(flood.stdout.readline())["replies"]
         self.assertEqual(summary, {"ok": 4})
         busy = daemon_rss_kib(self.world)
-        settled = settled_rss_kib(self.world.daemon.pid, wait=5.0)
+        settled = self.world.rss_after_trim()
         print("burst: ptagsd RSS %d KiB idle, %d right after, %d once settled"
               % (idle, busy, settled))
         self.assertGreater(busy - idle, 8 * 1024, "the burst did not swell ptagsd")

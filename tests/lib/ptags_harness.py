@@ -127,18 +127,6 @@ def rss_kib(pid):
     raise HarnessError("no VmRSS for process %d" % pid)
 
 
-def settled_rss_kib(pid, wait=4.0):
-    """ptagsd's RSS once it has trimmed its heap after a burst (2 s after
-    the burst's first message): the first value 1 MiB or more below the
-    current one, or the lowest seen over @wait seconds."""
-    first = lowest = rss_kib(pid)
-    deadline = time.monotonic() + wait
-    while time.monotonic() < deadline and lowest > first - 1024:
-        time.sleep(0.2)
-        lowest = min(lowest, rss_kib(pid))
-    return lowest
-
-
 def default_bus_config(socket_path):
     """A system-bus-like dbus-daemon config for tests: EXTERNAL auth on a
     unix socket, any user may connect, own any name and send anything. The
@@ -600,6 +588,12 @@ class World:
                 return int(found.group(1))
             time.sleep(0.1)
         raise AssertionError("ptagsd logged no heap trim within %d s" % timeout)
+
+    def rss_after_trim(self):
+        """ptagsd's RSS in KiB once it has trimmed its heap after the calls
+        answered so far (see heap_in_use)."""
+        self.heap_in_use()
+        return rss_kib(self.daemon.pid)
 
     def stop(self):
         for client in self._clients:

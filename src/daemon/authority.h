@@ -28,10 +28,13 @@ typedef struct {
 /* (transfer full) */
 PolkitDetails *ptags_authority_details(const PtagsCheckFacts *facts);
 
-/* One pending check of a batch. */
+/* One pending check of a batch. A change's check keeps its facts and builds
+ * the details only when it is sent to polkit, so the checks of a call still
+ * waiting for polkit hold no details. */
 typedef struct {
         const char *action_id;  /* static */
-        PolkitDetails *details; /* owned */
+        PolkitDetails *details; /* owned; NULL for a change's check */
+        PtagsCheckFacts facts;  /* a change's check: points into its call */
         char *tag;              /* owned copy: for messages */
 } PtagsCheck;
 
@@ -57,6 +60,9 @@ void ptags_authority_check_all_async(PtagsAuthority *a, const char *sender, uid_
                                      gpointer user_data);
 gboolean ptags_authority_check_all_finish(GAsyncResult *result, GError **error);
 
-/* PtagsCheck constructor/destructor for GPtrArray. */
+/* PtagsCheck constructors/destructor for GPtrArray. (transfer full: @details) */
 PtagsCheck *ptags_check_new(const char *action_id, PolkitDetails *details, const char *tag);
+/* The check of one change: what @facts point to must outlive the batch's
+ * decision (the call that owns the plan and target info waits for it). */
+PtagsCheck *ptags_check_new_for_change(const PtagsCheckFacts *facts);
 void ptags_check_free(PtagsCheck *check);

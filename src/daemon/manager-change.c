@@ -293,8 +293,7 @@ static void change_authorize(Call *call)
                         .self = self,
                         .caller_holds_right = holds_right[i],
                 };
-                g_ptr_array_add(checks, ptags_check_new(ptags_authority_action_for_change(c),
-                                                        ptags_authority_details(&facts), c->tag));
+                g_ptr_array_add(checks, ptags_check_new_for_change(&facts));
         }
         ptags_set_free(caller_tags);
 

@@ -225,7 +225,8 @@ static char *plan_text(const ptags_plan *plan, const char *sep)
 /* One structured journal entry about @plan (may be NULL). PTAGS_TAG repeats,
  * once per changed tag, so journalctl PTAGS_TAG=x finds every change of x. */
 static void journal_entry(const char *message_id, int priority, const PtagsLogContext *ctx,
-                          const ptags_plan *plan, const char *result, const char *message)
+                          const ptags_plan *plan, const char *result, const char *message,
+                          guint suppressed)
 {
         g_autoptr(GArray) iov = g_array_new(FALSE, FALSE, sizeof(struct iovec));
         g_autoptr(GPtrArray) fields = g_ptr_array_new_with_free_func(g_free);
@@ -240,6 +241,8 @@ static void journal_entry(const char *message_id, int priority, const PtagsLogCo
         add_field(iov, fields, g_strdup_printf(PTAGS_FIELD_CALLER_PID "%d", (int)ctx->caller_pid));
         add_field(iov, fields,
                   g_strdup_printf(PTAGS_FIELD_CALLER_UID "%u", (unsigned)ctx->caller_uid));
+        if (suppressed > 0)
+                add_field(iov, fields, g_strdup_printf(PTAGS_FIELD_SUPPRESSED "%u", suppressed));
         if (plan != NULL) {
                 g_autofree char *lines = plan_text(plan, "\n");
                 add_field(iov, fields, g_strdup_printf(PTAGS_FIELD_LINES "%s", lines));
@@ -259,7 +262,7 @@ void ptags_log_changed(const PtagsLogContext *ctx, const ptags_plan *plan)
                 (int)ctx->caller_pid, (unsigned)ctx->caller_uid, one_line);
 
         g_debug("%s: %s", ctx->method, message);
-        journal_entry(PTAGS_MESSAGE_TAGS_CHANGED, LOG_NOTICE, ctx, plan, "success", message);
+        journal_entry(PTAGS_MESSAGE_TAGS_CHANGED, LOG_NOTICE, ctx, plan, "success", message, 0);
         g_autoptr(GByteArray) batch = g_byte_array_new();
         for (size_t i = 0; i < ptags_plan_change_count(plan); i++) {
                 const ptags_change *c = ptags_plan_change_at(plan, i);
@@ -268,17 +271,66 @@ void ptags_log_changed(const PtagsLogContext *ctx, const ptags_plan *plan)
         audit_batch_send(batch);
 }
 
+/* A refusal is the one record a caller can cause at will, allowed nothing:
+ * each refused call writes a journal entry and an audit record per change it
+ * asked for. So that one user's flood of them cannot push everyone's records
+ * past journald's rate limit or the kernel's audit backlog, a uid's refusals
+ * (root's aside) may write PTAGS_REFUSAL_BURST records at once and
+ * PTAGS_REFUSAL_RATE a second after that. A refusal that does not fit is
+ * counted instead, with one rate-limited warning when a uid starts to
+ * overflow, and the next refusal written for the uid says how many were
+ * not. */
+static PtagsLogLimiter *refusals;
+G_LOCK_DEFINE_STATIC(refusals);
+
+static gboolean refusal_may_log(const PtagsLogContext *ctx, size_t records, guint *suppressed)
+{
+        char key[16];
+
+        *suppressed = 0;
+        if (ctx->caller_uid == 0)
+                return TRUE;
+        g_snprintf(key, sizeof(key), "%u", (unsigned)ctx->caller_uid);
+        G_LOCK(refusals);
+        if (refusals == NULL)
+                refusals = ptags_log_limiter_new_full(PTAGS_REFUSAL_BURST,
+                                                      G_USEC_PER_SEC / PTAGS_REFUSAL_RATE);
+        gboolean may = ptags_log_limiter_take(refusals, key, (guint)MIN(records, G_MAXUINT),
+                                              g_get_monotonic_time(), suppressed);
+        G_UNLOCK(refusals);
+        if (!may && *suppressed == 1)
+                g_warning("uid %u is refused more often than its refusals may be logged (%d "
+                          "records a second); its further refusals are counted, not logged",
+                          (unsigned)ctx->caller_uid, PTAGS_REFUSAL_RATE);
+        return may;
+}
+
+/* " (N earlier refusals of uid U were not logged)", or "". (transfer full) */
+static char *suppressed_note(const PtagsLogContext *ctx, guint suppressed)
+{
+        if (suppressed == 0)
+                return g_strdup("");
+        return g_strdup_printf(" (%u earlier refusals of uid %u were not logged)", suppressed,
+                               (unsigned)ctx->caller_uid);
+}
+
 void ptags_log_refused(const PtagsLogContext *ctx, const ptags_plan *plan, const GError *error)
 {
+        size_t n = plan != NULL ? ptags_plan_change_count(plan) : 0;
         g_autofree char *result = g_dbus_error_encode_gerror(error);
         g_autofree char *message = g_strdup_printf(
                 "Change of process %d by process %d (uid %u) refused: %s", (int)ctx->pid,
                 (int)ctx->caller_pid, (unsigned)ctx->caller_uid, error->message);
+        guint suppressed;
 
         g_debug("%s: %s", ctx->method, message);
-        journal_entry(PTAGS_MESSAGE_CHANGE_REFUSED, LOG_WARNING, ctx, plan, result, message);
+        if (!refusal_may_log(ctx, 1 + MAX(n, 1), &suppressed))
+                return;
+        g_autofree char *note = suppressed_note(ctx, suppressed);
+        g_autofree char *noted = g_strconcat(message, note, NULL);
+        journal_entry(PTAGS_MESSAGE_CHANGE_REFUSED, LOG_WARNING, ctx, plan, result, noted,
+                      suppressed);
         /* All or nothing: every change of the batch was refused. */
-        size_t n = plan != NULL ? ptags_plan_change_count(plan) : 0;
         g_autoptr(GByteArray) batch = g_byte_array_new();
         for (size_t i = 0; i < n; i++) {
                 const ptags_change *c = ptags_plan_change_at(plan, i);
@@ -312,7 +364,8 @@ char *ptags_audit_container_message(const char *op, const PtagsLogContext *ctx, 
 }
 
 static void container_journal(const char *message_id, int priority, const char *message,
-                              const char *result, guint64 contid, const PtagsLogContext *ctx)
+                              const char *result, guint64 contid, const PtagsLogContext *ctx,
+                              guint suppressed)
 {
         g_autoptr(GArray) iov = g_array_new(FALSE, FALSE, sizeof(struct iovec));
         g_autoptr(GPtrArray) fields = g_ptr_array_new_with_free_func(g_free);
@@ -330,6 +383,8 @@ static void container_journal(const char *message_id, int priority, const char *
                 add_field(iov, fields,
                           g_strdup_printf(PTAGS_FIELD_CALLER_UID "%u", (unsigned)ctx->caller_uid));
         }
+        if (suppressed > 0)
+                add_field(iov, fields, g_strdup_printf(PTAGS_FIELD_SUPPRESSED "%u", suppressed));
         journal_result(sd_journal_sendv((struct iovec *)iov->data, (int)iov->len));
 }
 
@@ -352,10 +407,16 @@ void ptags_log_container_set(const PtagsLogContext *ctx, guint64 contid, guint64
                                   (int)ctx->pid, contid, (int)ctx->caller_pid,
                                   (unsigned)ctx->caller_uid, error->message);
 
+        guint suppressed = 0;
+
         g_debug("%s: %s", ctx->method, message);
-        container_journal(error == NULL ? PTAGS_MESSAGE_CONTAINER_SET
-                                        : PTAGS_MESSAGE_CONTAINER_REFUSED,
-                          error == NULL ? LOG_NOTICE : LOG_WARNING, message, result, contid, ctx);
+        if (error != NULL && !refusal_may_log(ctx, 2, &suppressed))
+                return;
+        g_autofree char *note = suppressed_note(ctx, suppressed);
+        g_autofree char *noted = g_strconcat(message, note, NULL);
+        container_journal(
+                error == NULL ? PTAGS_MESSAGE_CONTAINER_SET : PTAGS_MESSAGE_CONTAINER_REFUSED,
+                error == NULL ? LOG_NOTICE : LOG_WARNING, noted, result, contid, ctx, suppressed);
         audit_write(PTAGS_AUDIT_CONTAINER_TYPE, msg, error == NULL);
 }
 
@@ -369,7 +430,7 @@ void ptags_log_container_drop(guint64 contid, pid_t registrant_pid, uid_t regist
 
         g_debug("%s", message);
         container_journal(PTAGS_MESSAGE_CONTAINER_DROPPED, LOG_NOTICE, message, "success", contid,
-                          NULL);
+                          NULL, 0);
         audit_write(PTAGS_AUDIT_CONTAINER_TYPE, msg, TRUE);
 }
 
@@ -387,14 +448,23 @@ typedef struct {
 
 struct _PtagsLogLimiter {
         GHashTable *sites; /* site key -> Bucket */
+        guint burst;
+        gint64 refill_us;
 };
 
-PtagsLogLimiter *ptags_log_limiter_new(void)
+PtagsLogLimiter *ptags_log_limiter_new_full(guint burst, gint64 refill_us)
 {
         PtagsLogLimiter *l = g_new0(PtagsLogLimiter, 1);
 
         l->sites = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+        l->burst = burst;
+        l->refill_us = refill_us;
         return l;
+}
+
+PtagsLogLimiter *ptags_log_limiter_new(void)
+{
+        return ptags_log_limiter_new_full(PTAGS_LOG_BURST, PTAGS_LOG_REFILL_US);
 }
 
 void ptags_log_limiter_free(PtagsLogLimiter *l)
@@ -424,40 +494,45 @@ static char *site_key(const char *domain, const char *message)
         return g_string_free(key, FALSE);
 }
 
+gboolean ptags_log_limiter_take(PtagsLogLimiter *l, const char *key, guint cost, gint64 now_us,
+                                guint *suppressed)
+{
+        Bucket *b = g_hash_table_lookup(l->sites, key);
+
+        *suppressed = 0;
+        if (b == NULL && g_hash_table_size(l->sites) >= PTAGS_LOG_MAX_SITES) {
+                key = "";
+                b = g_hash_table_lookup(l->sites, key);
+        }
+        if (b == NULL) {
+                b = g_new0(Bucket, 1);
+                b->tokens = l->burst;
+                b->last_us = now_us;
+                g_hash_table_insert(l->sites, g_strdup(key), b);
+        }
+        if (now_us > b->last_us) {
+                b->tokens += (double)(now_us - b->last_us) / (double)l->refill_us;
+                if (b->tokens > l->burst)
+                        b->tokens = l->burst;
+                b->last_us = now_us;
+        }
+        double need = MIN(cost, l->burst);
+        if (b->tokens < need) {
+                *suppressed = ++b->suppressed;
+                return FALSE;
+        }
+        b->tokens -= need;
+        *suppressed = b->suppressed;
+        b->suppressed = 0;
+        return TRUE;
+}
+
 gboolean ptags_log_limiter_allow(PtagsLogLimiter *l, const char *domain, const char *message,
                                  gint64 now_us, guint *suppressed)
 {
         g_autofree char *key = site_key(domain, message != NULL ? message : "");
-        Bucket *b = g_hash_table_lookup(l->sites, key);
 
-        *suppressed = 0;
-        if (b == NULL) {
-                if (g_hash_table_size(l->sites) >= PTAGS_LOG_MAX_SITES) {
-                        g_free(key);
-                        key = g_strdup("");
-                        b = g_hash_table_lookup(l->sites, key);
-                }
-                if (b == NULL) {
-                        b = g_new0(Bucket, 1);
-                        b->tokens = PTAGS_LOG_BURST;
-                        b->last_us = now_us;
-                        g_hash_table_insert(l->sites, g_steal_pointer(&key), b);
-                }
-        }
-        if (now_us > b->last_us) {
-                b->tokens += (double)(now_us - b->last_us) / PTAGS_LOG_REFILL_US;
-                if (b->tokens > PTAGS_LOG_BURST)
-                        b->tokens = PTAGS_LOG_BURST;
-                b->last_us = now_us;
-        }
-        if (b->tokens < 1.0) {
-                b->suppressed++;
-                return FALSE;
-        }
-        b->tokens -= 1.0;
-        *suppressed = b->suppressed;
-        b->suppressed = 0;
-        return TRUE;
+        return ptags_log_limiter_take(l, key, 1, now_us, suppressed);
 }
 
 gboolean ptags_log_is_noise(const char *domain, const char *message)

@@ -24,7 +24,9 @@ void ptags_log_changed(const PtagsLogContext *ctx, const ptags_plan *plan);
 
 /* A change refused (authorization denied, or the apply failed): one journal
  * entry (PTAGS_RESULT: the D-Bus error name) and one audit record per change of @plan (may be NULL
- * when the refusal came before a plan existed). */
+ * when the refusal came before a plan existed); none when the caller's uid
+ * has used up its refusal records, and then the next entry written for it
+ * says in PTAGS_SUPPRESSED how many refusals were not logged. */
 void ptags_log_refused(const PtagsLogContext *ctx, const ptags_plan *plan, const GError *error);
 
 /* The audit message body for one change ("op=... pid=TARGET caller_pid=...
@@ -36,7 +38,8 @@ char *ptags_audit_message(const char *op, const PtagsLogContext *ctx, const char
  * entry and one audit record in the audit contid proposal's CONTAINER_OP
  * shape, "op=set opid=TARGET contid=ID old-contid=OLD" naming the caller,
  * with res= success or failed. @old is PTAGS_CONTID_UNSET when none or
- * unknown. */
+ * unknown. A refused one draws on the caller uid's refusal budget, as in
+ * ptags_log_refused. */
 void ptags_log_container_set(const PtagsLogContext *ctx, guint64 contid, guint64 old,
                              const GError *error);
 
@@ -57,7 +60,10 @@ char *ptags_audit_container_message(const char *op, const PtagsLogContext *ctx, 
 
 typedef struct _PtagsLogLimiter PtagsLogLimiter;
 
+/* A limiter for diagnostics (PTAGS_LOG_BURST, PTAGS_LOG_REFILL_US). */
 PtagsLogLimiter *ptags_log_limiter_new(void);
+/* One whose buckets hold @burst tokens and gain one every @refill_us. */
+PtagsLogLimiter *ptags_log_limiter_new_full(guint burst, gint64 refill_us);
 void ptags_log_limiter_free(PtagsLogLimiter *l);
 
 /* Whether a message of @domain (may be NULL) reading @message may be written
@@ -65,6 +71,18 @@ void ptags_log_limiter_free(PtagsLogLimiter *l);
  * dropped, *@suppressed is their number (else 0). */
 gboolean ptags_log_limiter_allow(PtagsLogLimiter *l, const char *domain, const char *message,
                                  gint64 now_us, guint *suppressed);
+
+/* The same for an item of bucket @key that costs @cost tokens (at most a
+ * whole burst). When it may not be written, *@suppressed is the number
+ * dropped since the last one written, this one included. */
+gboolean ptags_log_limiter_take(PtagsLogLimiter *l, const char *key, guint cost, gint64 now_us,
+                                guint *suppressed);
+
+/* Refusals are the records a caller can cause at will. Those of one uid other
+ * than 0 draw on a bucket of PTAGS_REFUSAL_BURST records (a journal entry,
+ * or an audit record) that gains PTAGS_REFUSAL_RATE a second. */
+#define PTAGS_REFUSAL_BURST 1024
+#define PTAGS_REFUSAL_RATE  64
 
 /* Messages other code logs as warnings that are no fault of ptagsd's (a
  * polkit check cancelled after polkitd answered it): logged at debug. */

@@ -34,3 +34,4 @@
 #define PTAGS_FIELD_LINES      "PTAGS_LINES=" /* the normalized change lines */
 #define PTAGS_FIELD_TAG        "PTAGS_TAG="   /* once per changed tag */
 #define PTAGS_FIELD_CONTID     "PTAGS_CONTID="
+#define PTAGS_FIELD_SUPPRESSED "PTAGS_SUPPRESSED=" /* refusals of the uid not logged before */

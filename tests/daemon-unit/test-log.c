@@ -154,6 +154,38 @@ static void test_limiter_bucket(void)
         ptags_log_limiter_free(l);
 }
 
+static void test_limiter_costs(void)
+{
+        /* The refusal budget's shape: items of several tokens each. */
+        PtagsLogLimiter *l = ptags_log_limiter_new_full(100, G_USEC_PER_SEC / 10);
+        gint64 t = 1000 * G_USEC_PER_SEC;
+        guint suppressed = 99;
+        int passed = 0;
+
+        for (int i = 0; i < 20; i++)
+                passed += ptags_log_limiter_take(l, "1000", 30, t, &suppressed);
+        g_assert_cmpint(passed, ==, 3);
+        /* Refused: the count so far, this one included. */
+        g_assert_cmpuint(suppressed, ==, 17);
+        /* Keys are separate buckets. */
+        g_assert_true(ptags_log_limiter_take(l, "1001", 30, t, &suppressed));
+        g_assert_cmpuint(suppressed, ==, 0);
+        /* 2 s refill 20 tokens: with the 10 left, one item of 30 passes
+         * and reports the 17 dropped; the next does not fit. */
+        t += 2 * G_USEC_PER_SEC;
+        g_assert_true(ptags_log_limiter_take(l, "1000", 30, t, &suppressed));
+        g_assert_cmpuint(suppressed, ==, 17);
+        g_assert_false(ptags_log_limiter_take(l, "1000", 30, t, &suppressed));
+        g_assert_cmpuint(suppressed, ==, 1);
+        /* An item dearer than the whole burst costs the burst: it passes
+         * once the bucket is full, instead of never. */
+        t += 100 * G_USEC_PER_SEC;
+        g_assert_true(ptags_log_limiter_take(l, "1000", 5000, t, &suppressed));
+        g_assert_cmpuint(suppressed, ==, 1);
+        g_assert_false(ptags_log_limiter_take(l, "1000", 1, t, &suppressed));
+        ptags_log_limiter_free(l);
+}
+
 static void test_limiter_sites_bounded(void)
 {
         PtagsLogLimiter *l = ptags_log_limiter_new();
@@ -193,6 +225,7 @@ int main(int argc, char **argv)
         g_test_add_func("/log/container-message", test_container_message);
         g_test_add_func("/log/without-sinks", test_logging_without_sinks);
         g_test_add_func("/log/limiter-bucket", test_limiter_bucket);
+        g_test_add_func("/log/limiter-costs", test_limiter_costs);
         g_test_add_func("/log/limiter-sites-bounded", test_limiter_sites_bounded);
         g_test_add_func("/log/cancel-noise", test_cancel_noise);
         return g_test_run();

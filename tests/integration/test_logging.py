@@ -17,6 +17,7 @@ import shutil
 import socket
 import struct
 import tempfile
+import threading
 import time
 
 from ptags_harness import HarnessError, PtagsTestCase
@@ -385,6 +386,69 @@ class LoggingTests(PtagsTestCase):
         self.assertEntry(entry, MESSAGE_REFUSED, LOG_WARNING, "AddTag", ["log:denied"],
                          client.pid, NOBODY_UID, result=NOT_AUTHORIZED)
         self.assertEqual(self.world.get_tags(self.target), [])
+
+    def test_a_flood_of_refusals_is_logged_within_a_budget(self):
+        """Refusals are the records anyone can cause at will: one uid's may
+        write 1024 records (a journal entry, or an audit record per refused
+        change) at once and 64 a second after that, so that its flood cannot
+        push everyone's records past journald's rate limit or the audit
+        backlog. The refusals beyond are counted, and the next one logged
+        says how many were not."""
+        client = self.world.spawn_client()  # the polkit mock denies everything
+        lines = ["+log:flood:%02d" % i for i in range(31)]  # 32 records a refusal
+        self.journal.drain()
+        # Read the journal meanwhile, as journald would: a datagram socket
+        # queues only 10 entries before the sender waits.
+        flood = []
+        done = threading.Event()
+
+        def read_journal():
+            while not done.is_set():
+                entry = self.journal.receive(0.05)
+                if entry is not None:
+                    flood.append(entry)
+                    if entry.all("PTAGS_TAG") == ["log:after"]:
+                        return
+
+        reader = threading.Thread(target=read_journal)
+        reader.start()
+        try:
+            start = time.monotonic()
+            for _ in range(100):
+                client.send("Apply", "uas", [self.target, lines])
+            errors = [client.receive().error for _ in range(100)]
+            took = time.monotonic() - start
+            # Others' records go on: root's change, after the flood's entries.
+            self.assertOk(self.world.root_call("AddTag", "usb",
+                                               [self.target, "log:after", False]))
+            reader.join(WAIT_S)
+            self.assertFalse(reader.is_alive(), "root's change after the flood was not logged")
+        finally:
+            done.set()
+            reader.join()
+        self.assertEqual(set(errors) - {NOT_AUTHORIZED, "org.ptags.Error.LimitExceeded"}, set())
+        logged = [e for e in flood if e.all("MESSAGE_ID") == [MESSAGE_REFUSED]]
+        self.assertGreaterEqual(len(logged), 1024 // 32)
+        self.assertLessEqual(len(logged), (1024 + 64 * took) // 32 + 1,
+                             "%d of 100 refusals logged in %.2f s" % (len(logged), took))
+        # Each refusal logged says how many before it were not (the budget
+        # refills during the flood too); the next one logged after the flood
+        # (an AddTag: 2 records, refilled in 1/32 s) completes the count.
+        time.sleep(0.1)
+        self.assertError(client.call("AddTag", "usb", [self.target, "log:later", False]),
+                         "NotAuthorized")
+        entry = self.entry_about(MESSAGE_REFUSED, self.target, "AddTag")
+        last = int(entry.one("PTAGS_SUPPRESSED"))
+        self.assertIn("%d earlier refusals of uid %d were not logged" % (last, NOBODY_UID),
+                      entry.one("MESSAGE"))
+        counted = sum(int(e.one("PTAGS_SUPPRESSED")) for e in logged
+                      if e.all("PTAGS_SUPPRESSED")) + last
+        self.assertEqual(len(logged) + counted, 100, "refusals neither logged nor counted")
+        # ptagsd said so each time it started counting them (its warnings are
+        # rate-limited too: 10 at once).
+        warned = self.world.read_log("ptagsd.log", 100000).count(
+            "uid %d is refused more often than its refusals may be logged" % NOBODY_UID)
+        self.assertIn(warned, range(1, 11))
 
     def test_noops_and_reads_are_not_journaled(self):
         self.assertOk(self.world.root_call("Apply", "uas", [self.target, ["+log:here"]]))

@@ -494,13 +494,35 @@ static char *site_key(const char *domain, const char *message)
         return g_string_free(key, FALSE);
 }
 
+/* Forget one bucket that has refilled completely and dropped nothing since
+ * its last item: a new bucket would behave the same. */
+static gboolean forget_an_idle_bucket(PtagsLogLimiter *l, gint64 now_us)
+{
+        GHashTableIter iter;
+        gpointer value;
+
+        g_hash_table_iter_init(&iter, l->sites);
+        while (g_hash_table_iter_next(&iter, NULL, &value)) {
+                Bucket *b = value;
+                double refilled = (double)(now_us - b->last_us) / (double)l->refill_us;
+                if (b->suppressed == 0 && b->tokens + refilled >= l->burst) {
+                        g_hash_table_iter_remove(&iter);
+                        return TRUE;
+                }
+        }
+        return FALSE;
+}
+
 gboolean ptags_log_limiter_take(PtagsLogLimiter *l, const char *key, guint cost, gint64 now_us,
                                 guint *suppressed)
 {
         Bucket *b = g_hash_table_lookup(l->sites, key);
 
         *suppressed = 0;
-        if (b == NULL && g_hash_table_size(l->sites) >= PTAGS_LOG_MAX_SITES) {
+        /* A full table shares one bucket among the new keys, unless an idle
+         * one makes room: only as many busy keys as the table holds. */
+        if (b == NULL && g_hash_table_size(l->sites) >= PTAGS_LOG_MAX_SITES &&
+            !forget_an_idle_bucket(l, now_us)) {
                 key = "";
                 b = g_hash_table_lookup(l->sites, key);
         }

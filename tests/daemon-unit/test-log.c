@@ -204,6 +204,36 @@ static void test_limiter_sites_bounded(void)
         ptags_log_limiter_free(l);
 }
 
+static void test_limiter_idle_buckets_make_room(void)
+{
+        PtagsLogLimiter *l = ptags_log_limiter_new_full(4, G_USEC_PER_SEC);
+        gint64 t = 1000 * G_USEC_PER_SEC;
+        guint suppressed;
+        char key[16];
+
+        /* 256 keys each use a token: the table is full and all are busy,
+         * so new keys share one bucket, whose burst then runs out. */
+        for (int i = 0; i < 256; i++) {
+                g_snprintf(key, sizeof(key), "%d", i);
+                g_assert_true(ptags_log_limiter_take(l, key, 1, t, &suppressed));
+        }
+        int passed = 0;
+        for (int i = 0; i < 10; i++) {
+                g_snprintf(key, sizeof(key), "new%d", i);
+                passed += ptags_log_limiter_take(l, key, 1, t, &suppressed);
+        }
+        g_assert_cmpint(passed, ==, 4);
+        /* A second later the 256 have refilled and dropped nothing: each
+         * new key finds room in place of one of them, with a full burst. */
+        t += G_USEC_PER_SEC;
+        for (int i = 0; i < 10; i++) {
+                g_snprintf(key, sizeof(key), "later%d", i);
+                for (int j = 0; j < 4; j++)
+                        g_assert_true(ptags_log_limiter_take(l, key, 1, t, &suppressed));
+        }
+        ptags_log_limiter_free(l);
+}
+
 static void test_cancel_noise(void)
 {
         g_assert_true(ptags_log_is_noise(NULL, "Error cancelling authorization check: "
@@ -227,6 +257,7 @@ int main(int argc, char **argv)
         g_test_add_func("/log/limiter-bucket", test_limiter_bucket);
         g_test_add_func("/log/limiter-costs", test_limiter_costs);
         g_test_add_func("/log/limiter-sites-bounded", test_limiter_sites_bounded);
+        g_test_add_func("/log/limiter-idle-buckets-make-room", test_limiter_idle_buckets_make_room);
         g_test_add_func("/log/cancel-noise", test_cancel_noise);
         return g_test_run();
 }

@@ -52,6 +52,13 @@ static const PtagsLimitInfo infos[] = {
         {"max-expensive-calls", "MaxExpensiveCalls", G_STRUCT_OFFSET(PtagsLimits, expensive_calls),
          1, 1024, 32,
          "Reads and changes being planned one user may have queued or running (default 32)"},
+        /* A refusal writes a journal entry and an audit record per change:
+         * 64 a second keeps a flood far below journald's default rate limit
+         * (10000 entries in 30 s per service). */
+        {"max-refusal-records", "MaxRefusalRecords", G_STRUCT_OFFSET(PtagsLimits, refusal_records),
+         1, 65536, 64,
+         "Records a second the refusals of one user other than root may write, in bursts of 16 "
+         "seconds' worth (default 64)"},
 };
 
 const PtagsLimitInfo *ptags_limit_infos(gsize *n)

@@ -275,13 +275,22 @@ void ptags_log_changed(const PtagsLogContext *ctx, const ptags_plan *plan)
  * each refused call writes a journal entry and an audit record per change it
  * asked for. So that one user's flood of them cannot push everyone's records
  * past journald's rate limit or the kernel's audit backlog, a uid's refusals
- * (root's aside) may write PTAGS_REFUSAL_BURST records at once and
- * PTAGS_REFUSAL_RATE a second after that. A refusal that does not fit is
+ * (root's aside) may write MaxRefusalRecords records a second, in bursts of
+ * PTAGS_REFUSAL_BURST_SECONDS' worth. A refusal that does not fit is
  * counted instead, with one rate-limited warning when a uid starts to
  * overflow, and the next refusal written for the uid says how many were
  * not. */
 static PtagsLogLimiter *refusals;
+static guint refusal_rate = 64;
 G_LOCK_DEFINE_STATIC(refusals);
+
+void ptags_log_set_refusal_budget(guint per_second)
+{
+        G_LOCK(refusals);
+        refusal_rate = MAX(per_second, 1);
+        g_clear_pointer(&refusals, ptags_log_limiter_free);
+        G_UNLOCK(refusals);
+}
 
 static gboolean refusal_may_log(const PtagsLogContext *ctx, size_t records, guint *suppressed)
 {
@@ -293,15 +302,17 @@ static gboolean refusal_may_log(const PtagsLogContext *ctx, size_t records, guin
         g_snprintf(key, sizeof(key), "%u", (unsigned)ctx->caller_uid);
         G_LOCK(refusals);
         if (refusals == NULL)
-                refusals = ptags_log_limiter_new_full(PTAGS_REFUSAL_BURST,
-                                                      G_USEC_PER_SEC / PTAGS_REFUSAL_RATE);
+                refusals = ptags_log_limiter_new_full(PTAGS_REFUSAL_BURST_SECONDS * refusal_rate,
+                                                      G_USEC_PER_SEC / refusal_rate);
         gboolean may = ptags_log_limiter_take(refusals, key, (guint)MIN(records, G_MAXUINT),
                                               g_get_monotonic_time(), suppressed);
+        guint rate = refusal_rate;
         G_UNLOCK(refusals);
         if (!may && *suppressed == 1)
-                g_warning("uid %u is refused more often than its refusals may be logged (%d "
-                          "records a second); its further refusals are counted, not logged",
-                          (unsigned)ctx->caller_uid, PTAGS_REFUSAL_RATE);
+                g_warning("uid %u is refused more often than its refusals may be logged "
+                          "(MaxRefusalRecords: %u records a second); its further refusals are "
+                          "counted, not logged",
+                          (unsigned)ctx->caller_uid, rate);
         return may;
 }
 

@@ -79,10 +79,11 @@ gboolean ptags_log_limiter_take(PtagsLogLimiter *l, const char *key, guint cost,
                                 guint *suppressed);
 
 /* Refusals are the records a caller can cause at will. Those of one uid other
- * than 0 draw on a bucket of PTAGS_REFUSAL_BURST records (a journal entry,
- * or an audit record) that gains PTAGS_REFUSAL_RATE a second. */
-#define PTAGS_REFUSAL_BURST 1024
-#define PTAGS_REFUSAL_RATE  64
+ * than 0 draw on a bucket that gains @per_second records (a journal entry,
+ * or an audit record) a second and holds PTAGS_REFUSAL_BURST_SECONDS times
+ * that (the MaxRefusalRecords budget; 64 until this is called). */
+#define PTAGS_REFUSAL_BURST_SECONDS 16
+void ptags_log_set_refusal_budget(guint per_second);
 
 /* Messages other code logs as warnings that are no fault of ptagsd's (a
  * polkit check cancelled after polkitd answered it): logged at debug. */

@@ -275,6 +275,7 @@ int main(int argc, char **argv)
 
         guint trim = g_dbus_connection_add_filter(bus, arm_trim, g_main_context_default(), NULL);
         d.authority = ptags_authority_new((guint)polkit_timeout, limits.polkit_calls);
+        ptags_log_set_refusal_budget(limits.refusal_records);
         /* Exported before the name is owned, so the first call finds it. */
         d.service = ptags_service_new(bus, d.backend, d.authority, &limits, &error);
         if (d.service == NULL) {

@@ -85,6 +85,7 @@ static void test_signal_and_properties(void)
                   {"MaxUnreadReplyBytes", "u"},
                   {"MaxUserUnreadReplyBytes", "u"},
                   {"MaxExpensiveCalls", "u"},
+                  {"MaxRefusalRecords", "u"},
           };
 
         for (size_t i = 0; i < G_N_ELEMENTS(signals); i++) {

@@ -32,6 +32,7 @@ BUDGET_PROPERTIES = {
     "MaxUnreadReplyBytes": 4 * MiB,
     "MaxUserUnreadReplyBytes": 16 * MiB,
     "MaxExpensiveCalls": 32,
+    "MaxRefusalRecords": 64,
 }
 
 

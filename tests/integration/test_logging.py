@@ -387,6 +387,36 @@ class LoggingTests(PtagsTestCase):
                          client.pid, NOBODY_UID, result=NOT_AUTHORIZED)
         self.assertEqual(self.world.get_tags(self.target), [])
 
+    def journal_during(self, action):
+        """(what @action() returns, the journal entries it caused): read
+        meanwhile, as journald would (a datagram socket queues only 10
+        entries before the sender waits), until root's change after it,
+        which must be logged too."""
+        self.journal.drain()
+        entries = []
+        done = threading.Event()
+
+        def read_journal():
+            while not done.is_set():
+                entry = self.journal.receive(0.05)
+                if entry is not None:
+                    if entry.all("PTAGS_TAG") == ["log:after"]:
+                        return
+                    entries.append(entry)
+
+        reader = threading.Thread(target=read_journal)
+        reader.start()
+        try:
+            result = action()
+            self.assertOk(self.world.root_call("AddTag", "usb",
+                                               [self.target, "log:after", False]))
+            reader.join(WAIT_S)
+            self.assertFalse(reader.is_alive(), "root's change after the calls was not logged")
+        finally:
+            done.set()
+            reader.join()
+        return result, entries
+
     def test_a_flood_of_refusals_is_logged_within_a_budget(self):
         """Refusals are the records anyone can cause at will: one uid's may
         write 1024 records (a journal entry, or an audit record per refused
@@ -396,38 +426,17 @@ class LoggingTests(PtagsTestCase):
         says how many were not."""
         client = self.world.spawn_client()  # the polkit mock denies everything
         lines = ["+log:flood:%02d" % i for i in range(31)]  # 32 records a refusal
-        self.journal.drain()
-        # Read the journal meanwhile, as journald would: a datagram socket
-        # queues only 10 entries before the sender waits.
-        flood = []
-        done = threading.Event()
+        start = time.monotonic()
 
-        def read_journal():
-            while not done.is_set():
-                entry = self.journal.receive(0.05)
-                if entry is not None:
-                    flood.append(entry)
-                    if entry.all("PTAGS_TAG") == ["log:after"]:
-                        return
-
-        reader = threading.Thread(target=read_journal)
-        reader.start()
-        try:
-            start = time.monotonic()
+        def flood():
             for _ in range(100):
                 client.send("Apply", "uas", [self.target, lines])
-            errors = [client.receive().error for _ in range(100)]
-            took = time.monotonic() - start
-            # Others' records go on: root's change, after the flood's entries.
-            self.assertOk(self.world.root_call("AddTag", "usb",
-                                               [self.target, "log:after", False]))
-            reader.join(WAIT_S)
-            self.assertFalse(reader.is_alive(), "root's change after the flood was not logged")
-        finally:
-            done.set()
-            reader.join()
+            return [client.receive().error for _ in range(100)]
+
+        errors, entries = self.journal_during(flood)
+        took = time.monotonic() - start
         self.assertEqual(set(errors) - {NOT_AUTHORIZED, "org.ptags.Error.LimitExceeded"}, set())
-        logged = [e for e in flood if e.all("MESSAGE_ID") == [MESSAGE_REFUSED]]
+        logged = [e for e in entries if e.all("MESSAGE_ID") == [MESSAGE_REFUSED]]
         self.assertGreaterEqual(len(logged), 1024 // 32)
         self.assertLessEqual(len(logged), (1024 + 64 * took) // 32 + 1,
                              "%d of 100 refusals logged in %.2f s" % (len(logged), took))
@@ -571,3 +580,22 @@ class LoggingTests(PtagsTestCase):
         seen = sorted((decoded_tag(b["tag"]), b["op"], b["res"]) for b in records)
         self.assertEqual(seen, sorted([(t, "ptags-add", "success") for t in tags]
                                       + [(t, "ptags-add", "failed") for t in refused]))
+
+
+class RefusalBudgetTests(LoggingTests):
+    """The refusal budget is MaxRefusalRecords: here 2 records a second, in
+    bursts of 32 (an AddTag's refusal writes 2)."""
+    world_options = {"daemon_args": ["--max-refusal-records=2"]}
+
+    def test_the_refusal_budget_is_configured(self):
+        self.assertEqual(self.world.get_property("MaxRefusalRecords"), 2)
+        client = self.world.spawn_client()  # the polkit mock denies everything
+        start = time.monotonic()
+        _, entries = self.journal_during(lambda: [
+            self.assertError(client.call("AddTag", "usb", [self.target, "log:x", False]),
+                             "NotAuthorized") for _ in range(40)])
+        took = time.monotonic() - start
+        logged = [e for e in entries if e.all("MESSAGE_ID") == [MESSAGE_REFUSED]]
+        self.assertGreaterEqual(len(logged), 16)
+        self.assertLessEqual(len(logged), (32 + 2 * took) // 2 + 1,
+                             "%d of 40 refusals logged in %.2f s" % (len(logged), took))

@@ -182,16 +182,6 @@ static void user_count_add(GHashTable *table, uid_t uid, int delta)
                 g_hash_table_insert(table, GUINT_TO_POINTER(uid), GUINT_TO_POINTER(n));
 }
 
-static guint user_in_flight(PtagsAuthority *a, uid_t uid)
-{
-        return user_count(a->per_user, uid);
-}
-
-static void user_add_in_flight(PtagsAuthority *a, uid_t uid, int delta)
-{
-        user_count_add(a->per_user, uid, delta);
-}
-
 /* One batch: its checks run concurrently (up to the in-flight limit); the
  * first failure wins. */
 typedef struct {
@@ -286,7 +276,7 @@ static void start_checks(PtagsAuthority *a)
                         continue;
                 }
                 if (b->in_flight >= MAX_CHECKS_PER_BATCH ||
-                    user_in_flight(a, b->uid) >= MAX_CHECKS_PER_USER) {
+                    user_count(a->per_user, b->uid) >= MAX_CHECKS_PER_USER) {
                         g_queue_push_tail(&a->batches, b);
                         skipped++;
                         continue;
@@ -297,7 +287,7 @@ static void start_checks(PtagsAuthority *a)
                 skipped = 0;
                 a->in_flight++;
                 b->in_flight++;
-                user_add_in_flight(a, b->uid, +1);
+                user_count_add(a->per_user, b->uid, +1);
                 /* polkit turns the details into the message here and now. */
                 g_autoptr(PolkitDetails) details = check_details(call->check);
                 polkit_authority_check_authorization(b->polkit, b->subject, call->check->action_id,
@@ -343,7 +333,7 @@ static void check_done(GObject *source, GAsyncResult *res, gpointer user_data)
         PtagsAuthority *a = b->owner;
         a->in_flight--;
         b->in_flight--;
-        user_add_in_flight(a, b->uid, -1);
+        user_count_add(a->per_user, b->uid, -1);
         g_free(call);
         batch_unref_pending(b);
         start_checks(a);

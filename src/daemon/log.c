@@ -316,13 +316,14 @@ static gboolean refusal_may_log(const PtagsLogContext *ctx, size_t records, guin
         return may;
 }
 
-/* " (N earlier refusals of uid U were not logged)", or "". (transfer full) */
-static char *suppressed_note(const PtagsLogContext *ctx, guint suppressed)
+/* @message, followed by " (N earlier refusals of uid U were not logged)"
+ * when @suppressed is not 0. (transfer full) */
+static char *refusal_message(const char *message, const PtagsLogContext *ctx, guint suppressed)
 {
         if (suppressed == 0)
-                return g_strdup("");
-        return g_strdup_printf(" (%u earlier refusals of uid %u were not logged)", suppressed,
-                               (unsigned)ctx->caller_uid);
+                return g_strdup(message);
+        return g_strdup_printf("%s (%u earlier refusals of uid %u were not logged)", message,
+                               suppressed, (unsigned)ctx->caller_uid);
 }
 
 void ptags_log_refused(const PtagsLogContext *ctx, const ptags_plan *plan, const GError *error)
@@ -337,8 +338,7 @@ void ptags_log_refused(const PtagsLogContext *ctx, const ptags_plan *plan, const
         g_debug("%s: %s", ctx->method, message);
         if (!refusal_may_log(ctx, 1 + MAX(n, 1), &suppressed))
                 return;
-        g_autofree char *note = suppressed_note(ctx, suppressed);
-        g_autofree char *noted = g_strconcat(message, note, NULL);
+        g_autofree char *noted = refusal_message(message, ctx, suppressed);
         journal_entry(PTAGS_MESSAGE_CHANGE_REFUSED, LOG_WARNING, ctx, plan, result, noted,
                       suppressed);
         /* All or nothing: every change of the batch was refused. */
@@ -423,8 +423,7 @@ void ptags_log_container_set(const PtagsLogContext *ctx, guint64 contid, guint64
         g_debug("%s: %s", ctx->method, message);
         if (error != NULL && !refusal_may_log(ctx, 2, &suppressed))
                 return;
-        g_autofree char *note = suppressed_note(ctx, suppressed);
-        g_autofree char *noted = g_strconcat(message, note, NULL);
+        g_autofree char *noted = refusal_message(message, ctx, suppressed);
         container_journal(
                 error == NULL ? PTAGS_MESSAGE_CONTAINER_SET : PTAGS_MESSAGE_CONTAINER_REFUSED,
                 error == NULL ? LOG_NOTICE : LOG_WARNING, noted, result, contid, ctx, suppressed);

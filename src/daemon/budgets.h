@@ -57,8 +57,9 @@ guint64 ptags_set_bytes(const ptags_set *s);
 /* At least the wire size of @s as "a(sbs)". */
 guint64 ptags_set_wire_bound(const ptags_set *s);
 
-/* The uid @pid is charged to: the owner of /proc/PID (its effective uid;
- * root for a process that is not dumpable), or (uid_t)-1 when it is gone. */
+/* The uid @pid is charged to: the owner of /proc/PID, its effective uid
+ * (dumpable or not: the kernel keeps the directory's owner for ps), or
+ * (uid_t)-1 when it is gone. */
 uid_t ptags_pid_uid(pid_t pid);
 /* The budget for the bytes of all processes of @uid. */
 guint ptags_limits_for_uid(const PtagsLimits *l, uid_t uid, const char **property);

@@ -164,7 +164,7 @@ static gboolean pin_pid(PtagsService *svc, const char *sender, guint32 pid, Ptag
         if (pid != 0)
                 return pid <= G_MAXINT && ptags_target_pin_pid(target, (pid_t)pid, NULL);
         g_autoptr(PtagsPeer) caller = ptags_peer_cache_get(svc->peers, sender);
-        return caller != NULL && caller->process_known &&
+        return caller != NULL && ptags_peer_process_unchanged(caller) &&
                ptags_target_copy(target, &caller->target, NULL);
 }
 
@@ -174,7 +174,7 @@ static gboolean pin_peer(PtagsService *svc, const char *bus_name, PtagsTarget *t
         if (bus_name[0] != ':' || !g_dbus_is_name(bus_name))
                 return FALSE;
         g_autoptr(PtagsPeer) peer = ptags_peer_cache_get(svc->peers, bus_name);
-        return peer != NULL && peer->process_known &&
+        return peer != NULL && ptags_peer_process_unchanged(peer) &&
                ptags_target_copy(target, &peer->target, NULL);
 }
 

@@ -205,12 +205,13 @@ static void peer_resolved(GObject *source, GAsyncResult *res, gpointer user_data
         g_clear_error(&error);
 }
 
-/* A connection seen before whose process still runs (or was never proven)
- * is known at once, without waiting for another dispatch. (transfer full) */
+/* A connection seen before whose process still runs as it did when proven
+ * (or was never proven) is known at once, without waiting for another
+ * dispatch. (transfer full) */
 static PtagsPeer *known_peer(PtagsService *svc, const char *bus_name)
 {
         PtagsPeer *cached = ptags_peer_cache_get(svc->peers, bus_name);
-        if (cached != NULL && cached->process_known && !ptags_target_alive(&cached->target))
+        if (cached != NULL && cached->process_known && !ptags_peer_process_unchanged(cached))
                 g_clear_pointer(&cached, ptags_peer_free);
         return cached;
 }

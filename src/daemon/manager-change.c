@@ -265,16 +265,23 @@ static void change_authorize(Call *call)
         call->checked_info_valid = TRUE;
         /* Only a caller whose process is proven to be the connection's can
          * be "self" or hold rights through its tags or capabilities. */
-        gboolean known = call->caller->process_known;
+        const PtagsPeer *caller = call->caller;
+        gboolean known = caller->process_known;
         ptags_set *caller_tags = NULL;
-        if (known && ptags_backend_read(call->svc->backend, call->caller->target.pidfd,
-                                        call->caller->target.pid, &caller_tags) < 0)
+        if (known && ptags_backend_read(call->svc->backend, caller->target.pidfd,
+                                        caller->target.pid, &caller_tags) < 0)
                 caller_tags = NULL; /* unknown tags grant no rights */
-        gboolean self = known && ptags_target_alive(&call->caller->target) &&
-                        call->caller->target.pid == call->target.pid;
-        /* The kernel's rule 1: a writer with CAP_MAC_ADMIN is unrestricted. */
-        gboolean unrestricted =
-                known && ptags_target_has_capability(&call->caller->target, CAP_MAC_ADMIN);
+        gboolean self = known && caller->target.pid == call->target.pid;
+        /* The kernel's rule 1: a writer with CAP_MAC_ADMIN is unrestricted;
+         * one it held already when it was proven to be the connection's. */
+        gboolean unrestricted = known && (caller->proven.caps >> CAP_MAC_ADMIN & 1) &&
+                                ptags_target_has_capability(&caller->target, CAP_MAC_ADMIN);
+        /* Checked after reading, so nothing read came from the process
+         * after it gained a privilege (a setuid exec) or exited. */
+        if (known && !ptags_peer_process_unchanged(caller)) {
+                g_clear_pointer(&caller_tags, ptags_set_free);
+                self = unrestricted = FALSE;
+        }
         ptags_writer writer = {caller_tags, unrestricted, self};
         /* Each change is judged as the kernel would judge the same lines in
          * order: a caller changing itself gains or loses rights with the

@@ -147,9 +147,10 @@ void ptags_peer_cache_lookup_async(PtagsPeerCache *cache, const char *bus_name,
         PtagsPeer *peer = g_hash_table_lookup(cache->peers, bus_name);
 
         if (peer != NULL) {
-                /* The pidfd pins the proven process; once it has exited, the
-                 * connection's process can never be proven again. */
-                if (peer->process_known && !ptags_target_alive(&peer->target)) {
+                /* The pidfd pins the proven process; once it has exited, or
+                 * gained a privilege (a setuid exec), the connection's
+                 * process can never be proven again. */
+                if (peer->process_known && !ptags_peer_process_unchanged(peer)) {
                         g_autoptr(PtagsPeer) gone = ptags_peer_new_unknown(peer);
                         remember(cache, bus_name, gone);
                         peer = gone;

@@ -488,17 +488,26 @@ static int status_numbers(const char *status, const char *field, int base, guint
         return n;
 }
 
-gboolean ptags_status_is_plain_process_of(const char *status, uid_t uid, const guint32 *gids,
-                                          gsize n_gids)
+/* Real, effective, saved and filesystem uids: all @uid. */
+static gboolean status_runs_as(const char *status, uid_t uid)
 {
-        guint64 ids[4], cap = 0;
+        guint64 ids[4];
 
-        /* Real, effective, saved and filesystem uids: all the bus's. */
         if (status_numbers(status, "\nUid:", 10, ids, 4) != 4)
                 return FALSE;
         for (int i = 0; i < 4; i++)
                 if (ids[i] != uid)
                         return FALSE;
+        return TRUE;
+}
+
+gboolean ptags_status_is_plain_process_of(const char *status, uid_t uid, const guint32 *gids,
+                                          gsize n_gids)
+{
+        guint64 ids[4], cap = 0;
+
+        if (!status_runs_as(status, uid))
+                return FALSE;
         /* No setgid gain: one gid throughout, and one the bus saw. */
         if (status_numbers(status, "\nGid:", 10, ids, 4) != 4)
                 return FALSE;
@@ -524,30 +533,83 @@ gboolean ptags_status_is_plain_process_of(const char *status, uid_t uid, const g
         return strstr(status, "\nCapPrm:") != NULL && strstr(status, "\nCapEff:") != NULL;
 }
 
+/* Read through a pid: it describes the pinned process only if the caller
+ * then finds that still running. */
+static gboolean privilege_read(pid_t pid, PtagsPrivilege *out)
+{
+        char path[48];
+        struct stat dir, status;
+        struct __user_cap_header_struct header = {.version = _LINUX_CAPABILITY_VERSION_3,
+                                                  .pid = pid};
+        struct __user_cap_data_struct sets[_LINUX_CAPABILITY_U32S_3];
+
+        snprintf(path, sizeof(path), "/proc/%d", (int)pid);
+        if (stat(path, &dir) < 0)
+                return FALSE;
+        snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+        if (stat(path, &status) < 0 || syscall(SYS_capget, &header, sets) < 0)
+                return FALSE;
+        out->euid = dir.st_uid;
+        out->egid = dir.st_gid;
+        out->status_owner = status.st_uid;
+        out->caps = 0;
+        for (int i = 0; i < _LINUX_CAPABILITY_U32S_3; i++)
+                out->caps |= (guint64)(sets[i].effective | sets[i].permitted) << (32 * i);
+        return TRUE;
+}
+
+gboolean ptags_peer_process_unchanged(const PtagsPeer *peer)
+{
+        PtagsPrivilege now;
+
+        if (!peer->process_known)
+                return FALSE;
+        if (peer->uid == 0)
+                return ptags_target_alive(&peer->target);
+        return privilege_read(peer->target.pid, &now) && now.euid == peer->proven.euid &&
+               now.egid == peer->proven.egid && now.status_owner == peer->proven.status_owner &&
+               (now.caps & ~peer->proven.caps) == 0 && ptags_target_alive(&peer->target);
+}
+
 /* Without a ProcessFD from the bus, the pid it reports is that of whoever
  * called connect(). That process may have exited while a child kept the
  * connection, and the pid may now belong to anyone. The pinned process counts
  * as the caller only if it could not have gained anything by the swap: it
  * runs as the bus's uid through and through, with no capability or
- * setuid/setgid gain (a setuid exec also makes it non-dumpable, which /proc
- * shows as root owning its directory). Within one uid this is no boundary,
- * and needs none: processes of one uid can already ptrace and signal one
+ * setuid/setgid gain, and is dumpable (the kernel shows root as the owner of
+ * its /proc/PID/status otherwise). Within one uid this is no boundary, and
+ * needs none: processes of one uid can already ptrace and signal one
  * another, so being mistaken for a sibling gives nothing the attacker did
- * not have. */
-static gboolean peer_process_is_plain(const PtagsPeer *peer, const guint32 *gids, gsize n_gids)
+ * not have. A process that is not dumpable is the one a uid cannot ptrace,
+ * so it does not count. */
+static gboolean peer_process_is_plain(PtagsPeer *peer, const guint32 *gids, gsize n_gids)
 {
         g_autofree char *status_path = g_strdup_printf("/proc/%d/status", (int)peer->target.pid);
-        g_autofree char *dir_path = g_strdup_printf("/proc/%d", (int)peer->target.pid);
         g_autofree char *status = NULL;
-        struct stat st;
 
-        if (!g_file_get_contents(status_path, &status, NULL, NULL) || stat(dir_path, &st) < 0)
+        if (!g_file_get_contents(status_path, &status, NULL, NULL) ||
+            !ptags_status_is_plain_process_of(status, peer->uid, gids, n_gids) ||
+            !privilege_read(peer->target.pid, &peer->proven) || peer->proven.euid != peer->uid ||
+            peer->proven.status_owner != peer->uid)
                 return FALSE;
-        if (!ptags_status_is_plain_process_of(status, peer->uid, gids, n_gids) ||
-            st.st_uid != peer->uid)
+        return ptags_target_alive(&peer->target);
+}
+
+/* The bus's ProcessFD proves which process opened the connection, not what
+ * it runs as now: a process that connected and then executed a setuid
+ * program keeps its pidfd while a child of it uses the connection. So it
+ * counts only while it runs as the connection's uid throughout; its
+ * capabilities and dumpability now (file capabilities of its own) are kept
+ * as what it may hold. */
+static gboolean peer_process_runs_as_uid(PtagsPeer *peer)
+{
+        g_autofree char *status_path = g_strdup_printf("/proc/%d/status", (int)peer->target.pid);
+        g_autofree char *status = NULL;
+
+        if (!g_file_get_contents(status_path, &status, NULL, NULL) ||
+            (peer->uid != 0 && !status_runs_as(status, peer->uid)) ||
+            !privilege_read(peer->target.pid, &peer->proven))
                 return FALSE;
-        /* Read through a pid: it describes the pinned process only if that
-         * is still running now. */
         return ptags_target_alive(&peer->target);
 }
 
@@ -592,7 +654,9 @@ static void credentials_done(GObject *source, GAsyncResult *res, gpointer user_d
         if (g_variant_lookup(creds, "ProcessFD", "h", &fd_index) && fds != NULL) {
                 /* The bus vouches for this one: it is the connection's. */
                 int fd = g_unix_fd_list_get(fds, fd_index, NULL);
-                peer->process_known = fd >= 0 && ptags_target_adopt_pidfd(&peer->target, fd, NULL);
+                peer->process_known = fd >= 0 &&
+                                      ptags_target_adopt_pidfd(&peer->target, fd, NULL) &&
+                                      peer_process_runs_as_uid(peer);
         } else if (peer->reported_pid > 0 &&
                    ptags_target_pin_pid(&peer->target, peer->reported_pid, NULL)) {
                 g_autoptr(GVariant) groups =

@@ -74,6 +74,18 @@ gboolean ptags_target_has_capability(const PtagsTarget *t, guint cap);
 gboolean ptags_status_is_plain_process_of(const char *status, uid_t uid, const guint32 *gids,
                                           gsize n_gids);
 
+/* What a process may do beyond its uid's rights, as the kernel shows it
+ * without a file to parse: the owner and group of /proc/PID (its effective
+ * ids), the owner of /proc/PID/status (root once the process is not
+ * dumpable: after a setuid, setgid or file-capability exec, or by choice)
+ * and its effective and permitted capabilities. */
+typedef struct {
+        uid_t euid;
+        gid_t egid;
+        uid_t status_owner;
+        guint64 caps;
+} PtagsPrivilege;
+
 /* The caller behind a bus connection. Its uid always comes from the bus; its
  * process only when proven to be the connection's (the bus's ProcessFD, or
  * a plain process of that uid at the reported pid): otherwise process_known
@@ -84,8 +96,17 @@ typedef struct {
         uid_t uid;
         pid_t reported_pid; /* what the bus said, for messages and logs only */
         gboolean process_known;
+        PtagsPrivilege proven; /* the process's when it was proven */
         gint ref_count;
 } PtagsPeer;
+
+/* TRUE while the proven process of @peer runs with no privilege it did not
+ * have when it was proven. A connection's process may execute a setuid
+ * program while a child of it keeps using the connection: from then on its
+ * capabilities, its tags and its being "self" are not the caller's, so the
+ * peer is to be treated as unknown (ptags_peer_new_unknown). Always TRUE for
+ * uid 0, which holds every right through the bus anyway. */
+gboolean ptags_peer_process_unchanged(const PtagsPeer *peer);
 
 /* A new peer like @peer, but whose process is unknown. (transfer full) */
 PtagsPeer *ptags_peer_new_unknown(const PtagsPeer *peer);

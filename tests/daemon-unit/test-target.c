@@ -3,6 +3,7 @@
 /* test-target.c: pinning processes by pid and by pidfd, and the facts read
  * about them (fdinfo Pid:, comm, uid). */
 #include <fcntl.h>
+#include <gio/gunixfdlist.h>
 #include <linux/capability.h>
 #include <signal.h>
 #include <string.h>
@@ -11,6 +12,7 @@
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/socket.h>
 #include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -393,6 +395,170 @@ static void test_alive_without_cap_kill(void)
         ptags_target_clear(&t);
 }
 
+/* A bus that answers GetConnectionCredentials with a ProcessFD for @pid and
+ * the uid 65534, on one end of a socket pair. */
+static const char fake_bus_xml[] =
+        "<node><interface name='org.freedesktop.DBus'>"
+        "<method name='GetConnectionCredentials'><arg type='s' direction='in'/>"
+        "<arg type='a{sv}' direction='out'/></method></interface></node>";
+
+static void fake_bus_call(GDBusConnection *connection, const char *sender, const char *path,
+                          const char *interface, const char *method, GVariant *params,
+                          GDBusMethodInvocation *inv, gpointer data)
+{
+        pid_t pid = GPOINTER_TO_INT(data);
+        int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+        g_assert_cmpint(pidfd, >=, 0);
+        g_autoptr(GUnixFDList) fds = g_unix_fd_list_new();
+        int index = g_unix_fd_list_append(fds, pidfd, NULL);
+        close(pidfd);
+        GVariantBuilder creds;
+        g_variant_builder_init(&creds, G_VARIANT_TYPE("a{sv}"));
+        g_variant_builder_add(&creds, "{sv}", "UnixUserID", g_variant_new_uint32(65534));
+        g_variant_builder_add(&creds, "{sv}", "ProcessID", g_variant_new_uint32((guint32)pid));
+        g_variant_builder_add(&creds, "{sv}", "ProcessFD", g_variant_new_handle(index));
+        g_dbus_method_invocation_return_value_with_unix_fd_list(
+                inv, g_variant_new("(a{sv})", &creds), fds);
+}
+
+static void got_connection(GObject *source, GAsyncResult *res, gpointer data)
+{
+        *(GDBusConnection **)data = g_dbus_connection_new_finish(res, NULL);
+}
+
+static void got_peer(GObject *source, GAsyncResult *res, gpointer data)
+{
+        *(PtagsPeer **)data = ptags_peer_lookup_finish(res, NULL);
+}
+
+/* What ptagsd learns of the connection whose ProcessFD is @pid's. */
+static PtagsPeer *peer_with_process_fd(pid_t pid)
+{
+        int sv[2];
+        g_assert_cmpint(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), ==, 0);
+        g_autoptr(GSocket) server_socket = g_socket_new_from_fd(sv[0], NULL);
+        g_autoptr(GSocket) client_socket = g_socket_new_from_fd(sv[1], NULL);
+        g_autoptr(GSocketConnection) server_stream =
+                g_socket_connection_factory_create_connection(server_socket);
+        g_autoptr(GSocketConnection) client_stream =
+                g_socket_connection_factory_create_connection(client_socket);
+        g_autofree char *guid = g_dbus_generate_guid();
+        GDBusConnection *server = NULL;
+        g_dbus_connection_new(G_IO_STREAM(server_stream), guid,
+                              G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_SERVER, NULL, NULL,
+                              got_connection, &server);
+        g_autoptr(GDBusConnection) client = g_dbus_connection_new_sync(
+                G_IO_STREAM(client_stream), NULL, G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_CLIENT,
+                NULL, NULL, NULL);
+        g_assert_nonnull(client);
+        while (server == NULL)
+                g_main_context_iteration(NULL, TRUE);
+        g_autoptr(GDBusNodeInfo) node = g_dbus_node_info_new_for_xml(fake_bus_xml, NULL);
+        static const GDBusInterfaceVTable vtable = {fake_bus_call, NULL, NULL, {0}};
+        guint id = g_dbus_connection_register_object(server, "/org/freedesktop/DBus",
+                                                     node->interfaces[0], &vtable,
+                                                     GINT_TO_POINTER(pid), NULL, NULL);
+        g_assert_cmpuint(id, >, 0);
+        PtagsPeer *peer = NULL;
+        ptags_peer_lookup_async(client, ":1.7", NULL, got_peer, &peer);
+        while (peer == NULL)
+                g_main_context_iteration(NULL, TRUE);
+        g_dbus_connection_unregister_object(server, id);
+        g_dbus_connection_close_sync(client, NULL, NULL);
+        g_object_unref(server);
+        return peer;
+}
+
+static gboolean runs_with_euid(pid_t pid, uid_t euid)
+{
+        g_autofree char *path = g_strdup_printf("/proc/%d/status", (int)pid);
+        g_autofree char *status = NULL;
+        g_autofree char *want = g_strdup_printf("\nUid:\t65534\t%u\t", (unsigned)euid);
+        for (int i = 0; i < 1000; i++) {
+                if (g_file_get_contents(path, &status, NULL, NULL) && strstr(status, want) != NULL)
+                        return TRUE;
+                g_clear_pointer(&status, g_free);
+                g_usleep(5000);
+        }
+        return FALSE;
+}
+
+/* A child of nobody that executes @program 600 once @go_fd is readable (at
+ * once when it is -1). */
+static pid_t spawn_as_nobody(const char *program, int go_fd)
+{
+        pid_t child = fork();
+        g_assert_cmpint(child, >=, 0);
+        if (child == 0) {
+                char byte;
+                alarm(30); /* never outlive a failing test */
+                if (setresgid(65534, 65534, 65534) != 0 || setresuid(65534, 65534, 65534) != 0)
+                        _exit(1);
+                if (go_fd >= 0 && read(go_fd, &byte, 1) != 1)
+                        _exit(1);
+                execl(program, program, "600", (char *)NULL);
+                _exit(1);
+        }
+        return child;
+}
+
+static void kill_and_reap(pid_t child)
+{
+        kill(child, SIGKILL);
+        g_assert_cmpint(waitpid(child, NULL, 0), ==, child);
+}
+
+/* The bus's ProcessFD proves which process opened a connection, not what it
+ * runs as since: one that executed a setuid program (a child keeping the
+ * connection) lends the caller nothing, whether it did so before ptagsd
+ * first looked at it or after. */
+static void test_peer_process_fd_that_becomes_root(void)
+{
+        g_assert_cmpuint(getuid(), ==, 0); /* the test needs root, as CI has */
+        g_autofree char *dir = g_dir_make_tmp("ptags-suid-XXXXXX", NULL);
+        g_autofree char *suid_sleep = g_build_filename(dir, "sleep", NULL);
+        g_autofree char *contents = NULL;
+        gsize length = 0;
+        g_assert_true(g_file_get_contents("/bin/sleep", &contents, &length, NULL));
+        g_assert_true(g_file_set_contents(suid_sleep, contents, (gssize)length, NULL));
+        g_assert_cmpint(chmod(dir, 0755), ==, 0);
+        g_assert_cmpint(chmod(suid_sleep, 04755), ==, 0);
+
+        /* A process of the connection's uid: known, and still so. */
+        pid_t plain = spawn_as_nobody("/bin/sleep", -1);
+        g_assert_true(runs_with_euid(plain, 65534));
+        g_autoptr(PtagsPeer) ordinary = peer_with_process_fd(plain);
+        g_assert_true(ordinary->process_known);
+        g_assert_true(ptags_peer_process_unchanged(ordinary));
+        kill_and_reap(plain);
+        g_assert_false(ptags_peer_process_unchanged(ordinary));
+
+        /* Running a setuid-root program when first looked at: unknown. */
+        pid_t root = spawn_as_nobody(suid_sleep, -1);
+        g_assert_true(runs_with_euid(root, 0));
+        g_autoptr(PtagsPeer) elevated = peer_with_process_fd(root);
+        g_assert_false(elevated->process_known);
+        kill_and_reap(root);
+
+        /* Known, then a setuid-root program: no longer the caller's. */
+        int go[2];
+        g_assert_cmpint(pipe(go), ==, 0);
+        pid_t later = spawn_as_nobody(suid_sleep, go[0]);
+        g_assert_true(runs_with_euid(later, 65534));
+        g_autoptr(PtagsPeer) before = peer_with_process_fd(later);
+        g_assert_true(before->process_known);
+        g_assert_true(ptags_peer_process_unchanged(before));
+        g_assert_cmpint(write(go[1], "x", 1), ==, 1);
+        g_assert_true(runs_with_euid(later, 0));
+        g_assert_false(ptags_peer_process_unchanged(before));
+        kill_and_reap(later);
+        close(go[0]);
+        close(go[1]);
+
+        g_assert_cmpint(unlink(suid_sleep), ==, 0);
+        g_assert_cmpint(rmdir(dir), ==, 0);
+}
+
 /* A process that exited but was not reaped is gone to every method. */
 static void test_zombie_is_not_alive(void)
 {
@@ -568,6 +734,8 @@ int main(int argc, char **argv)
         g_test_add_func("/target/capability", test_target_capability);
         g_test_add_func("/target/user-name-kept", test_user_name_kept);
         g_test_add_func("/target/alive-without-cap-kill", test_alive_without_cap_kill);
+        g_test_add_func("/target/peer-process-fd-that-becomes-root",
+                        test_peer_process_fd_that_becomes_root);
         g_test_add_func("/target/not-a-pidfd", test_not_a_pidfd);
         g_test_add_func("/target/thread-id", test_thread_id);
         g_test_add_func("/target/zombie-is-not-alive", test_zombie_is_not_alive);

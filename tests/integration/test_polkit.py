@@ -161,6 +161,31 @@ class PolkitDetailsTests(PtagsTestCase):
         self.assertDetails(self.only_check()["details"], self_="false",
                            caller_holds_right="true")
 
+    def test_an_undumpable_caller_is_not_proven_by_its_pid(self):
+        """Without the bus's ProcessFD, a process of the caller's uid at the
+        reported pid counted as the caller's even when not dumpable, yet a
+        process of one uid cannot trace one that is not dumpable: taken for
+        it (the connector gone, its pid reused), an attacker gained its
+        rights. Such a process is now unknown, as one with a capability is."""
+        self.assertOk(self.world.root_call("AddTag", "usb",
+                                           [self.client.pid, "ptags:app:add", False]))
+        guarded = self.world.spawn_client(undumpable=True)
+        self.assertOk(self.world.root_call("AddTag", "usb",
+                                           [guarded.pid, "ptags:app:add", False]))
+        self.world.polkit.set_allowed([ADD])
+        reply = guarded.call("AddTag", "usb", [0, "app:self", False])
+        self.assertError(reply, "NoSuchProcess")
+        self.assertIn("cannot be identified", reply.message)
+        self.assertOk(guarded.call("AddTag", "usb", [guarded.pid, "app:named", False]))
+        checks = self.world.polkit.checks()
+        self.assertEqual([c["subject"]["name"] for c in checks], [guarded.unique_name])
+        self.assertDetails(checks[0]["details"], self_="false", caller_holds_right="false")
+        # The same caller, dumpable: itself, with the right its tags grant.
+        self.world.polkit.clear_checks()
+        self.assertOk(self.client.call("AddTag", "usb", [0, "app:self", False]))
+        self.assertDetails(self.only_check()["details"], self_="true",
+                           caller_holds_right="true")
+
     def test_caller_holds_right_follows_the_call(self):
         # Judged as the kernel judges lines in order: a caller changing
         # itself holds the rights tags the earlier changes of the same call

@@ -163,6 +163,12 @@ def _serve(address):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 2:
-        sys.exit("usage: ptags_client.py BUS_ADDRESS")
+    # --undumpable: prctl(PR_SET_DUMPABLE, 0) before connecting, as hardened
+    # programs do, so processes of the same uid cannot trace this one.
+    if len(sys.argv) == 3 and sys.argv[2] == "--undumpable":
+        import ctypes
+        if ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0) != 0:
+            sys.exit("prctl(PR_SET_DUMPABLE) failed")
+    elif len(sys.argv) != 2:
+        sys.exit("usage: ptags_client.py BUS_ADDRESS [--undumpable]")
     _serve(sys.argv[1])

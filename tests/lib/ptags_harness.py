@@ -691,15 +691,16 @@ class World:
                 return
         raise HarnessError("pid %d is not a child of this world" % pid)
 
-    def spawn_client(self, unprivileged=True, uid=NOBODY_UID):
+    def spawn_client(self, unprivileged=True, uid=NOBODY_UID, undumpable=False):
         """A ClientProcess connected to the bus (as @uid, nobody by default;
-        as root when not @unprivileged)."""
+        as root when not @unprivileged); @undumpable: one that made itself
+        not dumpable before connecting."""
         script = os.path.join(self.tmp, "ptags_client.py")
         if not os.path.exists(script):
             shutil.copy(os.path.join(LIB_DIR, "ptags_client.py"), script)
             os.chmod(script, stat.S_IRUSR | stat.S_IWUSR | stat.S_IRGRP | stat.S_IROTH)
         argv = (unprivileged_argv(uid, uid) if unprivileged else []) + [
-            PYTHON, "-I", script, self.address]
+            PYTHON, "-I", script, self.address] + (["--undumpable"] if undumpable else [])
         proc = self.spawn("client", argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
         client = ClientProcess(proc)
         self._clients.append(client)

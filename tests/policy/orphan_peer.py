@@ -3,9 +3,11 @@
 # orphan_peer.py: a bus connection whose connecting process is gone. The process that connects
 # forks, prints its pid and unique name, and exits; the child keeps the socket and serves calls.
 #
-# Usage (run as the attacker's uid): orphan_peer.py BUS_ADDRESS [call-first]
+# Usage (run as the attacker's uid): orphan_peer.py BUS_ADDRESS [call-first [exec PROGRAM]]
 #   call-first: the connector calls ptagsd (HasTag on itself) before it leaves, so ptagsd has
 #   already identified the connection's process once.
+#   exec PROGRAM: the connector does not leave but executes PROGRAM 600 (a setuid-root sleep in
+#   the tests), so the process ptagsd identified keeps running, as root.
 # Protocol on stdin/stdout, one JSON object per line (as ptags_client.py):
 #   first line out (from the connector): {"pid": N, "unique_name": ":1.x"}
 #   request:  {"destination": [NAME, PATH, IFACE] | null, "method": M, "sig": S, "args": [...]}
@@ -90,7 +92,7 @@ def main():
     hello = peer.call(BUS, "Hello", "", [])
     if "ok" not in hello:
         raise SystemExit("Hello failed: %r" % hello)
-    if sys.argv[2:] == ["call-first"]:
+    if sys.argv[2:3] == ["call-first"]:
         first = peer.call(PTAGS, "HasTag", "us", [0, "app:x"])
         if "ok" not in first:
             raise SystemExit("the connector's own call failed: %r" % first)
@@ -98,6 +100,9 @@ def main():
     if child != 0:
         # The connector: announce and leave; the child keeps the connection.
         print(json.dumps({"pid": os.getpid(), "unique_name": hello["ok"][0]}), flush=True)
+        if sys.argv[3:4] == ["exec"]:
+            peer.sock.close()
+            os.execv(sys.argv[4], [sys.argv[4], "600"])
         os._exit(0)
     for line in sys.stdin:
         req = json.loads(line)

@@ -10,6 +10,7 @@ import json
 import os
 import pwd
 import select
+import shutil
 import subprocess
 import sys
 import threading
@@ -34,18 +35,21 @@ ERR = "org.ptags.Error."
 class OrphanPeer:
     """orphan_peer.py as @user: a connection whose connecting process has exited."""
 
-    def __init__(self, world, user="nobody", call_first=False):
+    def __init__(self, world, user="nobody", call_first=False, then_exec=None):
         script = os.path.join(world.tmp, "orphan_peer.py")
         with open(os.path.join(HERE, "orphan_peer.py")) as src, open(script, "w") as dst:
             dst.write(src.read())
         os.chmod(script, 0o644)
         argv = setpriv_argv(pwd.getpwnam(user)) + [ptags_harness.PYTHON, "-I", script,
                                                   world.address] + (["call-first"] if call_first else [])
+        if then_exec is not None:
+            argv += ["exec", then_exec]
         self.proc = world.spawn("orphan", argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
         first = json.loads(self._read_line(10))
         self.connector_pid, self.unique_name = first["pid"], first["unique_name"]
         # setpriv execs python, so the Popen is the connector itself.
-        self.proc.wait(timeout=10)
+        if then_exec is None:
+            self.proc.wait(timeout=10)
 
     def _read_line(self, timeout):
         ready, _, _ = select.select([self.proc.stdout], [], [], timeout)
@@ -107,6 +111,51 @@ class OrphanedConnection(PolicyTestCase):
 
         # Reads need no caller identity and still work for this connection.
         self.assertOk(peer.call("GetTags", "u", [root_pid]))
+
+
+def status_ids(pid, field):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return [int(n) for n in line.split()[1:]]
+    return []
+
+
+class ElevatedConnector(PolicyTestCase):
+    """The process that opened a connection, identified by ptagsd as an
+    ordinary process of the caller's uid, then executes a setuid-root
+    program (su or passwd waiting for a password will do), while a child
+    it forked keeps using the connection. ptagsd kept lending the child the
+    identity it had checked once: the root process's CAP_MAC_ADMIN made
+    every change a right the caller holds, which the shipped rule allows."""
+
+    def test_a_connector_that_becomes_root_lends_nothing(self):
+        w = self.world
+        suid_sleep = os.path.join(w.tmp, "suid-sleep")
+        shutil.copy("/usr/bin/sleep", suid_sleep)
+        os.chown(suid_sleep, 0, 0)
+        os.chmod(suid_sleep, 0o4755)
+        victim = w.spawn_target()
+        self.assertOk(w.root_call("AddTag", "usb", [victim, "app:victim", False]))
+        peer = OrphanPeer(w, call_first=True, then_exec=suid_sleep)
+        self.addCleanup(peer.proc.kill)
+        connector = peer.connector_pid
+        wait_until(lambda: status_ids(connector, "Uid")[1:2] == [0], 10,
+                   "the connector to run the setuid program")
+
+        # Its capabilities are not the caller's: no right, so no yes.
+        reply = peer.call("AddTag", "usb", [victim, "app:pwned", False])
+        self.assertError(reply, ERR + "NotAuthorized")
+        self.assertError(peer.call("Apply", "uas", [victim, ["-app:victim"]]),
+                         ERR + "NotAuthorized")
+        self.assertEqual(w.get_tags(victim), [("app:victim", False, "")])
+        # Nor is the root process the caller's own any more.
+        self.assertError(peer.call("AddTag", "usb", [0, "app:pwned", False]),
+                         ERR + "NoSuchProcess")
+        self.assertError(w.root_call("PeerHasTag", "ss", [peer.unique_name, "app:x"]),
+                         ERR + "NoSuchProcess")
+        # Reads need no caller identity and still work for this connection.
+        self.assertOk(peer.call("GetTags", "u", [victim]))
 
 
 # nobody may add exe:slow only to python programs; the check takes 3 s.

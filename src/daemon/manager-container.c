@@ -122,10 +122,13 @@ static gboolean parse_info(ContainerArgs *a, GVariant *info, GError **error)
                         g_free(a->name);
                         a->name = g_strdup(name);
                 } else {
+                        /* The key is the caller's: shortened and escaped,
+                         * as it reaches the journal too. */
+                        g_autofree char *shown = ptags_shorten(key);
                         g_set_error(error, G_DBUS_ERROR, G_DBUS_ERROR_INVALID_ARGS,
                                     "argument info: unknown key \"%s\" or wrong type (expected "
                                     "uuid ay, name s)",
-                                    key);
+                                    shown);
                         return FALSE;
                 }
         }

@@ -221,6 +221,16 @@ class ContainerTests(ContainerTestCase):
         reply = self.world.root_call("RegisterContainer", "uta{sv}",
                                      [target, 102, {"colour": GLib.Variant("s", "red")}])
         self.assertError(reply, invalid)
+        self.assertIn('"colour"', reply.message)
+        # An unknown key is named shortened and escaped: it was echoed whole
+        # into the reply and the journal (a key of 32 MiB made a reply over
+        # MaxMessageBytes, and control bytes reached the log).
+        key = "\x1b[2J" + "k" * 100000
+        reply = self.world.root_call("RegisterContainer", "uta{sv}",
+                                     [target, 102, {key: GLib.Variant("s", "red")}])
+        self.assertError(reply, invalid)
+        self.assertLess(len(reply.message), 400, reply.message[:400])
+        self.assertIn('"\\x1b[2Jkkk', reply.message)
         self.assertEqual(self.contid_of(target), UNSET)
         self.assertOk(self.register(target, 102, name="x" * 256, uuid=b"\x01" * 16))
 

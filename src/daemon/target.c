@@ -91,6 +91,19 @@ int ptags_fdinfo_parse_pid(const char *fdinfo)
         return -2;
 }
 
+/* Whether @fd is a pidfd, from its name alone: its fdinfo is the caller's
+ * to grow (an epoll fd lists every entry there, millions if the caller
+ * wants), and the kernel builds all of it at the first read. */
+static gboolean is_pidfd(int fd)
+{
+        static const char name[] = "anon_inode:[pidfd]";
+        char path[48], link[sizeof(name)];
+
+        snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+        ssize_t n = readlink(path, link, sizeof(link));
+        return n == (ssize_t)sizeof(name) - 1 && memcmp(link, name, sizeof(name) - 1) == 0;
+}
+
 gboolean ptags_target_adopt_pidfd(PtagsTarget *t, int pidfd, GError **error)
 {
         g_autofree char *path = g_strdup_printf("/proc/self/fdinfo/%d", pidfd);
@@ -98,6 +111,12 @@ gboolean ptags_target_adopt_pidfd(PtagsTarget *t, int pidfd, GError **error)
 
         t->pid = 0;
         t->pidfd = -1;
+        if (!is_pidfd(pidfd)) {
+                close(pidfd);
+                g_set_error(error, G_DBUS_ERROR, G_DBUS_ERROR_INVALID_ARGS,
+                            "argument pidfd: not a process file descriptor");
+                return FALSE;
+        }
         if (!g_file_get_contents(path, &text, NULL, NULL)) {
                 close(pidfd);
                 g_set_error(error, G_DBUS_ERROR, G_DBUS_ERROR_INVALID_ARGS,

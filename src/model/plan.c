@@ -46,12 +46,23 @@ static char *dup_bytes(const char *s, size_t len)
         return d;
 }
 
+/* Whether undoing @c needs the value it replaces: only a removal or a new
+ * value does. A keep flip keeps the value, so a plan copies none for it: a
+ * line of two bytes ("+@") flips every tag, and flips back and forth over
+ * long values would otherwise copy hundreds of MB from a few KB of input. */
+static bool undo_needs_old_value(ptags_change_kind kind)
+{
+        return kind == PTAGS_CHANGE_REMOVE || kind == PTAGS_CHANGE_SET_VALUE ||
+               kind == PTAGS_CHANGE_CLEAR_VALUE;
+}
+
 /* The sink of ptags_cmd_run: keep an owned copy of each change. */
 static ptags_result record_change(const ptags_change *c, void *ctx)
 {
         ptags_plan *p = ctx;
+        size_t old_len = undo_needs_old_value(c->kind) ? c->old_value_len : 0;
         /* Each length is bounded by the grammar, so the sum cannot overflow. */
-        size_t bytes = c->tag_len + c->value_len + c->old_value_len;
+        size_t bytes = c->tag_len + c->value_len + old_len;
         if (p->count >= PTAGS_PLAN_MAX_CHANGES || bytes > PTAGS_PLAN_MAX_BYTES - p->bytes)
                 return PTAGS_E_BATCH_TOO_LARGE;
         if (p->count == p->cap) {
@@ -68,7 +79,8 @@ static ptags_result record_change(const ptags_change *c, void *ctx)
         copy.line = p->line;
         copy.tag = dup_bytes(c->tag, c->tag_len);
         copy.value = dup_bytes(c->value, c->value_len);
-        copy.old_value = dup_bytes(c->old_value, c->old_value_len);
+        copy.old_value = dup_bytes(c->old_value, old_len);
+        copy.old_value_len = old_len;
         if (copy.tag == NULL || copy.value == NULL || copy.old_value == NULL) {
                 change_clear(&copy);
                 return PTAGS_E_NOMEM;

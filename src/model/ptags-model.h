@@ -269,7 +269,9 @@ typedef struct {
         size_t tag_len;
         const char *value; /* SET_VALUE: the new value; else "" */
         size_t value_len;
-        const char *old_value; /* the value before the change ("" if none) */
+        /* The value a removal or a value change replaces (what undo
+         * restores); "" if none, and in a plan "" for the other kinds. */
+        const char *old_value;
         size_t old_value_len;
         bool old_keep; /* the keep flag before the change (undo) */
 } ptags_change;

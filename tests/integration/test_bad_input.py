@@ -13,7 +13,7 @@ import unittest
 
 import ptags_client
 from gi.repository import GLib
-from ptags_harness import PtagsTestCase, wait_until
+from ptags_harness import PtagsTestCase, rss_kib, wait_until
 
 INVALID_ARGS = "org.freedesktop.DBus.Error.InvalidArgs"
 LONG_TAG = "a" * 4001
@@ -83,15 +83,6 @@ def rows_bad_lines(t):
         ("SetValue on a missing tag", "SetValue", "uss", [t, "missing", "v"], "NoSuchTag"),
         ("? without match", "Apply", "uas", [t, ["?zz:*", "+new"]], "NoSuchTag"),
     ]
-
-
-def daemon_peak_kib(world):
-    """ptagsd's peak resident size so far (VmHWM), in KiB."""
-    with open("/proc/%d/status" % world.daemon.pid) as f:
-        for line in f:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1])
-    raise AssertionError("no VmHWM for ptagsd")
 
 
 class BadInputTests(PtagsTestCase):
@@ -233,14 +224,14 @@ class BadInputTests(PtagsTestCase):
                     poll.register(number, select.EPOLLIN)
                     os.close(number)
             # 160000 entries: about 13 MB of fdinfo text.
-            peak = daemon_peak_kib(self.world)
+            peak = rss_kib(self.world.daemon.pid, "VmHWM")
             before = self.snapshot()
             reply = self.world.root_call("GetTagsFd", "h", [0], fds=[poll.fileno()])
             self.assertError(reply, INVALID_ARGS)
             self.assertIn("not a process file descriptor", reply.message)
             reply = self.world.root_call("ApplyFd", "has", [0, ["+x"]], fds=[poll.fileno()])
             self.assertError(reply, INVALID_ARGS)
-            grown = daemon_peak_kib(self.world) - peak
+            grown = rss_kib(self.world.daemon.pid, "VmHWM") - peak
             self.assertLess(grown, 4096, "ptagsd's peak RSS grew by %d KiB" % grown)
             self.assertEqual(self.snapshot(), before)
         finally:

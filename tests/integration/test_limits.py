@@ -324,6 +324,24 @@ class DefaultBudgetTests(LimitWorld):
             size = sum(len(x) for x in lines) + sum(len(n) + len(v) for n, _k, v in tags)
             self.assertLess(size, BUDGET_PROPERTIES["MaxMessageBytes"])
 
+    def test_keep_flips_over_a_long_value_copy_nothing(self):
+        """A plan copied the value of every tag whose keep flag a line
+        flipped, so anyone could make ptagsd copy a whole tag list per line
+        of two bytes ("+@" flips every tag): 1800 flips over 8 values of
+        4000 bytes held 57 MB of its heap before the call was refused
+        (MaxPolkitChanges is checked on the plan)."""
+        target = self.world.spawn_target(unprivileged=True)
+        self.assertOk(self.world.root_call("Apply", "uas", [
+            target, [line for i in range(8) for line in ("+x%d" % i, "!x%d=%s" % (i, "v" * 4000))]]))
+        client = self.world.spawn_client()
+        peak = rss_kib(self.world.daemon.pid, "VmHWM")
+        for _ in range(4):
+            reply = client.call("Apply", "uas", [target, ["+@", "-@"] * 900])
+            self.assertError(reply, "LimitExceeded")
+            self.assertIn("MaxPolkitChanges", reply.message)
+        grown = rss_kib(self.world.daemon.pid, "VmHWM") - peak
+        self.assertLess(grown, 4096, "ptagsd's peak RSS grew by %d KiB" % grown)
+
 
 class OverBudgetStateTests(LimitWorld):
     """State written around ptagsd, straight into the (fixture) kernel."""

@@ -118,13 +118,14 @@ def sleep_sleeps(pid):
         return False
 
 
-def rss_kib(pid):
-    """The resident size of process @pid, in KiB."""
+def rss_kib(pid, field="VmRSS"):
+    """The resident size of process @pid, in KiB (its peak so far with
+    field="VmHWM")."""
     with open("/proc/%d/status" % pid) as f:
         for line in f:
-            if line.startswith("VmRSS:"):
+            if line.startswith(field + ":"):
                 return int(line.split()[1])
-    raise HarnessError("no VmRSS for process %d" % pid)
+    raise HarnessError("no %s for process %d" % (field, pid))
 
 
 def default_bus_config(socket_path):

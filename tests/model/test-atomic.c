@@ -214,8 +214,9 @@ static void test_tag_limit(void)
 }
 
 /* A plan is bounded whatever the target holds: global keep flips over a full
- * set stop at PTAGS_PLAN_MAX_CHANGES, and flips over tags with long values
- * stop at PTAGS_PLAN_MAX_BYTES, at the line that crossed the bound. */
+ * set stop at PTAGS_PLAN_MAX_CHANGES, and value changes copying long values
+ * stop at PTAGS_PLAN_MAX_BYTES, at the line that crossed the bound. Keep
+ * flips copy no values: flips over tags with long values cost their names. */
 static void test_plan_bounds(void)
 {
         ptags_set *full = test_set_with_n_tags(PTAGS_MAX_TAGS);
@@ -246,17 +247,45 @@ static void test_plan_bounds(void)
                 size_t lens[] = {strlen(add), (size_t)n + PTAGS_MAX_VALUE_LEN};
                 g_assert_cmpint(ptags_apply_atomic(heavy, both, lens, 2, NULL, NULL), ==, PTAGS_OK);
         }
-        g_free(line);
         const char *many_flips[40];
         for (size_t i = 0; i < G_N_ELEMENTS(many_flips); i++)
                 many_flips[i] = i % 2 ? "-@" : "+@";
+        /* 16000 changes: with each value copied (13 MB a line) the 16th line
+         * crossed 192 MiB. */
         g_assert_cmpint(
                 ptags_plan_build(heavy, many_flips, NULL, G_N_ELEMENTS(many_flips), &plan, &failed),
-                ==, PTAGS_E_BATCH_TOO_LARGE);
-        /* 400 * (4 + 32700) bytes a line: the 16th line crosses 192 MiB. */
-        g_assert_cmpuint(failed, ==, 15);
+                ==, PTAGS_OK);
+        g_assert_cmpuint(ptags_plan_change_count(plan), ==, 16000);
+        for (size_t i = 0; i < ptags_plan_change_count(plan); i++)
+                g_assert_cmpuint(ptags_plan_change_at(plan, i)->old_value_len, ==, 0);
+        ptags_plan_free(plan);
+        plan = NULL;
+
+        /* Each value change copies the new value and the one it replaces:
+         * 2 * 32700 bytes a line, so line 3079 crosses 192 MiB. */
+        const size_t n_sets = 3100;
+        char *values[2];
+        size_t set_lens[3100];
+        const char *sets[3100];
+        for (int k = 0; k < 2; k++) {
+                values[k] = g_malloc(PTAGS_MAX_VALUE_LEN + 16);
+                int n = g_snprintf(values[k], 16, "!v000=");
+                memset(values[k] + n, k ? 'y' : 'z', PTAGS_MAX_VALUE_LEN);
+                set_lens[k] = (size_t)n + PTAGS_MAX_VALUE_LEN;
+        }
+        for (size_t i = 0; i < n_sets; i++) {
+                sets[i] = values[i % 2];
+                set_lens[i] = set_lens[i % 2];
+        }
+        g_assert_cmpint(ptags_plan_build(heavy, sets, set_lens, n_sets, &plan, &failed), ==,
+                        PTAGS_E_BATCH_TOO_LARGE);
+        g_assert_null(plan);
+        g_assert_cmpuint(failed, ==, (size_t)PTAGS_PLAN_MAX_BYTES / (4 + 2 * PTAGS_MAX_VALUE_LEN));
         g_assert_cmpint(ptags_result_errno(PTAGS_E_BATCH_TOO_LARGE), ==, E2BIG);
         g_assert_cmpstr(ptags_result_name(PTAGS_E_BATCH_TOO_LARGE), ==, "InvalidCommand");
+        g_free(values[0]);
+        g_free(values[1]);
+        g_free(line);
         ptags_set_free(heavy);
 }
 

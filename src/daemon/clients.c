@@ -17,6 +17,14 @@
  * doubling up to the maximum, so it is admitted soon after it reads. */
 #define RETRY_FIRST_MSEC 50u
 #define RETRY_MAX_MSEC   2000u
+/* dbus-daemon lets ptagsd await 128 replies and counts its pings among
+ * them (polkit checks take up to 112): pings are bounded, for everyone and
+ * per uid, and time out, so clients that never answer cannot keep ptagsd
+ * from asking polkit or the bus anything. An unanswered ping proves
+ * nothing: the replies stay counted and the client is asked again later. */
+#define PINGS_MAX          8u
+#define PINGS_PER_USER     2u
+#define PING_TIMEOUT_MSEC  5000
 
 typedef struct {
         PtagsClientUidFunc done;
@@ -38,6 +46,7 @@ typedef struct {
         uid_t uid;
         guint64 unread;   /* the sum over its connections */
         guint expensive;  /* queued or running */
+        guint pings;      /* Peer.Pings in flight to its connections */
         GQueue queue;     /* Pending */
         gboolean in_turn; /* on PtagsClients.turns */
 } User;
@@ -59,6 +68,7 @@ struct _PtagsClients {
         GHashTable *clients;  /* unique name -> Client */
         GHashTable *users;    /* uid -> User, while it holds anything */
         GQueue turns;         /* User with queued calls, in turn order */
+        guint pings;          /* Peer.Pings in flight */
         guint runner;
         guint name_watch;
         gint stopped; /* atomic: freed, answers still in flight are ignored */
@@ -69,6 +79,8 @@ typedef struct {
         PtagsClients *c;
         char *name;
         guint64 bytes; /* a read confirmation: the unread bytes it covers */
+        uid_t uid;     /* a Peer.Ping: whose PINGS_PER_USER it holds, when uid_known */
+        gboolean uid_known;
 } Question;
 
 static Question *question_new(PtagsClients *c, const char *name, guint64 bytes)
@@ -128,7 +140,8 @@ static User *user_get(PtagsClients *c, uid_t uid)
  * uid ever seen would grow without bound. user_get() makes it anew. */
 static void user_release(PtagsClients *c, User *u)
 {
-        if (u->unread == 0 && u->expensive == 0 && !u->in_turn && g_queue_is_empty(&u->queue))
+        if (u->unread == 0 && u->expensive == 0 && u->pings == 0 && !u->in_turn &&
+            g_queue_is_empty(&u->queue))
                 g_hash_table_remove(c->users, GUINT_TO_POINTER(u->uid));
 }
 
@@ -384,6 +397,31 @@ static gboolean retry_fire(gpointer data)
         return G_SOURCE_REMOVE;
 }
 
+/* Ask about @cl again after its current wait, doubling it for the next
+ * time (the lock is held). */
+static void retry_later(PtagsClients *c, Client *cl)
+{
+        Retry *r = g_new0(Retry, 1);
+        r->c = c;
+        r->cl = cl;
+        cl->confirming = TRUE;
+        cl->retry = g_timeout_source_new(cl->retry_msec);
+        g_source_set_callback(cl->retry, retry_fire, r, g_free);
+        g_source_attach(cl->retry, c->context);
+        cl->retry_msec = MIN(cl->retry_msec * 2, RETRY_MAX_MSEC);
+}
+
+/* The ping @q held a slot: give it back (the lock is held). */
+static void ping_release(PtagsClients *c, const Question *q)
+{
+        c->pings--;
+        User *u = q->uid_known ? g_hash_table_lookup(c->users, GUINT_TO_POINTER(q->uid)) : NULL;
+        if (u != NULL) {
+                u->pings--;
+                user_release(c, u);
+        }
+}
+
 static void ping_answered(GObject *source, GAsyncResult *res, gpointer user_data)
 {
         Question *p = user_data;
@@ -395,15 +433,20 @@ static void ping_answered(GObject *source, GAsyncResult *res, gpointer user_data
                 return;
         /* Any answer from the client itself, even an error, comes after it
          * read our earlier replies. An error from the bus (the client left,
-         * or a policy forbids the ping) proves nothing: the bytes stay. */
+         * or a policy forbids the ping) or no answer in time proves
+         * nothing: the bytes stay. */
         gboolean read = reply != NULL ||
                         (error != NULL &&
                          !g_error_matches(error, G_DBUS_ERROR, G_DBUS_ERROR_ACCESS_DENIED) &&
                          !g_error_matches(error, G_DBUS_ERROR, G_DBUS_ERROR_NAME_HAS_NO_OWNER) &&
                          !g_error_matches(error, G_DBUS_ERROR, G_DBUS_ERROR_SERVICE_UNKNOWN) &&
                          !g_error_matches(error, G_DBUS_ERROR, G_DBUS_ERROR_LIMITS_EXCEEDED) &&
+                         !g_error_matches(error, G_DBUS_ERROR, G_DBUS_ERROR_NO_REPLY) &&
+                         !g_error_matches(error, G_DBUS_ERROR, G_DBUS_ERROR_TIMEOUT) &&
+                         !g_error_matches(error, G_IO_ERROR, G_IO_ERROR_TIMED_OUT) &&
                          !g_error_matches(error, G_IO_ERROR, G_IO_ERROR_CLOSED));
         pthread_mutex_lock(&p->c->lock);
+        ping_release(p->c, p);
         Client *cl = g_hash_table_lookup(p->c->clients, p->name);
         if (cl != NULL) {
                 cl->confirming = FALSE;
@@ -456,14 +499,7 @@ static void queued_answered(gpointer data, gboolean known, guint64 queued)
                 } else {
                         /* Not reading: look again later (sooner when a read
                          * is refused), not in a loop. */
-                        Retry *r = g_new0(Retry, 1);
-                        r->c = c;
-                        r->cl = cl;
-                        cl->confirming = TRUE;
-                        cl->retry = g_timeout_source_new(cl->retry_msec);
-                        g_source_set_callback(cl->retry, retry_fire, r, g_free);
-                        g_source_attach(cl->retry, c->context);
-                        cl->retry_msec = MIN(cl->retry_msec * 2, RETRY_MAX_MSEC);
+                        retry_later(c, cl);
                 }
         }
         pthread_mutex_unlock(&c->lock);
@@ -476,11 +512,11 @@ static gboolean ping_now(gpointer data)
 
         if (question_stale(q))
                 return G_SOURCE_REMOVE;
-        /* No timeout: a stopped client keeps its replies counted until it
-         * reads them or leaves the bus. */
+        /* A client that does not answer in time keeps its replies counted
+         * until it reads them or leaves the bus. */
         g_dbus_connection_call(q->c->bus, q->name, "/", "org.freedesktop.DBus.Peer", "Ping", NULL,
-                               NULL, G_DBUS_CALL_FLAGS_NO_AUTO_START, G_MAXINT, NULL, ping_answered,
-                               q);
+                               NULL, G_DBUS_CALL_FLAGS_NO_AUTO_START, PING_TIMEOUT_MSEC, NULL,
+                               ping_answered, q);
         return G_SOURCE_REMOVE;
 }
 
@@ -493,11 +529,25 @@ static void confirm_send(PtagsClients *c, Client *cl)
         cl->confirming = TRUE;
         if (cl->retry_msec == 0)
                 cl->retry_msec = RETRY_FIRST_MSEC;
-        Question *q = question_new(c, cl->name, cl->unread);
         if (ptags_bus_stats_available(c->stats)) {
-                ptags_bus_stats_queued_for(c->stats, cl->name, queued_answered, q);
+                ptags_bus_stats_queued_for(c->stats, cl->name, queued_answered,
+                                           question_new(c, cl->name, cl->unread));
                 return;
         }
+        User *u = cl->uid_known ? g_hash_table_lookup(c->users, GUINT_TO_POINTER(cl->uid)) : NULL;
+        if (c->pings >= PINGS_MAX || (u != NULL && u->pings >= PINGS_PER_USER)) {
+                cl->confirming = FALSE;
+                retry_later(c, cl);
+                return;
+        }
+        if (cl->uid_known && u == NULL)
+                u = user_get(c, cl->uid);
+        Question *q = question_new(c, cl->name, cl->unread);
+        q->uid = cl->uid;
+        q->uid_known = u != NULL;
+        c->pings++;
+        if (u != NULL)
+                u->pings++;
         /* From the main context, so the answer runs there too. */
         GSource *idle = g_idle_source_new();
         g_source_set_priority(idle, G_PRIORITY_DEFAULT);

@@ -118,6 +118,60 @@ class PingFallback(StallTestCase):
         self.assertEqual(outcomes[-1].get("error"), "org.ptags.Error.LimitExceeded", outcomes[-1])
 
 
+class StuckPings(StallTestCase):
+    # Without Stats ptagsd pings clients to confirm reads. dbus-daemon lets
+    # a connection await at most max_replies_per_connection replies (128
+    # by default, 32 here so the test needs fewer clients) and counts the
+    # pings against ptagsd, the caller.
+    stall_options = {"stats": False, "limits": {"max_replies_per_connection": 32}}
+
+    def test_clients_that_never_answer_pings_leave_room_for_polkit(self):
+        """Pings had no timeout and no bound: each connection that read a
+        big reply and then stopped dispatching held one of ptagsd's reply
+        slots for good, and with the slots gone ptagsd could neither ask
+        polkit nor identify a new caller: every change needing polkit, by
+        anyone, failed. Pings are now bounded, per uid too, and time out."""
+        w = self.world
+        target = w.big_target()
+        script = os.path.join(w.tmp, "stuck_readers.py")
+        shutil.copy(os.path.join(HERE, "stuck_readers.py"), script)
+        os.chmod(script, 0o644)
+        prefix = policy_world.setpriv_argv(policy_world.pwd.getpwnam("nobody"))
+        stuck = w.spawn("stuck", prefix + [ptags_harness.PYTHON, "-I", script, w.address,
+                                           str(target), "40"],
+                        stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        self.assertEqual(stuck.stdout.readline().strip(), b"ready")
+        time.sleep(1)  # the pings are sent
+        # A caller the shipped rule allows (its tags grant the right).
+        caller = w.spawn_client_as("nobody")
+        self.assertOk(w.root_call("AddTag", "usb", [caller.pid, "ptags:app:add", False]))
+        for i in range(3):
+            self.assertOk(caller.call("AddTag", "usb", [0, "app:x%d" % i, False]))
+        # Another user's reader that answers pings keeps being confirmed:
+        # one uid's clients hold at most a few of the pings in flight.
+        reader = w.spawn_client_as("daemon")
+        for i in range(40):  # 8 MB, twice MaxUnreadReplyBytes
+            self.assertOk(reader.call("GetTags", "u", [target]), "read %d" % i)
+        stuck.stdin.close()
+
+    def test_a_ping_that_times_out_proves_nothing(self):
+        """A client that never answers is held to MaxUnreadReplyBytes also
+        after ptagsd's ping to it timed out."""
+        w = self.world
+        target = w.big_target()
+        script = os.path.join(w.tmp, "stuck_readers.py")
+        shutil.copy(os.path.join(HERE, "stuck_readers.py"), script)
+        os.chmod(script, 0o644)
+        prefix = policy_world.setpriv_argv(policy_world.pwd.getpwnam("nobody"))
+        reader = w.spawn("stuck", prefix + [ptags_harness.PYTHON, "-I", script, w.address,
+                                            str(target), "40", "6.5"],
+                         stdout=subprocess.PIPE)
+        outcomes = json.loads(reader.stdout.readline())
+        self.assertEqual(outcomes[-1].get("error"), "org.ptags.Error.LimitExceeded", outcomes[-1])
+        later = json.loads(reader.stdout.readline())
+        self.assertEqual(later.get("error"), "org.ptags.Error.LimitExceeded", later)
+
+
 class StoppedSubscriber(StallTestCase):
     # dbus-daemon charges the messages it holds for receivers to their
     # SENDER (max_incoming_bytes) and stops reading a sender over it. Debian

@@ -37,9 +37,9 @@ typedef struct {
         GVariant *info; /* a{sv}, parsed once the caller is known */
         guint64 old;    /* the target's ID before, for the audit record */
         /* What polkit was told about the target, to notice an exec or a
-         * uid change before the write; reauthorized once at most. */
-        uid_t seen_uid;
-        char *seen_exe;
+         * change of uid, name or unit before the write; reauthorized once
+         * at most. */
+        PtagsProcessInfo seen;
         gboolean reauthorized;
 } ContainerArgs;
 
@@ -48,7 +48,7 @@ static void container_args_free(gpointer p)
         ContainerArgs *a = p;
 
         g_free(a->name);
-        g_free(a->seen_exe);
+        ptags_process_info_clear(&a->seen);
         if (a->info != NULL)
                 g_variant_unref(a->info);
         g_free(a);
@@ -299,18 +299,16 @@ static void register_authorized(GObject *source, GAsyncResult *res, gpointer use
         Call *call = user_data;
         ContainerArgs *a = args_of(call);
         GError *error = NULL;
-        PtagsProcessInfo now;
 
         if (!ptags_authority_check_all_finish(res, &error)) {
                 register_fail(call, error);
                 return;
         }
-        if (!ptags_process_info_read(&call->target, &now, &error)) {
+        gboolean same = ptags_process_info_same(&call->target, &a->seen, &error);
+        if (error != NULL) {
                 register_fail(call, error);
                 return;
         }
-        gboolean same = now.uid == a->seen_uid && g_strcmp0(now.exe, a->seen_exe) == 0;
-        ptags_process_info_clear(&now);
         if (!same) {
                 /* Polkit answered about another program or user. */
                 if (a->reauthorized) {
@@ -409,10 +407,8 @@ static void register_start(Call *call)
         }
         PolkitDetails *d =
                 target_details(&call->target, &info, call->caller->target.pid == call->target.pid);
-        a->seen_uid = info.uid;
-        g_free(a->seen_exe);
-        a->seen_exe = g_strdup(info.exe);
-        ptags_process_info_clear(&info);
+        ptags_process_info_clear(&a->seen);
+        a->seen = info; /* kept for the re-check */
         g_autofree char *id = g_strdup_printf("%" G_GUINT64_FORMAT, a->contid);
         polkit_details_insert(d, "contid", id);
         polkit_details_insert(d, "container-name", a->name ? a->name : "");

@@ -429,6 +429,38 @@ class ContainerTests(ContainerTestCase):
                          "polkit is asked again about the program that now runs")
         self.assertEqual(self.contid_of(child), 220)
 
+    def test_target_renamed_during_authorization_is_checked_again(self):
+        """The re-check after polkit compared only the uid and the
+        executable, so a target that changed its name (target-comm, which
+        rules may match on) or its unit while polkit decided was registered
+        on the strength of the old one. It is now asked about again, as for
+        tag changes."""
+        gate_dir = tempfile.mkdtemp(dir=self.world.tmp)
+        os.chmod(gate_dir, 0o777)
+        gate = os.path.join(gate_dir, "go")
+        os.mkfifo(gate, 0o666)
+        holder = os.open(gate, os.O_RDWR)
+        self.addCleanup(os.close, holder)
+        client, child = self.client_with_child(
+            child="exec sh -c 'read go < %s; printf renamed > /proc/$$/comm; "
+                  "while :; do read x < %s; done'" % (gate, gate))
+        wait_until(lambda: os.readlink("/proc/%d/exe" % child).endswith("sh"), 10,
+                   "the child shell")
+        self.world.polkit.set_allowed([REGISTER])
+        self.world.polkit.set_hang([REGISTER])
+        client.send("RegisterContainer", "uta{sv}", [child, 225, {}])
+        self.world.polkit.wait_hanging(1)
+        os.write(holder, b"go\n")
+        wait_until(lambda: open("/proc/%d/comm" % child).read() == "renamed\n", 10,
+                   "the child to rename itself")
+        self.world.polkit.set_hang([])
+        self.world.polkit.release()
+        self.assertOk(client.receive())
+        checks = [c for c in self.world.polkit.checks() if c["action"] == REGISTER]
+        self.assertEqual([c["details"]["target-comm"] for c in checks], ["sh", "renamed"],
+                         "polkit is asked again about the renamed program")
+        self.assertEqual(self.contid_of(child), 225)
+
     def test_concurrent_registrations_of_one_value(self):
         # Both pass polkit at once; the rules decide at the write, so the
         # second finds the value taken by the first.

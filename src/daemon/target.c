@@ -124,6 +124,16 @@ gboolean ptags_target_adopt_pidfd(PtagsTarget *t, int pidfd, GError **error)
                 return FALSE;
         }
         int pid = ptags_fdinfo_parse_pid(text);
+        /* pidfd_open(..., PIDFD_THREAD) (Linux 6.9) names one thread, shown
+         * as O_EXCL among the file's flags; tags belong to processes. */
+        const char *flags = strstr(text, "flags:");
+        if (pid > 0 && flags != NULL && (g_ascii_strtoull(flags + 6, NULL, 8) & O_EXCL) != 0) {
+                close(pidfd);
+                g_autofree char *hint = thread_hint(pid);
+                g_set_error(error, PTAGS_ERROR, PTAGS_ERROR_NO_SUCH_PROCESS,
+                            "argument pidfd: it names thread %d, not a process%s", pid, hint);
+                return FALSE;
+        }
         if (pid == -2) {
                 close(pidfd);
                 g_set_error(error, G_DBUS_ERROR, G_DBUS_ERROR_INVALID_ARGS,

@@ -135,6 +135,19 @@ static void test_thread_id(void)
         g_assert_error(error, PTAGS_ERROR, PTAGS_ERROR_NO_SUCH_PROCESS);
         g_autofree char *hint = g_strdup_printf("a thread of process %d", (int)getpid());
         g_assert_nonnull(strstr(error->message, hint));
+        g_clear_error(&error);
+
+        /* So is a pidfd of one thread (PIDFD_THREAD, which is O_EXCL, since
+         * Linux 6.9; older kernels cannot make one). */
+        int thread_fd = (int)syscall(SYS_pidfd_open, info.tid, O_EXCL);
+        if (thread_fd < 0) {
+                g_assert_cmpint(errno, ==, EINVAL);
+        } else {
+                g_assert_false(ptags_target_adopt_pidfd(&t, thread_fd, &error));
+                g_assert_error(error, PTAGS_ERROR, PTAGS_ERROR_NO_SUCH_PROCESS);
+                g_assert_nonnull(strstr(error->message, hint));
+                g_clear_error(&error);
+        }
 
         g_mutex_lock(&info.lock);
         info.done = TRUE;

@@ -189,6 +189,19 @@ class BadInputTests(PtagsTestCase):
                     self.assertError(reply, "NoSuchProcess")
         names = [t[0] for t in self.world.get_tags(proc.pid)]
         self.assertIn(names, (["proc"], ["proc", "via-tid"]))
+        # A pidfd of that one thread (PIDFD_THREAD, Linux 6.9) is refused:
+        # the change went to the thread alone.
+        thread_fd = os.pidfd_open(tid, os.O_EXCL)
+        try:
+            for method, sig, args in [("GetTagsFd", "h", [0]),
+                                      ("ApplyFd", "has", [0, ["+via-thread-fd"]])]:
+                with self.subTest(method=method):
+                    reply = self.world.root_call(method, sig, args, fds=[thread_fd])
+                    self.assertError(reply, "NoSuchProcess")
+                    self.assertIn("thread %d" % tid, reply.message)
+        finally:
+            os.close(thread_fd)
+        self.assertNotIn("via-thread-fd", [t[0] for t in self.world.get_tags(proc.pid)])
 
     def test_bad_fds(self):
         def fds_for(label):

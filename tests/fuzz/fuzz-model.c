@@ -177,8 +177,13 @@ static void check_change_before(const ptags_set *s, const ptags_change *c)
                 CHECK(e == NULL);
                 return;
         }
-        CHECK(e != NULL && e->keep == c->old_keep && e->value_len == c->old_value_len &&
-              memcmp(e->value, c->old_value, e->value_len) == 0);
+        CHECK(e != NULL && e->keep == c->old_keep);
+        /* A plan keeps the value only where undo restores it. */
+        if (c->kind == PTAGS_CHANGE_SET_KEEP || c->kind == PTAGS_CHANGE_CLEAR_KEEP)
+                CHECK(c->old_value_len == 0 && c->old_value[0] == '\0');
+        else
+                CHECK(e->value_len == c->old_value_len &&
+                      memcmp(e->value, c->old_value, e->value_len) == 0);
 }
 
 static void check_change_after(const ptags_set *s, const ptags_change *c)

@@ -6,12 +6,22 @@
 # Run one case per meson test, inside `unshare --mount --propagation private`:
 #   test_bus_policy.py BusOwnership.test_only_root_owns_the_name
 
+import json
 import os
+import pwd
+import subprocess
 import sys
+import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from policy_world import BUS_OWN_REJECTION, PolicyTestCase  # noqa: E402
+from policy_world import BUS_OWN_REJECTION, PolicyTestCase, setpriv_argv  # noqa: E402
+import ptags_harness  # noqa: E402,I100  (policy_world put tests/lib on the path)
+
+import gi  # noqa: E402
+
+gi.require_version("GLib", "2.0")
+from gi.repository import GLib  # noqa: E402
 
 NAME = "org.ptags.Manager"
 PATH = "/org/ptags/Manager"
@@ -76,6 +86,54 @@ class BusReadConfirmation(PolicyTestCase):
         for i in range(40):  # 8 MB in all, twice MaxUnreadReplyBytes
             reply = client.call("GetTags", "u", [target])
             self.assertOk(reply, "read %d: %r" % (i, reply))
+
+
+LISTEN = """
+import json, sys
+import gi
+gi.require_version("Gio", "2.0")
+from gi.repository import Gio, GLib
+conn = Gio.DBusConnection.new_for_address_sync(
+    sys.argv[1], Gio.DBusConnectionFlags.AUTHENTICATION_CLIENT |
+    Gio.DBusConnectionFlags.MESSAGE_BUS_CONNECTION, None, None)
+seen = []
+conn.signal_subscribe(None, "org.ptags.Manager", None, None, None, Gio.DBusSignalFlags.NONE,
+                      lambda c, s, p, i, name, params: seen.append(name))
+print("ready", flush=True)
+loop = GLib.MainLoop()
+GLib.io_add_watch(0, GLib.IO_IN | GLib.IO_HUP, lambda *a: loop.quit())
+loop.run()
+print(json.dumps(sorted(set(seen))), flush=True)
+"""
+
+
+class BusContainerSignals(PolicyTestCase):
+    def listener(self, user):
+        prefix = setpriv_argv(pwd.getpwnam(user)) if user != "root" else []
+        proc = self.world.spawn("listener", prefix + [ptags_harness.PYTHON, "-I", "-c", LISTEN,
+                                                      self.world.address],
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        self.assertEqual(proc.stdout.readline().strip(), b"ready")
+        return proc
+
+    def test_container_signals_reach_root_only(self):
+        """ContainerRegistered and ContainerRemoved carry each container's
+        name, owner and leader, which org.ptags.container.inspect guards
+        (GetContainer, ListContainers), yet every user received them."""
+        w = self.world
+        listeners = {user: self.listener(user) for user in ("nobody", "root")}
+        target = w.spawn_target()
+        self.assertOk(w.root_call("AddTag", "usb", [target, "app:x", False]))
+        self.assertOk(w.root_call("RegisterContainer", "uta{sv}",
+                                  [target, 77, {"name": GLib.Variant("s", "web")}]))
+        w.kill(target)
+        time.sleep(1)  # the removal is noticed and signalled
+        seen = {}
+        for user, proc in listeners.items():
+            proc.stdin.close()
+            seen[user] = json.loads(proc.stdout.readline())
+        self.assertEqual(seen["root"], ["ContainerRegistered", "ContainerRemoved", "TagsChanged"])
+        self.assertEqual(seen["nobody"], ["TagsChanged"])
 
 
 class BusDeniedCalls(PolicyTestCase):

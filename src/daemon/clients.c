@@ -22,9 +22,9 @@
  * per uid, and time out, so clients that never answer cannot keep ptagsd
  * from asking polkit or the bus anything. An unanswered ping proves
  * nothing: the replies stay counted and the client is asked again later. */
-#define PINGS_MAX          8u
-#define PINGS_PER_USER     2u
-#define PING_TIMEOUT_MSEC  5000
+#define PINGS_MAX         8u
+#define PINGS_PER_USER    2u
+#define PING_TIMEOUT_MSEC 5000
 
 typedef struct {
         PtagsClientUidFunc done;

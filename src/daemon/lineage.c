@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* Ancestors walked for the descendant rule; pid chains are far shorter. */
 #define MAX_ANCESTRY 4096
@@ -85,6 +86,54 @@ gboolean ptags_lineage_has_children(pid_t pid)
         if (proc != NULL)
                 closedir(proc);
         return any;
+}
+
+/* Append the children of @pid (every thread's) to @out, as the kernel
+ * lists them in task/TID/children; a process or thread that is gone has
+ * none. */
+static void append_children(pid_t pid, GArray *out)
+{
+        g_autofree char *dir_path = g_strdup_printf("/proc/%d/task", (int)pid);
+        DIR *dir = opendir(dir_path);
+
+        for (struct dirent *de; dir != NULL && (de = readdir(dir)) != NULL;) {
+                if (de->d_name[0] == '.')
+                        continue;
+                g_autofree char *path = g_strdup_printf("%s/%s/children", dir_path, de->d_name);
+                g_autofree char *text = NULL;
+                if (!g_file_get_contents(path, &text, NULL, NULL))
+                        continue;
+                for (char *p = text, *end = NULL; *p != '\0'; p = end) {
+                        long child = strtol(p, &end, 10);
+                        if (end == p)
+                                break;
+                        if (child > 0 && child <= G_MAXINT) {
+                                pid_t c = (pid_t)child;
+                                g_array_append_val(out, c);
+                        }
+                }
+        }
+        if (dir != NULL)
+                closedir(dir);
+}
+
+GArray *ptags_lineage_descendants(pid_t pid, guint max, gboolean *complete)
+{
+        GArray *out = g_array_new(FALSE, FALSE, sizeof(pid_t));
+        g_autofree char *probe = g_strdup_printf("/proc/self/task/%d/children", (int)getpid());
+
+        /* Without CONFIG_PROC_CHILDREN no process lists its children. */
+        *complete = g_file_test(probe, G_FILE_TEST_EXISTS);
+        if (!*complete)
+                return out;
+        append_children(pid, out);
+        for (guint i = 0; i < out->len && out->len <= max; i++)
+                append_children(g_array_index(out, pid_t, i), out);
+        if (out->len > max) {
+                g_array_set_size(out, max);
+                *complete = FALSE;
+        }
+        return out;
 }
 
 guint64 ptags_lineage_start_time(pid_t pid)

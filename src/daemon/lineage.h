@@ -15,6 +15,10 @@ gboolean ptags_lineage_is_descendant(pid_t pid, pid_t ancestor);
 guint ptags_lineage_threads(pid_t pid);
 /* True when any thread of @pid has a child. */
 gboolean ptags_lineage_has_children(pid_t pid);
+/* The pids of @pid's descendants, nearest first, at most @max of them
+ * (*@complete FALSE when there were more or some could not be read).
+ * (transfer full: an array of pid_t) */
+GArray *ptags_lineage_descendants(pid_t pid, guint max, gboolean *complete);
 /* The start time (clock ticks since boot) of @pid, 0 when unknown; with the
  * pid it tells a process from a later one that reuses the pid. */
 guint64 ptags_lineage_start_time(pid_t pid);

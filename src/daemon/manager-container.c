@@ -146,6 +146,49 @@ static guint64 contid_of(PtagsService *svc, const PtagsTarget *t)
         return id;
 }
 
+/* The kernel checks that the target has no children and one thread and
+ * writes its ID under its own locks; ptagsd checks, then writes. A thread
+ * started in between gets the ID from the write, which reaches every
+ * thread, but a child forked in between copied the target's ID from before
+ * and would escape the container. So after the write, every descendant is
+ * given the ID it would have inherited had it been forked after the write:
+ * the state the kernel allows, whichever way the race went. Passes repeat
+ * while they find such a descendant (it may have forked meanwhile). */
+#define SETTLE_PASSES      16
+#define SETTLE_DESCENDANTS 4096
+
+static gboolean settle_descendants(PtagsService *svc, const PtagsTarget *target, guint64 contid)
+{
+        for (int pass = 0; pass < SETTLE_PASSES; pass++) {
+                gboolean complete = FALSE;
+                g_autoptr(GArray) kids =
+                        ptags_lineage_descendants(target->pid, SETTLE_DESCENDANTS, &complete);
+                guint settled = 0;
+                for (guint i = 0; i < kids->len; i++) {
+                        pid_t kid = g_array_index(kids, pid_t, i);
+                        PtagsTarget t;
+                        if (!ptags_target_pin_pid(&t, kid, NULL))
+                                continue; /* exited */
+                        /* Read by pid: a pid freed and reused since the
+                         * listing is someone else's, never written. */
+                        if (ptags_lineage_is_descendant(kid, target->pid) &&
+                            ptags_target_alive(&t) && ptags_target_alive(target) &&
+                            contid_of(svc, &t) != contid &&
+                            svc->backend->ops->write_contid(svc->backend, t.pidfd, kid, contid) == 0)
+                                settled++;
+                        ptags_target_clear(&t);
+                }
+                if (!complete)
+                        return FALSE;
+                if (settled == 0)
+                        return TRUE;
+                g_debug("gave audit container ID %" G_GUINT64_FORMAT " to %u processes forked "
+                        "by process %d during its registration",
+                        contid, settled, (int)target->pid);
+        }
+        return FALSE;
+}
+
 /* The model's verdict as the named error. (transfer full) */
 static GError *rule_error(int e, const ptags_contid_facts *f, pid_t pid, guint64 contid)
 {
@@ -283,6 +326,10 @@ static void register_commit(Call *call)
                                 : ptags_errno_error(r, "cannot set the container ID of", pid));
                 return;
         }
+        if (!settle_descendants(svc, &call->target, a->contid))
+                g_warning("process %d kept forking during its registration as audit container "
+                          "%" G_GUINT64_FORMAT ": some of its descendants may lack the ID",
+                          (int)pid, a->contid);
         ptags_registry_watch(c, &call->target);
         PtagsLogContext ctx;
         log_context(call, &ctx);

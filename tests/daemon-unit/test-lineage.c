@@ -47,6 +47,24 @@ static void test_chain(void)
         g_assert_false(ptags_lineage_has_children(grandchild));
         g_assert_cmpuint(ptags_lineage_threads(child), ==, 1);
 
+        /* Descendants, nearest first, bounded. */
+        gboolean complete = FALSE;
+        g_autoptr(GArray) all = ptags_lineage_descendants(child, 16, &complete);
+        g_assert_true(complete);
+        g_assert_cmpuint(all->len, ==, 1);
+        g_assert_cmpint(g_array_index(all, pid_t, 0), ==, grandchild);
+        g_autoptr(GArray) mine = ptags_lineage_descendants(getpid(), 16, &complete);
+        g_assert_true(complete);
+        g_assert_cmpuint(mine->len, ==, 2);
+        g_assert_cmpint(g_array_index(mine, pid_t, 0), ==, child);
+        g_assert_cmpint(g_array_index(mine, pid_t, 1), ==, grandchild);
+        g_autoptr(GArray) cut = ptags_lineage_descendants(getpid(), 1, &complete);
+        g_assert_false(complete);
+        g_assert_cmpuint(cut->len, ==, 1);
+        g_autoptr(GArray) none = ptags_lineage_descendants(grandchild, 16, &complete);
+        g_assert_true(complete);
+        g_assert_cmpuint(none->len, ==, 0);
+
         guint64 start = ptags_lineage_start_time(child);
         g_assert_cmpuint(start, >, 0);
         g_assert_cmpuint(start, ==, ptags_lineage_start_time(child));

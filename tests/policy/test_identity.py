@@ -286,7 +286,7 @@ class ForgedSignal(PolicyTestCase):
 GDB_SCRIPT = """set pagination off
 set confirm off
 handle all nostop noprint pass
-break ptags_bpf_write_tags
+break {function}
 commands
   shell touch {hit}; while [ ! -e {go} ]; do sleep 0.05; done
   delete
@@ -310,7 +310,8 @@ class PidReuseDuringApply(PolicyTestCase):
         armed = os.path.join(w.tmp, "gdb-armed")
         script = os.path.join(w.tmp, "hold.gdb")
         with open(script, "w") as f:
-            f.write(GDB_SCRIPT.format(hit=hit, go=go, armed=armed))
+            f.write(GDB_SCRIPT.format(function="ptags_bpf_write_tags", hit=hit, go=go,
+                                      armed=armed))
         gdb = w.spawn("gdb", ["gdb", "-q", "-nx", "-batch", "-p", str(w.daemon.pid), "-x", script],
                       log_name="gdb.log")
         wait_until(lambda: os.path.exists(armed) or gdb.poll() is not None, 60,
@@ -334,6 +335,66 @@ class PidReuseDuringApply(PolicyTestCase):
         gdb.wait(timeout=30)
         self.assertError(result.get("reply"), ERR + "NoSuchProcess")
         self.assertEqual(w.get_tags(target), [], "the process that reused the pid got the tag")
+
+
+FORKER = """
+import os, sys, time
+sys.stdin.readline()
+child = os.fork()
+if child == 0:
+    time.sleep(600)
+    os._exit(0)
+print(child, flush=True)
+time.sleep(600)
+"""
+
+
+class ForkDuringRegistration(PolicyTestCase):
+    world_options = {}
+
+    def test_a_child_forked_during_registration_carries_the_id(self):
+        """The kernel checks that a process has no children and writes its
+        container ID at once; ptagsd checked, then wrote through BPF, and a
+        child forked in between copied the old ID: it escaped the container
+        its parent was registered in, as a payload racing its registration
+        could arrange."""
+        w = self.world
+        if w.backend != "bpf":
+            raise HarnessError("this test holds ptagsd inside the bpf write: PTAGS_BACKEND=bpf")
+        target = w.spawn("target", [ptags_harness.PYTHON, "-I", "-c", FORKER],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        hit, go = os.path.join(w.tmp, "gdb-hit"), os.path.join(w.tmp, "gdb-go")
+        armed = os.path.join(w.tmp, "gdb-armed")
+        script = os.path.join(w.tmp, "hold.gdb")
+        with open(script, "w") as f:
+            f.write(GDB_SCRIPT.format(function="ptags_bpf_write_contid", hit=hit, go=go,
+                                      armed=armed))
+        gdb = w.spawn("gdb", ["gdb", "-q", "-nx", "-batch", "-p", str(w.daemon.pid), "-x", script],
+                      log_name="gdb.log")
+        wait_until(lambda: os.path.exists(armed) or gdb.poll() is not None, 60,
+                   "gdb to hold a breakpoint in ptagsd")
+        self.assertIsNone(gdb.poll(), w.read_log("gdb.log"))
+
+        result = {}
+        caller = threading.Thread(target=lambda: result.setdefault(
+            "reply", w.call_as(None, NAME, PATH, IFACE, "RegisterContainer", "uta{sv}",
+                               [target.pid, 88, {}])))
+        caller.start()
+        try:
+            # ptagsd has checked that the target has no child and is about
+            # to write: now the target forks.
+            wait_until(lambda: os.path.exists(hit), 20, "ptagsd to reach the bpf write")
+            target.stdin.write(b"fork\n")
+            target.stdin.flush()
+            child = int(target.stdout.readline())
+        finally:
+            open(go, "w").close()
+            caller.join(30)
+        gdb.wait(timeout=30)
+        self.assertOk(result.get("reply"))
+        ids = {pid: w.root_call("GetContainerId", "u", [pid]).value[0]
+               for pid in (target.pid, child)}
+        self.assertEqual(ids, {target.pid: 88, child: 88}, "the child escaped the container")
 
 
 if __name__ == "__main__":

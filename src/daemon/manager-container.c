@@ -174,7 +174,8 @@ static gboolean settle_descendants(PtagsService *svc, const PtagsTarget *target,
                         if (ptags_lineage_is_descendant(kid, target->pid) &&
                             ptags_target_alive(&t) && ptags_target_alive(target) &&
                             contid_of(svc, &t) != contid &&
-                            svc->backend->ops->write_contid(svc->backend, t.pidfd, kid, contid) == 0)
+                            svc->backend->ops->write_contid(svc->backend, t.pidfd, kid, contid) ==
+                                    0)
                                 settled++;
                         ptags_target_clear(&t);
                 }

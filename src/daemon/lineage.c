@@ -108,7 +108,7 @@ static void append_children(pid_t pid, GArray *out)
                         if (end == p)
                                 break;
                         if (child > 0 && child <= G_MAXINT) {
-                                pid_t c = (pid_t)child;
+                                PtagsLineageChild c = {(pid_t)child, pid};
                                 g_array_append_val(out, c);
                         }
                 }
@@ -119,7 +119,7 @@ static void append_children(pid_t pid, GArray *out)
 
 GArray *ptags_lineage_descendants(pid_t pid, guint max, gboolean *complete)
 {
-        GArray *out = g_array_new(FALSE, FALSE, sizeof(pid_t));
+        GArray *out = g_array_new(FALSE, FALSE, sizeof(PtagsLineageChild));
         g_autofree char *probe = g_strdup_printf("/proc/self/task/%d/children", (int)getpid());
 
         /* Without CONFIG_PROC_CHILDREN no process lists its children. */
@@ -128,7 +128,7 @@ GArray *ptags_lineage_descendants(pid_t pid, guint max, gboolean *complete)
                 return out;
         append_children(pid, out);
         for (guint i = 0; i < out->len && out->len <= max; i++)
-                append_children(g_array_index(out, pid_t, i), out);
+                append_children(g_array_index(out, PtagsLineageChild, i).pid, out);
         if (out->len > max) {
                 g_array_set_size(out, max);
                 *complete = FALSE;

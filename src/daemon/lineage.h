@@ -15,9 +15,14 @@ gboolean ptags_lineage_is_descendant(pid_t pid, pid_t ancestor);
 guint ptags_lineage_threads(pid_t pid);
 /* True when any thread of @pid has a child. */
 gboolean ptags_lineage_has_children(pid_t pid);
-/* The pids of @pid's descendants, nearest first, at most @max of them
- * (*@complete FALSE when there were more or some could not be read).
- * (transfer full: an array of pid_t) */
+/* One descendant: its pid and the parent it was listed under. */
+typedef struct {
+        pid_t pid;
+        pid_t parent;
+} PtagsLineageChild;
+/* @pid's descendants, nearest first, at most @max of them (*@complete FALSE
+ * when there were more or the kernel does not list children).
+ * (transfer full: an array of PtagsLineageChild) */
 GArray *ptags_lineage_descendants(pid_t pid, guint max, gboolean *complete);
 /* The start time (clock ticks since boot) of @pid, 0 when unknown; with the
  * pid it tells a process from a later one that reuses the pid. */

@@ -165,17 +165,18 @@ static gboolean settle_descendants(PtagsService *svc, const PtagsTarget *target,
                         ptags_lineage_descendants(target->pid, SETTLE_DESCENDANTS, &complete);
                 guint settled = 0;
                 for (guint i = 0; i < kids->len; i++) {
-                        pid_t kid = g_array_index(kids, pid_t, i);
+                        const PtagsLineageChild *kid = &g_array_index(kids, PtagsLineageChild, i);
                         PtagsTarget t;
-                        if (!ptags_target_pin_pid(&t, kid, NULL))
+                        if (!ptags_target_pin_pid(&t, kid->pid, NULL))
                                 continue; /* exited */
                         /* Read by pid: a pid freed and reused since the
-                         * listing is someone else's, never written. */
-                        if (ptags_lineage_is_descendant(kid, target->pid) &&
+                         * listing is someone else's (another parent), never
+                         * written. One read, however deep the tree. */
+                        if (ptags_lineage_parent(kid->pid) == kid->parent &&
                             ptags_target_alive(&t) && ptags_target_alive(target) &&
                             contid_of(svc, &t) != contid &&
-                            svc->backend->ops->write_contid(svc->backend, t.pidfd, kid, contid) ==
-                                    0)
+                            svc->backend->ops->write_contid(svc->backend, t.pidfd, kid->pid,
+                                                            contid) == 0)
                                 settled++;
                         ptags_target_clear(&t);
                 }

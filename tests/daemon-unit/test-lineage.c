@@ -52,12 +52,13 @@ static void test_chain(void)
         g_autoptr(GArray) all = ptags_lineage_descendants(child, 16, &complete);
         g_assert_true(complete);
         g_assert_cmpuint(all->len, ==, 1);
-        g_assert_cmpint(g_array_index(all, pid_t, 0), ==, grandchild);
+        g_assert_cmpint(g_array_index(all, PtagsLineageChild, 0).pid, ==, grandchild);
+        g_assert_cmpint(g_array_index(all, PtagsLineageChild, 0).parent, ==, child);
         g_autoptr(GArray) mine = ptags_lineage_descendants(getpid(), 16, &complete);
         g_assert_true(complete);
         g_assert_cmpuint(mine->len, ==, 2);
-        g_assert_cmpint(g_array_index(mine, pid_t, 0), ==, child);
-        g_assert_cmpint(g_array_index(mine, pid_t, 1), ==, grandchild);
+        g_assert_cmpint(g_array_index(mine, PtagsLineageChild, 0).pid, ==, child);
+        g_assert_cmpint(g_array_index(mine, PtagsLineageChild, 1).pid, ==, grandchild);
         g_autoptr(GArray) cut = ptags_lineage_descendants(getpid(), 1, &complete);
         g_assert_false(complete);
         g_assert_cmpuint(cut->len, ==, 1);

@@ -600,44 +600,40 @@ gboolean ptags_peer_process_unchanged(const PtagsPeer *peer)
                (now.caps & ~peer->proven.caps) == 0 && ptags_target_alive(&peer->target);
 }
 
-/* Without a ProcessFD from the bus, the pid it reports is that of whoever
- * called connect(). That process may have exited while a child kept the
- * connection, and the pid may now belong to anyone. The pinned process counts
- * as the caller only if it could not have gained anything by the swap: it
- * runs as the bus's uid through and through, with no capability or
- * setuid/setgid gain, and is dumpable (the kernel shows root as the owner of
- * its /proc/PID/status otherwise). Within one uid this is no boundary, and
- * needs none: processes of one uid can already ptrace and signal one
- * another, so being mistaken for a sibling gives nothing the attacker did
- * not have. A process that is not dumpable is the one a uid cannot ptrace,
- * so it does not count. */
-static gboolean peer_process_is_plain(PtagsPeer *peer, const guint32 *gids, gsize n_gids)
-{
-        g_autofree char *status_path = g_strdup_printf("/proc/%d/status", (int)peer->target.pid);
-        g_autofree char *status = NULL;
-
-        if (!g_file_get_contents(status_path, &status, NULL, NULL) ||
-            !ptags_status_is_plain_process_of(status, peer->uid, gids, n_gids) ||
-            !privilege_read(peer->target.pid, &peer->proven) || peer->proven.euid != peer->uid ||
-            peer->proven.status_owner != peer->uid)
-                return FALSE;
-        return ptags_target_alive(&peer->target);
-}
-
-/* The bus's ProcessFD proves which process opened the connection, not what
- * it runs as now: a process that connected and then executed a setuid
- * program keeps its pidfd while a child of it uses the connection. So it
- * counts only while it runs as the connection's uid throughout; its
+/* Whether the process pinned for @peer counts as the connection's, reading
+ * what it may do into peer->proven.
+ *
+ * The bus's ProcessFD (@by_bus) proves which process opened the connection,
+ * not what it runs as now: a process that connected and then executed a
+ * setuid program keeps its pidfd while a child of it uses the connection.
+ * So it counts only while it runs as the connection's uid throughout; its
  * capabilities and dumpability now (file capabilities of its own) are kept
- * as what it may hold. */
-static gboolean peer_process_runs_as_uid(PtagsPeer *peer)
+ * as what it may hold.
+ *
+ * Without a ProcessFD, the pid the bus reports is that of whoever called
+ * connect(). That process may have exited while a child kept the
+ * connection, and the pid may now belong to anyone. The pinned process
+ * counts as the caller only if it could not have gained anything by the
+ * swap: it runs as the bus's uid through and through, with no capability
+ * or setuid/setgid gain, and is dumpable (the kernel shows root as the
+ * owner of its /proc/PID/status otherwise). Within one uid this is no
+ * boundary, and needs none: processes of one uid can already ptrace and
+ * signal one another, so being mistaken for a sibling gives nothing the
+ * attacker did not have. A process that is not dumpable is the one a uid
+ * cannot ptrace, so it does not count. */
+static gboolean peer_process_proven(PtagsPeer *peer, gboolean by_bus, const guint32 *gids,
+                                    gsize n_gids)
 {
         g_autofree char *status_path = g_strdup_printf("/proc/%d/status", (int)peer->target.pid);
         g_autofree char *status = NULL;
 
-        if (!g_file_get_contents(status_path, &status, NULL, NULL) ||
-            (peer->uid != 0 && !status_runs_as(status, peer->uid)) ||
-            !privilege_read(peer->target.pid, &peer->proven))
+        if (!g_file_get_contents(status_path, &status, NULL, NULL))
+                return FALSE;
+        gboolean ok = by_bus ? peer->uid == 0 || status_runs_as(status, peer->uid)
+                             : ptags_status_is_plain_process_of(status, peer->uid, gids, n_gids);
+        if (!ok || !privilege_read(peer->target.pid, &peer->proven))
+                return FALSE;
+        if (!by_bus && (peer->proven.euid != peer->uid || peer->proven.status_owner != peer->uid))
                 return FALSE;
         return ptags_target_alive(&peer->target);
 }
@@ -685,7 +681,7 @@ static void credentials_done(GObject *source, GAsyncResult *res, gpointer user_d
                 int fd = g_unix_fd_list_get(fds, fd_index, NULL);
                 peer->process_known = fd >= 0 &&
                                       ptags_target_adopt_pidfd(&peer->target, fd, NULL) &&
-                                      peer_process_runs_as_uid(peer);
+                                      peer_process_proven(peer, TRUE, NULL, 0);
         } else if (peer->reported_pid > 0 &&
                    ptags_target_pin_pid(&peer->target, peer->reported_pid, NULL)) {
                 g_autoptr(GVariant) groups =
@@ -693,7 +689,7 @@ static void credentials_done(GObject *source, GAsyncResult *res, gpointer user_d
                 gsize n_gids = 0;
                 const guint32 *gids =
                         groups != NULL ? g_variant_get_fixed_array(groups, &n_gids, 4) : NULL;
-                peer->process_known = peer_process_is_plain(peer, gids, n_gids);
+                peer->process_known = peer_process_proven(peer, FALSE, gids, n_gids);
         }
         if (!peer->process_known) {
                 g_debug("the process behind %s (pid %d) is not provably its own: "

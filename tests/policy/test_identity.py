@@ -298,42 +298,53 @@ continue
 """
 
 
+def call_held_in(test, function, method, sig, args, meanwhile):
+    """Call ptagsd as root while gdb holds it at the entry of @function (a
+    bpf write), run @meanwhile() there, then let it go; returns the reply."""
+    w = test.world
+    if w.backend != "bpf":
+        raise HarnessError("this test holds ptagsd inside the bpf write: PTAGS_BACKEND=bpf")
+    hit, go = os.path.join(w.tmp, "gdb-hit"), os.path.join(w.tmp, "gdb-go")
+    armed = os.path.join(w.tmp, "gdb-armed")
+    script = os.path.join(w.tmp, "hold.gdb")
+    with open(script, "w") as f:
+        f.write(GDB_SCRIPT.format(function=function, hit=hit, go=go, armed=armed))
+    gdb = w.spawn("gdb", ["gdb", "-q", "-nx", "-batch", "-p", str(w.daemon.pid), "-x", script],
+                  log_name="gdb.log")
+    wait_until(lambda: os.path.exists(armed) or gdb.poll() is not None, 60,
+               "gdb to hold a breakpoint in ptagsd")
+    test.assertIsNone(gdb.poll(), w.read_log("gdb.log"))
+
+    result = {}
+    caller = threading.Thread(target=lambda: result.setdefault(
+        "reply", w.call_as(None, NAME, PATH, IFACE, method, sig, args)))
+    caller.start()
+    try:
+        wait_until(lambda: os.path.exists(hit), 20, "ptagsd to reach the bpf write")
+        meanwhile()
+    finally:
+        open(go, "w").close()
+        caller.join(30)
+    gdb.wait(timeout=30)
+    return result.get("reply")
+
+
 class PidReuseDuringApply(PolicyTestCase):
     world_options = {}
 
     def test_reused_pid_never_receives_the_tag(self):
         w = self.world
-        if w.backend != "bpf":
-            raise HarnessError("this test holds ptagsd inside the bpf write: PTAGS_BACKEND=bpf")
         target = w.spawn_target(unprivileged=True)
-        hit, go = os.path.join(w.tmp, "gdb-hit"), os.path.join(w.tmp, "gdb-go")
-        armed = os.path.join(w.tmp, "gdb-armed")
-        script = os.path.join(w.tmp, "hold.gdb")
-        with open(script, "w") as f:
-            f.write(GDB_SCRIPT.format(function="ptags_bpf_write_tags", hit=hit, go=go,
-                                      armed=armed))
-        gdb = w.spawn("gdb", ["gdb", "-q", "-nx", "-batch", "-p", str(w.daemon.pid), "-x", script],
-                      log_name="gdb.log")
-        wait_until(lambda: os.path.exists(armed) or gdb.poll() is not None, 60,
-                   "gdb to hold a breakpoint in ptagsd")
-        self.assertIsNone(gdb.poll(), w.read_log("gdb.log"))
 
-        result = {}
-        caller = threading.Thread(target=lambda: result.setdefault(
-            "reply", w.call_as(None, NAME, PATH, IFACE, "AddTag", "usb",
-                               [target, "app:stolen", False])))
-        caller.start()
-        try:
+        def reuse():
             # ptagsd has checked the target and is about to write it: now the
             # target exits, and a root process takes its pid.
-            wait_until(lambda: os.path.exists(hit), 20, "ptagsd to reach the bpf write")
             w.kill(target)
             w.spawn_target_at(target)
-        finally:
-            open(go, "w").close()
-            caller.join(30)
-        gdb.wait(timeout=30)
-        self.assertError(result.get("reply"), ERR + "NoSuchProcess")
+
+        reply = call_held_in(self, "ptags_bpf_write_tags", "AddTag", "usb",
+                             [target, "app:stolen", False], reuse)
+        self.assertError(reply, ERR + "NoSuchProcess")
         self.assertEqual(w.get_tags(target), [], "the process that reused the pid got the tag")
 
 
@@ -359,39 +370,21 @@ class ForkDuringRegistration(PolicyTestCase):
         its parent was registered in, as a payload racing its registration
         could arrange."""
         w = self.world
-        if w.backend != "bpf":
-            raise HarnessError("this test holds ptagsd inside the bpf write: PTAGS_BACKEND=bpf")
         target = w.spawn("target", [ptags_harness.PYTHON, "-I", "-c", FORKER],
                          stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-        hit, go = os.path.join(w.tmp, "gdb-hit"), os.path.join(w.tmp, "gdb-go")
-        armed = os.path.join(w.tmp, "gdb-armed")
-        script = os.path.join(w.tmp, "hold.gdb")
-        with open(script, "w") as f:
-            f.write(GDB_SCRIPT.format(function="ptags_bpf_write_contid", hit=hit, go=go,
-                                      armed=armed))
-        gdb = w.spawn("gdb", ["gdb", "-q", "-nx", "-batch", "-p", str(w.daemon.pid), "-x", script],
-                      log_name="gdb.log")
-        wait_until(lambda: os.path.exists(armed) or gdb.poll() is not None, 60,
-                   "gdb to hold a breakpoint in ptagsd")
-        self.assertIsNone(gdb.poll(), w.read_log("gdb.log"))
+        forked = []
 
-        result = {}
-        caller = threading.Thread(target=lambda: result.setdefault(
-            "reply", w.call_as(None, NAME, PATH, IFACE, "RegisterContainer", "uta{sv}",
-                               [target.pid, 88, {}])))
-        caller.start()
-        try:
+        def fork():
             # ptagsd has checked that the target has no child and is about
             # to write: now the target forks.
-            wait_until(lambda: os.path.exists(hit), 20, "ptagsd to reach the bpf write")
             target.stdin.write(b"fork\n")
             target.stdin.flush()
-            child = int(target.stdout.readline())
-        finally:
-            open(go, "w").close()
-            caller.join(30)
-        gdb.wait(timeout=30)
-        self.assertOk(result.get("reply"))
+            forked.append(int(target.stdout.readline()))
+
+        reply = call_held_in(self, "ptags_bpf_write_contid", "RegisterContainer", "uta{sv}",
+                             [target.pid, 88, {}], fork)
+        self.assertOk(reply)
+        child = forked[0]
         ids = {pid: w.root_call("GetContainerId", "u", [pid]).value[0]
                for pid in (target.pid, child)}
         self.assertEqual(ids, {target.pid: 88, child: 88}, "the child escaped the container")

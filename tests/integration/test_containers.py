@@ -403,7 +403,11 @@ class ContainerTests(ContainerTestCase):
         self.assertOk(client.call("RegisterContainer", "uta{sv}", [child, 200, {}]))
         self.assertEqual(self.contid_of(child), 200)
 
-    def test_target_exec_during_authorization_is_checked_again(self):
+    def register_while_it_changes(self, contid, then, changed, what):
+        """Register a child shell as @contid while polkit hangs; meanwhile
+        the shell runs @then (GATE in it names a FIFO) and @changed(pid)
+        becomes true. Returns the child and the target-comm of every
+        registration check polkit got."""
         gate_dir = tempfile.mkdtemp(dir=self.world.tmp)
         os.chmod(gate_dir, 0o777)
         gate = os.path.join(gate_dir, "go")
@@ -411,21 +415,27 @@ class ContainerTests(ContainerTestCase):
         holder = os.open(gate, os.O_RDWR)
         self.addCleanup(os.close, holder)
         client, child = self.client_with_child(
-            child="exec sh -c 'read go < %s; exec sleep 600'" % gate)
+            child="exec sh -c 'read go < %s; %s'" % (gate, then.replace("GATE", gate)))
         wait_until(lambda: os.readlink("/proc/%d/exe" % child).endswith("sh"), 10,
                    "the child shell")
         self.world.polkit.set_allowed([REGISTER])
         self.world.polkit.set_hang([REGISTER])
-        client.send("RegisterContainer", "uta{sv}", [child, 220, {}])
+        client.send("RegisterContainer", "uta{sv}", [child, contid, {}])
         self.world.polkit.wait_hanging(1)
         os.write(holder, b"go\n")
-        wait_until(lambda: os.readlink("/proc/%d/exe" % child).endswith("sleep"), 10,
-                   "the child to exec sleep")
+        wait_until(lambda: changed(child), 10, what)
         self.world.polkit.set_hang([])
         self.world.polkit.release()
         self.assertOk(client.receive())
         checks = [c for c in self.world.polkit.checks() if c["action"] == REGISTER]
-        self.assertEqual([c["details"]["target-comm"] for c in checks], ["sh", "sleep"],
+        return child, [c["details"]["target-comm"] for c in checks]
+
+    def test_target_exec_during_authorization_is_checked_again(self):
+        child, comms = self.register_while_it_changes(
+            220, "exec sleep 600",
+            lambda pid: os.readlink("/proc/%d/exe" % pid).endswith("sleep"),
+            "the child to exec sleep")
+        self.assertEqual(comms, ["sh", "sleep"],
                          "polkit is asked again about the program that now runs")
         self.assertEqual(self.contid_of(child), 220)
 
@@ -435,29 +445,11 @@ class ContainerTests(ContainerTestCase):
         rules may match on) or its unit while polkit decided was registered
         on the strength of the old one. It is now asked about again, as for
         tag changes."""
-        gate_dir = tempfile.mkdtemp(dir=self.world.tmp)
-        os.chmod(gate_dir, 0o777)
-        gate = os.path.join(gate_dir, "go")
-        os.mkfifo(gate, 0o666)
-        holder = os.open(gate, os.O_RDWR)
-        self.addCleanup(os.close, holder)
-        client, child = self.client_with_child(
-            child="exec sh -c 'read go < %s; printf renamed > /proc/$$/comm; "
-                  "while :; do read x < %s; done'" % (gate, gate))
-        wait_until(lambda: os.readlink("/proc/%d/exe" % child).endswith("sh"), 10,
-                   "the child shell")
-        self.world.polkit.set_allowed([REGISTER])
-        self.world.polkit.set_hang([REGISTER])
-        client.send("RegisterContainer", "uta{sv}", [child, 225, {}])
-        self.world.polkit.wait_hanging(1)
-        os.write(holder, b"go\n")
-        wait_until(lambda: open("/proc/%d/comm" % child).read() == "renamed\n", 10,
-                   "the child to rename itself")
-        self.world.polkit.set_hang([])
-        self.world.polkit.release()
-        self.assertOk(client.receive())
-        checks = [c for c in self.world.polkit.checks() if c["action"] == REGISTER]
-        self.assertEqual([c["details"]["target-comm"] for c in checks], ["sh", "renamed"],
+        child, comms = self.register_while_it_changes(
+            225, "printf renamed > /proc/$$/comm; while :; do read x < GATE; done",
+            lambda pid: open("/proc/%d/comm" % pid).read() == "renamed\n",
+            "the child to rename itself")
+        self.assertEqual(comms, ["sh", "renamed"],
                          "polkit is asked again about the renamed program")
         self.assertEqual(self.contid_of(child), 225)
 

@@ -79,6 +79,17 @@ class StallWorld(PolicyWorld):
                                              % (out.returncode, out.stderr.decode()))
         return json.loads(out.stdout)
 
+    def stuck_readers(self, pid, *args, stdin=None):
+        """stuck_readers.py PID ARGS as nobody, its output piped."""
+        script = os.path.join(self.tmp, "stuck_readers.py")
+        if not os.path.exists(script):
+            shutil.copy(os.path.join(HERE, "stuck_readers.py"), script)
+            os.chmod(script, 0o644)
+        prefix = policy_world.setpriv_argv(policy_world.pwd.getpwnam("nobody"))
+        return self.spawn("stuck", prefix + [ptags_harness.PYTHON, "-I", script, self.address,
+                                             str(pid)] + [str(a) for a in args],
+                          stdin=stdin, stdout=subprocess.PIPE)
+
 
 class StallTestCase(PolicyTestCase):
     stall_options = {}
@@ -133,13 +144,7 @@ class StuckPings(StallTestCase):
         anyone, failed. Pings are now bounded, per uid too, and time out."""
         w = self.world
         target = w.big_target()
-        script = os.path.join(w.tmp, "stuck_readers.py")
-        shutil.copy(os.path.join(HERE, "stuck_readers.py"), script)
-        os.chmod(script, 0o644)
-        prefix = policy_world.setpriv_argv(policy_world.pwd.getpwnam("nobody"))
-        stuck = w.spawn("stuck", prefix + [ptags_harness.PYTHON, "-I", script, w.address,
-                                           str(target), "40"],
-                        stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        stuck = w.stuck_readers(target, 40, stdin=subprocess.PIPE)
         self.assertEqual(stuck.stdout.readline().strip(), b"ready")
         time.sleep(1)  # the pings are sent
         # A caller the shipped rule allows (its tags grant the right).
@@ -159,13 +164,7 @@ class StuckPings(StallTestCase):
         after ptagsd's ping to it timed out."""
         w = self.world
         target = w.big_target()
-        script = os.path.join(w.tmp, "stuck_readers.py")
-        shutil.copy(os.path.join(HERE, "stuck_readers.py"), script)
-        os.chmod(script, 0o644)
-        prefix = policy_world.setpriv_argv(policy_world.pwd.getpwnam("nobody"))
-        reader = w.spawn("stuck", prefix + [ptags_harness.PYTHON, "-I", script, w.address,
-                                            str(target), "40", "6.5"],
-                         stdout=subprocess.PIPE)
+        reader = w.stuck_readers(target, 40, 6.5)
         outcomes = json.loads(reader.stdout.readline())
         self.assertEqual(outcomes[-1].get("error"), "org.ptags.Error.LimitExceeded", outcomes[-1])
         later = json.loads(reader.stdout.readline())

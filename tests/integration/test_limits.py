@@ -438,8 +438,14 @@ class OverBudgetStateTests(LimitWorld):
         self.assertGreater(busy - idle, 8 * 1024, "the burst did not swell ptagsd")
         # Under ASan the heap is ASan's, whose quarantine holds what was
         # freed; the plain build's run (CI runs both) checks the trim.
+        # Without it all the burst took stays (settled == busy); with it
+        # 1.5-5 MB of 12-29 MB does: the objects that live on (ptagsd's
+        # caches, GLib's) were allocated among the burst's buffers and
+        # keep their pages, more of them the longer a slow machine makes
+        # the burst. At least two thirds must come back.
         if not daemon_has_asan(self.world):
-            self.assertLess(settled - idle, 4 * 1024)
+            self.assertLess(settled - idle, (busy - idle) // 3,
+                            "ptagsd kept what its busiest moment took")
 
 
 class PolkitCallTests(LimitWorld):

@@ -196,6 +196,21 @@ for log in logs:
     for r in results(log):
         if r in ("OK", "EXPECTEDFAIL"): passed += 1
         else: failed += 1  # a skipped test is a failure here: CI never passes on skipped work
+# Each failure in a few lines, next to the closing line: where a CI view
+# keeps only the start and the end of the output, the end says what failed.
+for log in logs:
+    if not os.path.exists(log):
+        continue
+    for line in open(log):
+        t = json.loads(line) if line.strip() else {}
+        if t.get("result") in (None, "OK", "EXPECTEDFAIL"):
+            continue
+        out = ((t.get("stdout") or "") + (t.get("stderr") or "")).splitlines()
+        said = [l for l in out if "Error" in l or "error:" in l or "FAIL" in l][-4:]
+        print(f"failed: {t['name']} ({os.path.basename(os.path.dirname(os.path.dirname(log)))}, "
+              f"{t.get('result')}, {t.get('duration', 0):.1f} s)")
+        for l in said or out[-4:]:
+            print("  " + l[:300])
 # As nobody, tests that need root skip by design; the others must pass.
 unpriv = results(sys.argv[4])
 u_ok = sum(r in ("OK", "EXPECTEDFAIL") for r in unpriv)

@@ -30,6 +30,15 @@ struct ptags_task_record {
         __u64 write_token;
 };
 
+/* A task's exec stamp, written only by the exec hooks: odd while an exec
+ * filters the task's record, even once it is done, and never the same
+ * for two execs (it is made from the time). The loader reads it around its
+ * writes: a stamp that changed means an exec overlapped the write, which
+ * replaced the whole record and may have undone the exec's filtering. */
+struct ptags_exec_stamp {
+        __u64 stamp;
+};
+
 /* One task as the find iterator emits it: binary, for the loader only. */
 struct ptags_list_entry {
         __s32 tgid;

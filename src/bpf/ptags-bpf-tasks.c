@@ -206,7 +206,8 @@ static int pidfd_pid(ptags_bpf *b, int pidfd)
 /* Writes the leader of the process @pidfd names, through the pidfd itself:
  * the kernel resolves it to that very task or fails, whatever its pid has
  * become. Marks the record with a fresh write token. */
-static int write_leader(ptags_bpf *b, int pidfd, uint32_t mask, uint64_t set_id, uint64_t contid)
+static int write_leader(ptags_bpf *b, int pidfd, uint32_t mask, uint64_t set_id, uint64_t contid,
+                        uint64_t *set_written)
 {
         struct bpf_map *map = b->skel->maps.task_records;
         struct ptags_task_record rec = {0};
@@ -223,6 +224,7 @@ static int write_leader(ptags_bpf *b, int pidfd, uint32_t mask, uint64_t set_id,
         if (mask & PTAGS_WRITE_CONTID)
                 rec.contid = contid;
         rec.write_token = ++b->write_token;
+        *set_written = rec.set_id;
         r = bpf_map__update_elem(map, &pidfd, sizeof(pidfd), &rec, sizeof(rec),
                                  BPF_ANY | BPF_F_LOCK);
         /* The kernel answers ENOENT for a pidfd whose process is gone. */
@@ -286,12 +288,16 @@ static bool leader_marked(ptags_bpf *b, int pidfd)
                rec.write_token == b->write_token;
 }
 
-static int retag_locked(ptags_bpf *b, int pidfd, uint32_t mask, uint64_t set_id, uint64_t contid)
+/* Writes the record of every thread of the process @pidfd names; *@set_written
+ * is the set its leader holds now (the one given, or the one kept for a
+ * write of the container ID alone). */
+static int retag_once(ptags_bpf *b, int pidfd, uint32_t mask, uint64_t set_id, uint64_t contid,
+                      uint64_t *set_written)
 {
         int tgid = pidfd_pid(b, pidfd);
         if (tgid < 0)
                 return ptags_bpf_fail(b, tgid, "the process has exited");
-        int r = write_leader(b, pidfd, mask, set_id, contid);
+        int r = write_leader(b, pidfd, mask, set_id, contid, set_written);
         if (r < 0)
                 return r;
         /* A process of one thread needs no pass over its threads: its only
@@ -345,13 +351,91 @@ static int retag_locked(ptags_bpf *b, int pidfd, uint32_t mask, uint64_t set_id,
         return n < 0 ? n : 0;
 }
 
-int ptags_bpf_write_tags(ptags_bpf *b, int pidfd, const ptags_set *tags)
+/* The exec stamp of the task @pidfd reaches now (see struct
+ * ptags_exec_stamp); 0 when it has none, or has exited. */
+static int exec_stamp(ptags_bpf *b, int pidfd, uint64_t *out)
+{
+        struct ptags_exec_stamp st = {0};
+        int r = bpf_map__lookup_elem(b->skel->maps.task_execs, &pidfd, sizeof(pidfd), &st,
+                                     sizeof(st), 0);
+        if (r < 0 && r != -ENOENT)
+                return ptags_bpf_fail(b, r, "cannot read an exec stamp: %s", strerror(-r));
+        *out = st.stamp;
+        return 0;
+}
+
+/* The stamp of a task the loader watches that has not exec'd since:
+ * never an exec's (those are made from the time), and never 0, which is
+ * what a task without a stamp reads as. So a mark taken from one task is
+ * never the stamp of another that takes its place by an exec. */
+#define STAMP_WATCHED 1
+
+int ptags_bpf_exec_mark(ptags_bpf *b, int pidfd, uint64_t *out)
+{
+        struct ptags_exec_stamp watched = {.stamp = STAMP_WATCHED};
+        int r = exec_stamp(b, pidfd, out);
+        if (r < 0 || *out != 0)
+                return r;
+        /* Not watched yet: from now on the exec hooks stamp it, whether or
+         * not it holds a record. An exec that stamped it meanwhile is read
+         * back. */
+        r = bpf_map__update_elem(b->skel->maps.task_execs, &pidfd, sizeof(pidfd), &watched,
+                                 sizeof(watched), BPF_NOEXIST);
+        if (r == -EEXIST)
+                return exec_stamp(b, pidfd, out);
+        if (r == -ENOENT || r == -ESRCH)
+                return ptags_bpf_fail(b, -ESRCH, "the process has exited");
+        if (r < 0)
+                return ptags_bpf_fail(b, r, "cannot watch a process's execs: %s", strerror(-r));
+        *out = STAMP_WATCHED;
+        return 0;
+}
+
+/* What an exec leaves of set @id. */
+static uint64_t kept_of(ptags_bpf *b, uint64_t id)
+{
+        const ptags_bpf_set_entry *e =
+                id == PTAGS_SET_EMPTY ? NULL : ptags_bpf_sets_by_id(&b->sets, id);
+        return e ? e->kept_id : PTAGS_SET_EMPTY;
+}
+
+/* A write replaces whole records, so an exec must never fall between what
+ * it was computed from and the write: the exec's filtering would be undone
+ * (tags it dropped come back), and a change meant for the old program
+ * would reach the new one whole. The process's exec stamp, taken with
+ * what the write was computed from (@mark; PTAGS_BPF_NO_MARK: now), tells.
+ * When it changed, the write is ordered before the exec: the set written
+ * is what the exec keeps of it, as the exec's own filtering would have
+ * left it. */
+static int retag_locked(ptags_bpf *b, int pidfd, uint32_t mask, uint64_t set_id, uint64_t contid,
+                        uint64_t mark)
+{
+        uint64_t stamp, written;
+        int r = exec_stamp(b, pidfd, &stamp);
+        if (r < 0)
+                return r;
+        if (mark == PTAGS_BPF_NO_MARK)
+                mark = stamp;
+        else if (stamp != mark && (mask & PTAGS_WRITE_SET))
+                set_id = kept_of(b, set_id);
+        r = retag_once(b, pidfd, mask, set_id, contid, &written);
+        /* An exec during the write itself: the record may be the one
+         * written or what the exec kept of it; the kept part is right for
+         * both. (A second exec keeps it whole: kept sets are kept.) */
+        if (r == 0 && (r = exec_stamp(b, pidfd, &stamp)) == 0 && stamp != mark &&
+            kept_of(b, written) != written)
+                r = retag_once(b, pidfd, mask | PTAGS_WRITE_SET, kept_of(b, written), contid,
+                               &written);
+        return r;
+}
+
+int ptags_bpf_write_tags(ptags_bpf *b, int pidfd, const ptags_set *tags, uint64_t mark)
 {
         uint64_t id;
         pthread_mutex_lock(&b->lock);
         int r = intern_locked(b, tags, &id);
         if (r == 0)
-                r = retag_locked(b, pidfd, PTAGS_WRITE_SET, id, 0);
+                r = retag_locked(b, pidfd, PTAGS_WRITE_SET, id, 0, mark);
         pthread_mutex_unlock(&b->lock);
         return r;
 }
@@ -360,7 +444,7 @@ int ptags_bpf_write_set_id(ptags_bpf *b, int pidfd, uint64_t set_id)
 {
         pthread_mutex_lock(&b->lock);
         int r = set_id == PTAGS_SET_EMPTY || ptags_bpf_sets_by_id(&b->sets, set_id)
-                        ? retag_locked(b, pidfd, PTAGS_WRITE_SET, set_id, 0)
+                        ? retag_locked(b, pidfd, PTAGS_WRITE_SET, set_id, 0, PTAGS_BPF_NO_MARK)
                         : ptags_bpf_fail(b, -EINVAL, "unknown set id %" PRIu64, set_id);
         pthread_mutex_unlock(&b->lock);
         return r;
@@ -371,7 +455,7 @@ int ptags_bpf_write_record(ptags_bpf *b, int pidfd, uint64_t set_id, uint64_t co
         pthread_mutex_lock(&b->lock);
         int r = set_id == PTAGS_SET_EMPTY || ptags_bpf_sets_by_id(&b->sets, set_id)
                         ? retag_locked(b, pidfd, PTAGS_WRITE_SET | PTAGS_WRITE_CONTID, set_id,
-                                       contid)
+                                       contid, PTAGS_BPF_NO_MARK)
                         : ptags_bpf_fail(b, -EINVAL, "unknown set id %" PRIu64, set_id);
         pthread_mutex_unlock(&b->lock);
         return r;
@@ -380,7 +464,7 @@ int ptags_bpf_write_record(ptags_bpf *b, int pidfd, uint64_t set_id, uint64_t co
 int ptags_bpf_write_contid(ptags_bpf *b, int pidfd, uint64_t contid)
 {
         pthread_mutex_lock(&b->lock);
-        int r = retag_locked(b, pidfd, PTAGS_WRITE_CONTID, 0, contid);
+        int r = retag_locked(b, pidfd, PTAGS_WRITE_CONTID, 0, contid, PTAGS_BPF_NO_MARK);
         pthread_mutex_unlock(&b->lock);
         return r;
 }

@@ -100,10 +100,19 @@ int ptags_bpf_read_tags(ptags_bpf *b, pid_t pid, ptags_set **out);
  * pid now belongs to another process. -EAGAIN when a thread other than the
  * leader exec'd during the write (try again). */
 
+/* A mark of the program the process @pidfd names runs: any exec from now
+ * on changes it (watching the process's execs from now on). Taken before
+ * reading the tags a write is computed from, and given to the write. */
+int ptags_bpf_exec_mark(ptags_bpf *b, int pidfd, uint64_t *out);
+/* No mark: a write compares the stamp it finds when it starts. */
+#define PTAGS_BPF_NO_MARK UINT64_MAX
+
 /* Give every thread of the process @pidfd names the set @tags: interns it
  * (and its kept subset, exec map first) and writes the record of each
- * thread. */
-int ptags_bpf_write_tags(ptags_bpf *b, int pidfd, const ptags_set *tags);
+ * thread. When the process exec'd since @mark (or execs during the write),
+ * the write is ordered before that exec: the process gets what the exec
+ * keeps of @tags. */
+int ptags_bpf_write_tags(ptags_bpf *b, int pidfd, const ptags_set *tags, uint64_t mark);
 
 /* Give every thread an already interned set id (tests, restore). */
 int ptags_bpf_write_set_id(ptags_bpf *b, int pidfd, uint64_t set_id);

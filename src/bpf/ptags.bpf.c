@@ -20,6 +20,16 @@ struct {
         __type(value, struct ptags_task_record);
 } task_records SEC(".maps");
 
+/* The exec stamp of each task that holds a record or that the loader
+ * asked to watch (struct ptags_exec_stamp). Not pinned: stamps are only
+ * compared within one loader's life. */
+struct {
+        __uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+        __uint(map_flags, BPF_F_NO_PREALLOC);
+        __type(key, int);
+        __type(value, struct ptags_exec_stamp);
+} task_execs SEC(".maps");
+
 /* Set id -> id of its kept subset; filled by the daemon before the id is
  * given to any task, so an exec never finds a hole (pitfall 6). */
 struct {
@@ -95,16 +105,30 @@ static __always_inline void copy_record(struct task_struct *parent, struct task_
 static __always_inline void exec_filter(struct task_struct *task)
 {
         struct ptags_task_record *rec;
-        __u64 set_id, kept_id, *kept;
+        struct ptags_exec_stamp *st;
+        __u64 set_id, kept_id, *kept, now;
 
         rec = bpf_task_storage_get(&task_records, task, 0, 0);
+        /* A task with a record gets a stamp; one without has nothing to
+         * filter and is stamped only when the loader watches it. */
+        if (rec)
+                st = bpf_task_storage_get(&task_execs, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+        else
+                st = bpf_task_storage_get(&task_execs, task, 0, 0);
+        if (rec && !st)
+                __sync_fetch_and_add(&alloc_failures, 1);
+        now = bpf_ktime_get_ns();
+        /* Odd before the record changes: the record's lock orders this
+         * store before the change for a loader that takes the lock after. */
+        if (st)
+                st->stamp = now * 2 + 1;
         if (!rec)
-                return;
+                goto stamped;
         bpf_spin_lock(&rec->lock);
         set_id = rec->set_id;
         bpf_spin_unlock(&rec->lock);
         if (set_id == PTAGS_SET_EMPTY)
-                return;
+                goto stamped;
 
         kept = bpf_map_lookup_elem(&exec_kept, &set_id);
         if (kept) {
@@ -115,10 +139,14 @@ static __always_inline void exec_filter(struct task_struct *task)
                 __sync_fetch_and_add(&exec_misses, 1);
         }
         bpf_spin_lock(&rec->lock);
-        /* A daemon write that raced the exec wins: it came later. */
+        /* A daemon write that raced the exec wins here; the loader sees the
+         * stamp change and filters what it wrote itself. */
         if (rec->set_id == set_id)
                 rec->set_id = kept_id;
         bpf_spin_unlock(&rec->lock);
+stamped:
+        if (st)
+                st->stamp = now * 2 + 2;
 }
 
 /* --- LSM path: runs inside copy_process, before the child is visible. */

@@ -75,7 +75,24 @@ static int bpf_read(PtagsBackend *b, int pidfd, pid_t pid, ptags_set **out)
         return r;
 }
 
-static int bpf_apply(PtagsBackend *b, int pidfd, pid_t pid, const ptags_plan *plan)
+static int bpf_exec_mark(PtagsBackend *b, int pidfd, guint64 *out)
+{
+        BackendBpf *self = (BackendBpf *)b;
+        uint64_t mark;
+
+        if (pidfd < 0) {
+                *out = PTAGS_NO_EXEC_MARK;
+                return 0;
+        }
+        int r = ptags_bpf_exec_mark(self->bpf, pidfd, &mark);
+        if (r < 0)
+                return r;
+        *out = mark;
+        return 0;
+}
+
+static int bpf_apply(PtagsBackend *b, int pidfd, pid_t pid, const ptags_plan *plan,
+                     guint64 exec_mark)
 {
         BackendBpf *self = (BackendBpf *)b;
 
@@ -84,7 +101,8 @@ static int bpf_apply(PtagsBackend *b, int pidfd, pid_t pid, const ptags_plan *pl
          * pinned process can receive it, never one that reused its pid. */
         if (!ptags_pidfd_running(pidfd))
                 return -ESRCH;
-        int r = ptags_bpf_write_tags(self->bpf, pidfd, ptags_plan_result(plan));
+        G_STATIC_ASSERT(PTAGS_NO_EXEC_MARK == PTAGS_BPF_NO_MARK);
+        int r = ptags_bpf_write_tags(self->bpf, pidfd, ptags_plan_result(plan), exec_mark);
         if (r < 0)
                 g_debug("writing %d: %s", (int)pid, ptags_bpf_last_error(self->bpf));
         return r;
@@ -225,6 +243,7 @@ static const PtagsBackendOps bpf_lsm_ops = {
         .name = "bpf-lsm",
         .read = bpf_read,
         .read_max = bpf_read_max,
+        .exec_mark = bpf_exec_mark,
         .apply = bpf_apply,
         .find = bpf_find,
         .free = bpf_free,
@@ -237,6 +256,7 @@ static const PtagsBackendOps bpf_tracepoint_ops = {
         .name = "bpf-tracepoint",
         .read = bpf_read,
         .read_max = bpf_read_max,
+        .exec_mark = bpf_exec_mark,
         .apply = bpf_apply,
         .find = bpf_find,
         .free = bpf_free,

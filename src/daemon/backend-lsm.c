@@ -129,7 +129,10 @@ static gboolean plan_needs_pages(const ptags_plan *plan)
         return total > PTAGS_WRITE_MAX;
 }
 
-static int lsm_apply(PtagsBackend *b, int pidfd, pid_t pid, const ptags_plan *plan)
+/* @exec_mark is not needed: the kernel applies each line to the set the
+ * process holds when the line is written, and filters at exec itself. */
+static int lsm_apply(PtagsBackend *b, int pidfd, pid_t pid, const ptags_plan *plan,
+                     G_GNUC_UNUSED guint64 exec_mark)
 {
         BackendLsm *self = (BackendLsm *)b;
         g_autofree char *path = attr_path(self, pid);

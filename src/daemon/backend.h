@@ -39,9 +39,18 @@ typedef struct {
          * while the main thread applies changes, and logging nothing (a
          * failure is for the caller to handle). */
         int (*read_max)(PtagsBackend *b, int pidfd, pid_t pid, size_t max_bytes, ptags_set **out);
+        /* Optional, for a backend whose write replaces the whole set: a mark
+         * of the program the pinned process runs, which any exec from now
+         * on changes. Taken around the read a plan is computed from and
+         * given to apply(). 0 and *out, or -errno. */
+        int (*exec_mark)(PtagsBackend *b, int pidfd, guint64 *out);
         /* Apply every change of @plan, all or nothing: 0, or -errno with the
-         * target's tags as they were before the call. */
-        int (*apply)(PtagsBackend *b, int pidfd, pid_t pid, const ptags_plan *plan);
+         * target's tags as they were before the call. @exec_mark: what
+         * exec_mark() gave before the plan's read (PTAGS_NO_EXEC_MARK when
+         * none); a process that exec'd since gets the change ordered before
+         * that exec, so the exec drops what it does not keep. */
+        int (*apply)(PtagsBackend *b, int pidfd, pid_t pid, const ptags_plan *plan,
+                     guint64 exec_mark);
         /* Call @cb for every live process holding a tag that matches the
          * validated @pattern (empty = any tag). 0 or -errno. */
         int (*find)(PtagsBackend *b, const char *pattern, size_t len, PtagsFoundFunc cb,
@@ -83,9 +92,21 @@ static inline int ptags_backend_read(PtagsBackend *b, int pidfd, pid_t pid, ptag
         return b->ops->read(b, pidfd, pid, out);
 }
 
-static inline int ptags_backend_apply(PtagsBackend *b, int pidfd, pid_t pid, const ptags_plan *plan)
+#define PTAGS_NO_EXEC_MARK G_MAXUINT64
+
+static inline int ptags_backend_exec_mark(PtagsBackend *b, int pidfd, guint64 *out)
 {
-        return b->ops->apply(b, pidfd, pid, plan);
+        if (b->ops->exec_mark == NULL) {
+                *out = PTAGS_NO_EXEC_MARK;
+                return 0;
+        }
+        return b->ops->exec_mark(b, pidfd, out);
+}
+
+static inline int ptags_backend_apply(PtagsBackend *b, int pidfd, pid_t pid, const ptags_plan *plan,
+                                      guint64 exec_mark)
+{
+        return b->ops->apply(b, pidfd, pid, plan, exec_mark);
 }
 
 static inline gboolean ptags_backend_has_contids(PtagsBackend *b)

@@ -25,6 +25,7 @@ Call *call_new(PtagsService *svc, GDBusMethodInvocation *invocation)
         call->sender = g_dbus_method_invocation_get_sender(invocation);
         call->method = g_dbus_method_invocation_get_method_name(invocation);
         call->target.pidfd = -1;
+        call->exec_mark = PTAGS_NO_EXEC_MARK;
         call->cancellable = g_cancellable_new();
         return call;
 }
@@ -39,6 +40,7 @@ Call *call_new_in_bus_thread(PtagsService *svc, GDBusMessage *message)
         call->method = g_dbus_message_get_member(message);
         call->in_bus_thread = TRUE;
         call->target.pidfd = -1;
+        call->exec_mark = PTAGS_NO_EXEC_MARK;
         call->cancellable = g_cancellable_new();
         return call;
 }
@@ -149,6 +151,32 @@ gboolean call_read_current(Call *call, GError **error)
                 return FALSE;
         }
         return TRUE;
+}
+
+gboolean call_read_base(Call *call, GError **error)
+{
+        PtagsBackend *backend = call->svc->backend;
+        int pidfd = call->target.pidfd;
+        guint64 after;
+        int r;
+
+        for (int attempt = 0;; attempt++) {
+                if ((r = ptags_backend_exec_mark(backend, pidfd, &call->exec_mark)) < 0)
+                        break;
+                if (!call_read_current(call, error))
+                        return FALSE;
+                if ((r = ptags_backend_exec_mark(backend, pidfd, &after)) < 0)
+                        break;
+                /* Marks that agree: no exec fell between them, so the tags
+                 * read are those of the program the mark names. A process
+                 * that keeps exec'ing keeps a mark older than its tags: its
+                 * change is ordered before an exec it may not have had, and
+                 * gets only what an exec would keep of it. */
+                if (after == call->exec_mark || attempt == 2)
+                        return TRUE;
+        }
+        g_propagate_error(error, ptags_errno_error(r, "cannot read the tags of", call->target.pid));
+        return FALSE;
 }
 
 typedef struct {

@@ -42,6 +42,7 @@ struct _Call {
         PtagsPeer *caller;
         PtagsTarget target;
         ptags_set *current;
+        guint64 exec_mark; /* the target's, when current was read (call_read_base) */
         ptags_plan *plan;
         gboolean rebuilt;
         PtagsProcessInfo checked_info; /* the target as polkit was told about it */
@@ -73,6 +74,9 @@ void call_return(Call *call, GVariant *value);
 gboolean call_may_wait(Call *call);
 /* Read the pinned target's tags into call->current. */
 gboolean call_read_current(Call *call, GError **error);
+/* The same for a change, whose plan is computed from call->current, with
+ * call->exec_mark: the target's exec mark when they were read. */
+gboolean call_read_base(Call *call, GError **error);
 /* Whether call_lookup_peer() knows @bus_name without asking the bus. */
 gboolean call_knows_peer(PtagsService *svc, const char *bus_name);
 /* Look up @bus_name into call->caller (and the target when target_is_caller). */

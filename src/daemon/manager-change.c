@@ -143,7 +143,8 @@ static void change_apply(Call *call)
                 call_fail(call, error);
                 return;
         }
-        int r = ptags_backend_apply(call->svc->backend, call->target.pidfd, pid, call->plan);
+        int r = ptags_backend_apply(call->svc->backend, call->target.pidfd, pid, call->plan,
+                                    call->exec_mark);
         if (r < 0) {
                 error = ptags_errno_error(r, "cannot change the tags of", pid);
                 ptags_log_refused(&ctx, call->plan, error);
@@ -190,7 +191,7 @@ static void change_commit(Call *call)
          * asked about again, with the new details, rather than refused
          * outright: the new program may well be allowed the change. */
         ptags_set *before = g_steal_pointer(&call->current);
-        gboolean same = call_read_current(call, &error) && ptags_set_equal(before, call->current);
+        gboolean same = call_read_base(call, &error) && ptags_set_equal(before, call->current);
         ptags_set_free(before);
         if (error == NULL && same && call->checked_info_valid)
                 same = ptags_process_info_same(&call->target, &call->checked_info, &error);
@@ -317,7 +318,7 @@ static void change_read_and_plan(Call *call)
 {
         GError *error = NULL;
 
-        if (!call_read_current(call, &error) || !change_plan(call, &error)) {
+        if (!call_read_base(call, &error) || !change_plan(call, &error)) {
                 call_fail(call, error);
                 return;
         }

@@ -111,7 +111,7 @@ int main(void)
         ptags_set *tags = NULL;
         const char *text = "app:camera\napp:mic\n@session=42\n";
         if (ptags_set_parse(text, strlen(text), &tags, NULL) != PTAGS_OK ||
-            ptags_bpf_write_tags(bpf, w1_fd, tags) < 0) {
+            ptags_bpf_write_tags(bpf, w1_fd, tags, PTAGS_BPF_NO_MARK) < 0) {
                 fprintf(stderr, "bench-fork: tagging: %s\n", ptags_bpf_last_error(bpf));
                 return 1;
         }
@@ -161,7 +161,7 @@ int main(void)
         ptags_set_parse("retag:b\n", 8, &alt[1], NULL);
         double start = now_ns();
         for (int i = 0; i < 200; i++)
-                if (ptags_bpf_write_tags(bpf, w1_fd, alt[i & 1]) < 0) {
+                if (ptags_bpf_write_tags(bpf, w1_fd, alt[i & 1], PTAGS_BPF_NO_MARK) < 0) {
                         fprintf(stderr, "bench-fork: retag: %s\n", ptags_bpf_last_error(bpf));
                         return 1;
                 }

@@ -179,7 +179,7 @@ static void run(long n_sets)
         for (int i = 0; i < APPLIES; i++) {
                 ptags_set *s = bench_set("apply", i);
                 double start = now_ms();
-                if (ptags_bpf_write_tags(t.bpf, target_fd, s) < 0)
+                if (ptags_bpf_write_tags(t.bpf, target_fd, s, PTAGS_BPF_NO_MARK) < 0)
                         die("apply: %s", ptags_bpf_last_error(t.bpf));
                 apply_ms[i] = now_ms() - start;
                 ptags_set_free(s);
@@ -258,7 +258,7 @@ static void churn(void)
                 if (ptags_set_parse(text, len, &s, NULL) != PTAGS_OK)
                         die("bad churn set");
                 double a = now_ms();
-                if (ptags_bpf_write_tags(t.bpf, target_fd, s) < 0)
+                if (ptags_bpf_write_tags(t.bpf, target_fd, s, PTAGS_BPF_NO_MARK) < 0)
                         die("apply: %s", ptags_bpf_last_error(t.bpf));
                 a = now_ms() - a;
                 apply_max = a > apply_max ? a : apply_max;

@@ -352,7 +352,8 @@ static void test_sigkill(test_instance *t)
                         for (unsigned i = counter;; i++) {
                                 ptags_set *s = random_set(i, rnd() % 4 ? rnd() % 512
                                                                        : rnd() % (256 * 1024));
-                                if (ptags_bpf_write_tags(t->bpf, c_fd[rnd() % TARGETS], s) < 0)
+                                if (ptags_bpf_write_tags(t->bpf, c_fd[rnd() % TARGETS], s,
+                                                         PTAGS_BPF_NO_MARK) < 0)
                                         _exit(2);
                                 ptags_set_free(s);
                                 if (i % 16 == 0 && ptags_bpf_collect(t->bpf, NULL) < 0)
@@ -410,7 +411,7 @@ static void test_bounded(test_instance *t)
         child_spawn(&busy);
         int held_fd = pidfd_of(held.pid), busy_fd = pidfd_of(busy.pid);
         ptags_set *s = random_set(1, 1000);
-        if (ptags_bpf_write_tags(t->bpf, held_fd, s) < 0)
+        if (ptags_bpf_write_tags(t->bpf, held_fd, s, PTAGS_BPF_NO_MARK) < 0)
                 die("tag: %s", ptags_bpf_last_error(t->bpf));
         ptags_set_free(s);
         char journal[512];
@@ -419,7 +420,7 @@ static void test_bounded(test_instance *t)
         off_t max_size = 0;
         for (unsigned i = 0; i < APPLIES; i++) {
                 s = random_set(100 + i, 1000);
-                if (ptags_bpf_write_tags(t->bpf, busy_fd, s) < 0)
+                if (ptags_bpf_write_tags(t->bpf, busy_fd, s, PTAGS_BPF_NO_MARK) < 0)
                         die("apply: %s", ptags_bpf_last_error(t->bpf));
                 ptags_set_free(s);
                 if (ptags_bpf_collect_wanted(t->bpf)) {

@@ -239,7 +239,7 @@ void tag(test_instance *t, pid_t pid, const char *text)
 {
         ptags_set *s = set_from(text);
         int fd = pidfd_of(pid);
-        int r = ptags_bpf_write_tags(t->bpf, fd, s);
+        int r = ptags_bpf_write_tags(t->bpf, fd, s, PTAGS_BPF_NO_MARK);
         close(fd);
         ptags_set_free(s);
         if (r < 0)

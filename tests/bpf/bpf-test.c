@@ -470,12 +470,13 @@ static void test_errors(test_instance *t)
         CHECK(record_of(t, c.pid).set_id == before.set_id, "and nothing changed");
         child_kill(&c);
         ptags_set *s = set_from("x\n");
-        CHECK(ptags_bpf_write_tags(t->bpf, gone_fd, s) == -ESRCH, "a dead process: ESRCH");
+        CHECK(ptags_bpf_write_tags(t->bpf, gone_fd, s, PTAGS_BPF_NO_MARK) == -ESRCH,
+              "a dead process: ESRCH");
         /* Its pid taken by another process: the pidfd still names the dead
          * one, so the newcomer is never written. */
         child_proc reuse;
         if (child_spawn_at(&reuse, gone)) {
-                CHECK(ptags_bpf_write_tags(t->bpf, gone_fd, s) == -ESRCH,
+                CHECK(ptags_bpf_write_tags(t->bpf, gone_fd, s, PTAGS_BPF_NO_MARK) == -ESRCH,
                       "the pid's new owner is not written through the old pidfd");
                 CHECK(!record_of(t, reuse.pid).valid, "and has no record");
                 child_kill(&reuse);

@@ -9,6 +9,7 @@
 import json
 import os
 import pwd
+import re
 import select
 import shutil
 import subprocess
@@ -289,18 +290,32 @@ handle all nostop noprint pass
 break {function}
 commands
   shell touch {hit}; while [ ! -e {go} ]; do sleep 0.05; done
-  delete
-  detach
-  quit
+{after}
 end
+{then}
 shell touch {armed}
 continue
 """
+GDB_LET_GO = """  delete
+  detach
+  quit"""
+# x86-64: a record's update is the call of bpf_map__update_elem with flags
+# BPF_F_LOCK (its 6th argument); the value (4th) holds the set id at offset 8.
+LOCKED_UPDATE = "bpf_map__update_elem if $r9 == 4"
+GDB_PRINT_UPDATE = """break """ + LOCKED_UPDATE + """
+commands
+  printf "update of a record to set %lu\\n", *(unsigned long long *)($rcx + 8)
+  delete
+  detach
+  quit
+end"""
 
 
-def call_held_in(test, function, method, sig, args, meanwhile):
+def call_held_in(test, function, method, sig, args, meanwhile, print_update=False):
     """Call ptagsd as root while gdb holds it at the entry of @function (a
-    bpf write), run @meanwhile() there, then let it go; returns the reply."""
+    bpf write), run @meanwhile() there, then let it go; returns the reply.
+    @print_update: gdb then stays until the next record update and logs the
+    set it writes (see updated_sets)."""
     w = test.world
     if w.backend != "bpf":
         raise HarnessError("this test holds ptagsd inside the bpf write: PTAGS_BACKEND=bpf")
@@ -308,7 +323,9 @@ def call_held_in(test, function, method, sig, args, meanwhile):
     armed = os.path.join(w.tmp, "gdb-armed")
     script = os.path.join(w.tmp, "hold.gdb")
     with open(script, "w") as f:
-        f.write(GDB_SCRIPT.format(function=function, hit=hit, go=go, armed=armed))
+        f.write(GDB_SCRIPT.format(function=function, hit=hit, go=go, armed=armed,
+                                  after="  delete 1\n  continue" if print_update else GDB_LET_GO,
+                                  then=GDB_PRINT_UPDATE if print_update else ""))
     gdb = w.spawn("gdb", ["gdb", "-q", "-nx", "-batch", "-p", str(w.daemon.pid), "-x", script],
                   log_name="gdb.log")
     wait_until(lambda: os.path.exists(armed) or gdb.poll() is not None, 60,
@@ -388,6 +405,76 @@ class ForkDuringRegistration(PolicyTestCase):
         ids = {pid: w.root_call("GetContainerId", "u", [pid]).value[0]
                for pid in (target.pid, child)}
         self.assertEqual(ids, {target.pid: 88, child: 88}, "the child escaped the container")
+
+
+EXECER = """
+import os, sys
+sys.stdin.readline()
+os.execv("/bin/sleep", ["sleep", "600"])
+"""
+
+
+class ExecDuringWrite(PolicyTestCase):
+    """A bpf write replaces the target's whole set. An exec between the read
+    it was computed from and the write (or during the write) had its
+    filtering undone: the tags the exec dropped came back, and a change
+    meant for the old program reached the new one whole. The write is now
+    ordered before the exec: the new program gets what the exec keeps."""
+
+    world_options = {}
+
+    def set_id_of(self, pid):
+        """The set id the pinned task dump shows for process @pid."""
+        with open(os.path.join(self.world.bpf_pin_dir, "tasks")) as f:
+            ids = {int(line.split()[2]) for line in f if int(line.split()[0]) == pid}
+        self.assertEqual(len(ids), 1, ids)
+        return ids.pop()
+
+    def held_while_it_execs(self, function, method, sig, args, print_update=False):
+        """@method on a target holding app:old and app:kept (kept), held in
+        @function while the target execs; returns (reply, tags after)."""
+        w = self.world
+        target = self.target = w.spawn("target", [ptags_harness.PYTHON, "-I", "-c", EXECER],
+                                       stdin=subprocess.PIPE)
+        for tag, keep in (("app:old", False), ("app:kept", True)):
+            self.assertOk(w.root_call("AddTag", "usb", [target.pid, tag, keep]))
+
+        def execute():
+            target.stdin.write(b"exec\n")
+            target.stdin.flush()
+            wait_until(lambda: os.readlink("/proc/%d/exe" % target.pid) == "/usr/bin/sleep",
+                       10, "the target to exec")
+
+        reply = call_held_in(self, function, method, sig, [target.pid] + args, execute,
+                             print_update)
+        return reply, sorted(t[0] for t in w.get_tags(target.pid))
+
+    def test_a_change_read_before_an_exec_is_written_as_before_it(self):
+        # Held at the write's entry: the exec falls after the re-check. The
+        # first record written must already be the filtered one: a new
+        # program that held the whole set for a moment could fork a child
+        # that keeps it.
+        reply, tags = self.held_while_it_execs("ptags_bpf_write_tags", "AddTag", "usb",
+                                               ["app:new", False], print_update=True)
+        self.assertOk(reply)
+        self.assertEqual(tags, ["app:kept"], "the exec's filtering was undone")
+        first = re.search(r"update of a record to set (\d+)", self.world.read_log("gdb.log"))
+        self.assertIsNotNone(first, self.world.read_log("gdb.log"))
+        self.assertEqual(int(first.group(1)), self.set_id_of(self.target.pid),
+                         "the new program held the whole set before it was filtered")
+
+    def test_an_exec_inside_the_write_is_not_undone(self):
+        # Held at the record's update: the exec falls between the write's
+        # read of the record and its update.
+        reply, tags = self.held_while_it_execs(LOCKED_UPDATE, "AddTag", "usb", ["app:new", False])
+        self.assertOk(reply)
+        self.assertEqual(tags, ["app:kept"], "the exec's filtering was undone")
+
+    def test_a_container_id_written_during_an_exec_keeps_its_filtering(self):
+        reply, tags = self.held_while_it_execs(LOCKED_UPDATE, "RegisterContainer", "uta{sv}",
+                                               [77, {}])
+        self.assertOk(reply)
+        self.assertEqual(tags, ["app:kept"], "the exec's filtering was undone")
 
 
 if __name__ == "__main__":

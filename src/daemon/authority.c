@@ -182,6 +182,24 @@ static void user_count_add(GHashTable *table, uid_t uid, int delta)
                 g_hash_table_insert(table, GUINT_TO_POINTER(uid), GUINT_TO_POINTER(n));
 }
 
+gboolean ptags_authority_take_slot(PtagsAuthority *a, uid_t uid, GError **error)
+{
+        if (uid != 0 && user_count(a->batches_per_user, uid) >= a->max_batches_per_user) {
+                g_set_error(error, PTAGS_ERROR, PTAGS_ERROR_LIMIT_EXCEEDED,
+                            "uid %u already has %u calls waiting for polkit, the MaxPolkitCalls "
+                            "limit; wait for their replies",
+                            (unsigned)uid, a->max_batches_per_user);
+                return FALSE;
+        }
+        user_count_add(a->batches_per_user, uid, +1);
+        return TRUE;
+}
+
+void ptags_authority_give_slot(PtagsAuthority *a, uid_t uid)
+{
+        user_count_add(a->batches_per_user, uid, -1);
+}
+
 /* One batch: its checks run concurrently (up to the in-flight limit); the
  * first failure wins. */
 typedef struct {
@@ -222,7 +240,7 @@ static void batch_finish(Batch *b, GError *error)
 {
         if (b->task != NULL) {
                 GTask *task = g_steal_pointer(&b->task);
-                user_count_add(b->owner->batches_per_user, b->uid, -1);
+                ptags_authority_give_slot(b->owner, b->uid);
                 if (b->timeout_id != 0) {
                         g_source_remove(b->timeout_id);
                         b->timeout_id = 0;
@@ -420,11 +438,9 @@ void ptags_authority_check_all_async(PtagsAuthority *a, const char *sender, uid_
         }
         /* Each call waiting here holds its message and plan: a user other
          * than root may have only so many waiting at once. */
-        if (uid != 0 && user_count(a->batches_per_user, uid) >= a->max_batches_per_user) {
-                g_task_return_new_error(task, PTAGS_ERROR, PTAGS_ERROR_LIMIT_EXCEEDED,
-                                        "uid %u already has %u calls waiting for polkit, the "
-                                        "MaxPolkitCalls limit; wait for their replies",
-                                        (unsigned)uid, a->max_batches_per_user);
+        GError *error = NULL;
+        if (!ptags_authority_take_slot(a, uid, &error)) {
+                g_task_return_error(task, error);
                 g_object_unref(task);
                 return;
         }
@@ -438,7 +454,6 @@ void ptags_authority_check_all_async(PtagsAuthority *a, const char *sender, uid_
         b->timeout_seconds = a->timeout_seconds;
         b->owner = a;
         b->uid = uid;
-        user_count_add(a->batches_per_user, uid, +1);
         b->pending = 1;
         if (cancellable != NULL) {
                 b->outer = g_object_ref(cancellable);

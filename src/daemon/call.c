@@ -45,8 +45,11 @@ Call *call_new_in_bus_thread(PtagsService *svc, GDBusMessage *message)
         return call;
 }
 
+static void give_wait_slot(Call *call);
+
 void call_free(Call *call)
 {
+        give_wait_slot(call);
         target_lock_release(call);
         call_end_turn(call);
         if (call->watched && call->svc->leaving != NULL) {
@@ -437,24 +440,40 @@ void target_lock_release(Call *call)
                 g_idle_add(resume_waiting, waiting);
 }
 
+static void give_wait_slot(Call *call)
+{
+        if (call->holds_wait_slot) {
+                call->holds_wait_slot = FALSE;
+                ptags_authority_give_slot(call->svc->authority, call->caller->uid);
+        }
+}
+
 static gboolean resume_waiting(gpointer data)
 {
         GQueue *waiting = data;
         Call *call;
 
-        while ((call = g_queue_pop_head(waiting)) != NULL)
+        while ((call = g_queue_pop_head(waiting)) != NULL) {
+                give_wait_slot(call);
                 call->resume(call);
+        }
         g_queue_free(waiting);
         return G_SOURCE_REMOVE;
 }
 
-gboolean target_lock_wait(Call *call, CallStepFn resume)
+gboolean target_lock_wait(Call *call, CallStepFn resume, GError **error)
 {
         GQueue *waiting =
                 g_hash_table_lookup(call->svc->reauthorizing, GINT_TO_POINTER(call->target.pid));
 
         if (waiting == NULL || call->holds_target_lock || call->caller->uid == 0)
                 return FALSE;
+        /* A call waiting here waits for polkit too (for another call's
+         * check), holding its message and plan: it takes one of its uid's
+         * MaxPolkitCalls places, or that bound would not hold. */
+        if (!ptags_authority_take_slot(call->svc->authority, call->caller->uid, error))
+                return TRUE;
+        call->holds_wait_slot = TRUE;
         g_debug("%s: waiting for a re-authorization on process %d", call->method,
                 (int)call->target.pid);
         call->resume = resume;

@@ -48,6 +48,7 @@ struct _Call {
         PtagsProcessInfo checked_info; /* the target as polkit was told about it */
         gboolean checked_info_valid;
         gboolean holds_target_lock;
+        gboolean holds_wait_slot; /* waits for the lock in a MaxPolkitCalls place */
         CallStepFn resume;        /* what runs once the target lock is free */
         gboolean summarize_lines; /* TagsChanged lists no lines: too many bytes */
         GCancellable *cancellable;
@@ -100,10 +101,12 @@ void call_end_turn(Call *call);
 /* The target's re-authorization lock: while one call asks polkit again
  * about its target, other authorized calls on that target wait.
  * target_lock_wait queues @call (TRUE) when another call holds the lock;
- * @resume runs it once the lock is released (by call_free at the latest). */
+ * @resume runs it once the lock is released (by call_free at the latest).
+ * A call of a uid other than 0 waits in one of its MaxPolkitCalls places:
+ * when none is free, TRUE with LimitExceeded in @error (not queued). */
 void target_lock_take(Call *call);
 void target_lock_release(Call *call);
-gboolean target_lock_wait(Call *call, CallStepFn resume);
+gboolean target_lock_wait(Call *call, CallStepFn resume, GError **error);
 
 /* Cancel @call's cancellable (its pending polkit checks) if its caller
  * leaves the bus before the call ends. */

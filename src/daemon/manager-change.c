@@ -183,7 +183,16 @@ static void change_commit(Call *call)
         GError *error = NULL;
         pid_t pid = call->target.pid;
 
-        if (target_lock_wait(call, change_commit) || !target_still_runs(call))
+        if (target_lock_wait(call, change_commit, &error)) {
+                if (error != NULL) {
+                        PtagsLogContext ctx;
+                        log_context(call, &ctx);
+                        ptags_log_refused(&ctx, call->plan, error);
+                        call_fail(call, error);
+                }
+                return;
+        }
+        if (!target_still_runs(call))
                 return;
         /* Someone may have changed the target while polkit was asked: what
          * was authorized must still be what will be applied, to the program

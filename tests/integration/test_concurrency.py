@@ -8,6 +8,7 @@
 # would let any writer) to change the target behind ptagsd's back.
 
 import os
+import time
 import unittest
 
 from ptags_harness import PtagsTestCase, wait_until
@@ -25,6 +26,49 @@ class TargetWorld(PtagsTestCase):
         super().setUp()
         self.target = self.world.spawn_target(unprivileged=True)
         self.assertOk(self.world.root_call("Apply", "uas", [self.target, ["+app:a", "!app:a=v"]]))
+
+
+class ReauthorizationWaitTests(TargetWorld):
+    world_options = {"daemon_args": ["--max-polkit-calls=4"]}
+
+    def test_calls_waiting_for_a_reauthorization_are_bounded(self):
+        """While one call asks polkit again about its changed target, other
+        authorized calls on that target wait before applying, holding their
+        messages and plans. They waited outside MaxPolkitCalls: while polkit
+        kept the second check waiting (for a password, say), one uid could
+        queue authorized calls without end. They now wait in its places."""
+        polkit = self.world.polkit
+        polkit.set_allowed([ADD, REMOVE])
+        polkit.set_hang([ADD])
+        holder = self.world.spawn_client()
+        holder.send("AddTag", "usb", [self.target, "app:mine", False])
+        polkit.wait_hanging(1)
+        # The target changes while polkit thinks: the call plans again and
+        # asks again, and polkit keeps that check waiting too.
+        self.assertOk(self.world.root_call("Apply", "uas",
+                                           [self.target, ["+r:%02d" % i for i in range(10)]]))
+        polkit.release()
+        wait_until(lambda: len(polkit.checks()) == 2 and polkit.hanging_count() == 1, 10,
+                   "the second check")
+        # The same uid's removals are allowed at once, then wait for it: in
+        # the 3 places its second check leaves free.
+        others = [self.world.spawn_client() for _ in range(10)]
+        for i, client in enumerate(others):
+            client.send("RemoveTag", "us", [self.target, "r:%02d" % i])
+        wait_until(lambda: sum(c.pending() for c in others) >= 7, 15, "7 calls refused")
+        time.sleep(0.3)  # and no more
+        waited = [c for c in others if not c.pending()]
+        self.assertEqual(len(waited), 3, "calls waiting where MaxPolkitCalls leaves 3 places")
+        for client in others:
+            if client not in waited:
+                self.assertError(client.receive(timeout=1), "LimitExceeded")
+        polkit.set_hang([])
+        polkit.release()
+        self.assertOk(holder.receive(timeout=15))
+        for client in waited:
+            self.assertOk(client.receive(timeout=15))
+        self.assertEqual(len([t for t in self.world.get_tags(self.target)
+                              if t[0].startswith("r:")]), 7)
 
 
 class ConcurrencyTests(TargetWorld):

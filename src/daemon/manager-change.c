@@ -64,6 +64,16 @@ static void log_context(Call *call, PtagsLogContext *ctx)
         ctx->method = call->method;
 }
 
+/* Log @call's refusal with @error (transfer full) and fail it. */
+static void change_refuse(Call *call, GError *error)
+{
+        PtagsLogContext ctx;
+
+        log_context(call, &ctx);
+        ptags_log_refused(&ctx, call->plan, error);
+        call_fail(call, error);
+}
+
 /* "argument tag (\"x\")" or "line 3 (\"+x\")": what an error is about. */
 static char *change_label(Call *call, size_t line)
 {
@@ -136,21 +146,18 @@ static void change_apply(Call *call)
         PtagsLogContext ctx;
         pid_t pid = call->target.pid;
 
-        log_context(call, &ctx);
         /* Other processes of the target's user may have grown meanwhile. */
         if (!change_check_budgets(call, BUDGETS_AT_COMMIT, &error)) {
-                ptags_log_refused(&ctx, call->plan, error);
-                call_fail(call, error);
+                change_refuse(call, error);
                 return;
         }
         int r = ptags_backend_apply(call->svc->backend, call->target.pidfd, pid, call->plan,
                                     call->exec_mark);
         if (r < 0) {
-                error = ptags_errno_error(r, "cannot change the tags of", pid);
-                ptags_log_refused(&ctx, call->plan, error);
-                call_fail(call, error);
+                change_refuse(call, ptags_errno_error(r, "cannot change the tags of", pid));
                 return;
         }
+        log_context(call, &ctx);
         ptags_byte_cache_applied(call->svc->byte_cache, pid,
                                  ptags_set_bytes(ptags_plan_result(call->plan)));
         ptags_log_changed(&ctx, call->plan);
@@ -184,12 +191,8 @@ static void change_commit(Call *call)
         pid_t pid = call->target.pid;
 
         if (target_lock_wait(call, change_commit, &error)) {
-                if (error != NULL) {
-                        PtagsLogContext ctx;
-                        log_context(call, &ctx);
-                        ptags_log_refused(&ctx, call->plan, error);
-                        call_fail(call, error);
-                }
+                if (error != NULL)
+                        change_refuse(call, error);
                 return;
         }
         if (!target_still_runs(call))
@@ -241,10 +244,7 @@ static void authorized(GObject *source, GAsyncResult *res, gpointer user_data)
         GError *error = NULL;
 
         if (!ptags_authority_check_all_finish(res, &error)) {
-                PtagsLogContext ctx;
-                log_context(call, &ctx);
-                ptags_log_refused(&ctx, call->plan, error);
-                call_fail(call, error);
+                change_refuse(call, error);
                 return;
         }
         change_commit(call);

@@ -17,6 +17,7 @@
 #include "backend-select.h"
 #include "backend.h"
 #include "budgets.h"
+#include "bus-joins.h"
 #include "log.h"
 #include "manager.h"
 #include "names.h"
@@ -273,6 +274,12 @@ int main(int argc, char **argv)
                proc_root ? ", proc root " : "", proc_root ? proc_root : "");
         fflush(stdout);
 
+        /* Before anyone can call: the joins seen date the callers' connections. */
+        if (!ptags_bus_joins_watch(bus, &error)) {
+                g_printerr("ptagsd: %s\n", error->message);
+                ptags_backend_free(d.backend);
+                return 1;
+        }
         guint trim = g_dbus_connection_add_filter(bus, arm_trim, g_main_context_default(), NULL);
         d.authority = ptags_authority_new((guint)polkit_timeout, limits.polkit_calls);
         ptags_log_set_refusal_budget(limits.refusal_records);
@@ -283,6 +290,7 @@ int main(int argc, char **argv)
                 ptags_authority_free(d.authority);
                 ptags_backend_free(d.backend);
                 g_dbus_connection_remove_filter(bus, trim);
+                ptags_bus_joins_unwatch();
                 return 1;
         }
         d.loop = g_main_loop_new(NULL, FALSE);
@@ -296,6 +304,7 @@ int main(int argc, char **argv)
         g_bus_unown_name(owner);
         g_dbus_connection_remove_filter(bus, trim);
         ptags_service_free(d.service);
+        ptags_bus_joins_unwatch();
         ptags_authority_free(d.authority);
         ptags_backend_free(d.backend);
         g_main_loop_unref(d.loop);

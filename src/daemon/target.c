@@ -6,8 +6,10 @@
 
 #include "target.h"
 
+#include "bus-joins.h"
 #include "cgroup-units.h"
 #include "errors.h"
+#include "lineage.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -620,9 +622,12 @@ gboolean ptags_peer_process_unchanged(const PtagsPeer *peer)
  * boundary, and needs none: processes of one uid can already ptrace and
  * signal one another, so being mistaken for a sibling gives nothing the
  * attacker did not have. A process that is not dumpable is the one a uid
- * cannot ptrace, so it does not count. */
-static gboolean peer_process_proven(PtagsPeer *peer, gboolean by_bus, const guint32 *gids,
-                                    gsize n_gids)
+ * cannot ptrace, so it does not count. But tags tell processes of one uid
+ * apart, and Yama or a sandbox may keep them from tracing each other: so
+ * the process must also have started before the connection joined the bus
+ * (bus-joins.c), which a later process that took the pid did not. */
+static gboolean peer_process_proven(PtagsPeer *peer, const char *unique_name, gboolean by_bus,
+                                    const guint32 *gids, gsize n_gids)
 {
         g_autofree char *status_path = g_strdup_printf("/proc/%d/status", (int)peer->target.pid);
         g_autofree char *status = NULL;
@@ -635,6 +640,11 @@ static gboolean peer_process_proven(PtagsPeer *peer, gboolean by_bus, const guin
                 return FALSE;
         if (!by_bus && (peer->proven.euid != peer->uid || peer->proven.status_owner != peer->uid))
                 return FALSE;
+        /* Nor may it have started after the connection joined the bus: it
+         * would then be a later process that took the opener's pid. */
+        if (!by_bus && !ptags_bus_joins_may_have_opened(unique_name,
+                                                        ptags_lineage_start_time(peer->target.pid)))
+                return FALSE;
         return ptags_target_alive(&peer->target);
 }
 
@@ -644,6 +654,30 @@ static void peer_forget_process(PtagsPeer *peer)
         peer->process_known = FALSE;
 }
 
+typedef struct {
+        char *bus_name;    /* as asked */
+        char *unique_name; /* of the connection that owned it */
+} PeerLookup;
+
+static void peer_lookup_free(PeerLookup *lookup)
+{
+        g_free(lookup->bus_name);
+        g_free(lookup->unique_name);
+        g_free(lookup);
+}
+
+/* The bus could not answer about @bus_name: the process behind it is unknown. */
+static void lookup_failed(GTask *task, const char *bus_name, const GError *error)
+{
+        if (g_error_matches(error, G_DBUS_ERROR, G_DBUS_ERROR_NAME_HAS_NO_OWNER))
+                g_task_return_new_error(task, PTAGS_ERROR, PTAGS_ERROR_NO_SUCH_PROCESS,
+                                        "bus name %s has no owner", bus_name);
+        else
+                g_task_return_new_error(task, PTAGS_ERROR, PTAGS_ERROR_NO_SUCH_PROCESS,
+                                        "cannot identify the process behind %s: %s", bus_name,
+                                        error->message);
+}
+
 static void credentials_done(GObject *source, GAsyncResult *res, gpointer user_data)
 {
         g_autoptr(GTask) task = user_data;
@@ -651,16 +685,11 @@ static void credentials_done(GObject *source, GAsyncResult *res, gpointer user_d
         g_autoptr(GUnixFDList) fds = NULL;
         g_autoptr(GVariant) reply = g_dbus_connection_call_with_unix_fd_list_finish(
                 G_DBUS_CONNECTION(source), &fds, res, &error);
-        const char *bus_name = g_task_get_task_data(task);
+        const PeerLookup *lookup = g_task_get_task_data(task);
+        const char *bus_name = lookup->bus_name;
 
         if (reply == NULL) {
-                if (g_error_matches(error, G_DBUS_ERROR, G_DBUS_ERROR_NAME_HAS_NO_OWNER))
-                        g_task_return_new_error(task, PTAGS_ERROR, PTAGS_ERROR_NO_SUCH_PROCESS,
-                                                "bus name %s has no owner", bus_name);
-                else
-                        g_task_return_new_error(task, PTAGS_ERROR, PTAGS_ERROR_NO_SUCH_PROCESS,
-                                                "cannot identify the process behind %s: %s",
-                                                bus_name, error->message);
+                lookup_failed(task, bus_name, error);
                 return;
         }
 
@@ -681,7 +710,7 @@ static void credentials_done(GObject *source, GAsyncResult *res, gpointer user_d
                 int fd = g_unix_fd_list_get(fds, fd_index, NULL);
                 peer->process_known = fd >= 0 &&
                                       ptags_target_adopt_pidfd(&peer->target, fd, NULL) &&
-                                      peer_process_proven(peer, TRUE, NULL, 0);
+                                      peer_process_proven(peer, lookup->unique_name, TRUE, NULL, 0);
         } else if (peer->reported_pid > 0 &&
                    ptags_target_pin_pid(&peer->target, peer->reported_pid, NULL)) {
                 g_autoptr(GVariant) groups =
@@ -689,7 +718,8 @@ static void credentials_done(GObject *source, GAsyncResult *res, gpointer user_d
                 gsize n_gids = 0;
                 const guint32 *gids =
                         groups != NULL ? g_variant_get_fixed_array(groups, &n_gids, 4) : NULL;
-                peer->process_known = peer_process_proven(peer, FALSE, gids, n_gids);
+                peer->process_known =
+                        peer_process_proven(peer, lookup->unique_name, FALSE, gids, n_gids);
         }
         if (!peer->process_known) {
                 g_debug("the process behind %s (pid %d) is not provably its own: "
@@ -709,18 +739,55 @@ GError *ptags_peer_unknown_error(const PtagsPeer *peer, const char *bus_name, co
                            what, bus_name, (int)peer->reported_pid);
 }
 
+static void ask_credentials(GTask *task)
+{
+        const PeerLookup *lookup = g_task_get_task_data(task);
+
+        g_dbus_connection_call_with_unix_fd_list(
+                G_DBUS_CONNECTION(g_task_get_source_object(task)), "org.freedesktop.DBus",
+                "/org/freedesktop/DBus", "org.freedesktop.DBus", "GetConnectionCredentials",
+                g_variant_new("(s)", lookup->unique_name), G_VARIANT_TYPE("(a{sv})"),
+                G_DBUS_CALL_FLAGS_NONE, -1, NULL, g_task_get_cancellable(task), credentials_done,
+                task);
+}
+
+static void owner_done(GObject *source, GAsyncResult *res, gpointer user_data)
+{
+        GTask *task = user_data;
+        PeerLookup *lookup = g_task_get_task_data(task);
+        g_autoptr(GError) error = NULL;
+        g_autoptr(GVariant) reply =
+                g_dbus_connection_call_finish(G_DBUS_CONNECTION(source), res, &error);
+
+        if (reply == NULL) {
+                lookup_failed(task, lookup->bus_name, error);
+                g_object_unref(task);
+                return;
+        }
+        g_variant_get(reply, "(s)", &lookup->unique_name);
+        ask_credentials(task);
+}
+
 void ptags_peer_lookup_async(GDBusConnection *connection, const char *bus_name,
                              GCancellable *cancellable, GAsyncReadyCallback callback,
                              gpointer user_data)
 {
         GTask *task = g_task_new(connection, cancellable, callback, user_data);
+        PeerLookup *lookup = g_new0(PeerLookup, 1);
 
-        g_task_set_task_data(task, g_strdup(bus_name), g_free);
-        g_dbus_connection_call_with_unix_fd_list(
-                connection, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
-                "GetConnectionCredentials", g_variant_new("(s)", bus_name),
-                G_VARIANT_TYPE("(a{sv})"), G_DBUS_CALL_FLAGS_NONE, -1, NULL, cancellable,
-                credentials_done, task);
+        lookup->bus_name = g_strdup(bus_name);
+        g_task_set_task_data(task, lookup, (GDestroyNotify)peer_lookup_free);
+        if (bus_name[0] == ':') {
+                lookup->unique_name = g_strdup(bus_name);
+                ask_credentials(task);
+                return;
+        }
+        /* A well-known name: its owner's unique name, which tells when the
+         * owner joined the bus. */
+        g_dbus_connection_call(connection, "org.freedesktop.DBus", "/org/freedesktop/DBus",
+                               "org.freedesktop.DBus", "GetNameOwner",
+                               g_variant_new("(s)", bus_name), G_VARIANT_TYPE("(s)"),
+                               G_DBUS_CALL_FLAGS_NONE, -1, cancellable, owner_done, task);
 }
 
 PtagsPeer *ptags_peer_lookup_finish(GAsyncResult *result, GError **error)

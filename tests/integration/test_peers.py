@@ -5,9 +5,30 @@
 # pidfds (GetTagsFd, ApplyFd), each checked to hit the right process.
 
 import os
+import subprocess
 import unittest
 
-from ptags_harness import PtagsTestCase
+from ptags_harness import PYTHON, UNPRIVILEGED, PtagsTestCase
+
+import gi
+
+gi.require_version("Gio", "2.0")
+from gi.repository import Gio, GLib  # noqa: E402
+
+# A peer's unicast NameOwnerChanged to ptagsd: a join of a name far ahead.
+FORGE_JOIN = """
+import sys
+import gi
+gi.require_version("Gio", "2.0")
+from gi.repository import Gio, GLib
+conn = Gio.DBusConnection.new_for_address_sync(
+    sys.argv[1], Gio.DBusConnectionFlags.AUTHENTICATION_CLIENT |
+    Gio.DBusConnectionFlags.MESSAGE_BUS_CONNECTION, None, None)
+name = ":99999.0"
+conn.emit_signal(sys.argv[2], "/org/freedesktop/DBus", "org.freedesktop.DBus",
+                 "NameOwnerChanged", GLib.Variant("(sss)", (name, "", name)))
+conn.flush_sync(None)
+"""
 
 
 class PeerTests(PtagsTestCase):
@@ -47,6 +68,23 @@ class PeerTests(PtagsTestCase):
                 self.assertEqual(got[0], want)
         self.assertTrue(self.assertOk(self.peer.call(
             "PeerHasTag", "ss", [self.other.unique_name, "web:*"]))[0])
+
+    def test_a_forged_join_dates_nothing(self):
+        # Only the bus announces that a connection joined it. A join of a
+        # name far ahead, sent to ptagsd by a peer, would otherwise date
+        # every later connection before its process started, and leave
+        # their processes unknown.
+        w = self.world
+        owner = w.conn.call_sync("org.freedesktop.DBus", "/org/freedesktop/DBus",
+                                 "org.freedesktop.DBus", "GetNameOwner",
+                                 GLib.Variant("(s)", ("org.ptags.Manager",)), None,
+                                 Gio.DBusCallFlags.NONE, 5000, None).unpack()[0]
+        subprocess.run(UNPRIVILEGED + [PYTHON, "-I", "-c", FORGE_JOIN, w.address, owner],
+                       check=True, timeout=30, env=w.child_env())
+        later = w.spawn_client()
+        self.assertOk(w.root_call("AddTag", "usb", [later.pid, "app:later", False]))
+        self.assertTrue(self.assertOk(self.other.call(
+            "PeerHasTag", "ss", [later.unique_name, "app:later"]))[0])
 
     def test_peer_gone(self):
         name = self.peer.unique_name

@@ -657,8 +657,9 @@ class World:
         wait_until(lambda: sleep_sleeps(proc.pid), 10, "target %d to exec sleep" % proc.pid)
         return proc.pid
 
-    def spawn_target_at(self, pid, attempts=100):
-        """A root `sleep 600` target that gets exactly @pid (a freed pid),
+    def spawn_target_at(self, pid, attempts=100, unprivileged=False):
+        """A `sleep 600` target (root's, or nobody's when @unprivileged) that
+        gets exactly @pid (a freed pid),
         for pid-reuse tests: the kernel's next pid is steered through
         /proc/sys/kernel/ns_last_pid. Other forks on the machine may take
         the pid first, so it retries; HarnessError when it never wins."""
@@ -669,9 +670,11 @@ class World:
             for _ in range(attempts):
                 with open(counter, "w") as f:
                     f.write("%d" % (pid - 1))
-                proc = subprocess.Popen(["sleep", "600"], stdin=subprocess.DEVNULL)
+                argv = (UNPRIVILEGED if unprivileged else []) + ["sleep", "600"]
+                proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL)
                 if proc.pid == pid:
                     self._procs.append(("target", proc))
+                    wait_until(lambda: sleep_sleeps(pid), 10, "target %d to exec sleep" % pid)
                     return pid
                 proc.kill()
                 proc.wait(timeout=10)

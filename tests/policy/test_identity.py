@@ -113,6 +113,78 @@ class OrphanedConnection(PolicyTestCase):
         # Reads need no caller identity and still work for this connection.
         self.assertOk(peer.call("GetTags", "u", [root_pid]))
 
+    def test_reused_pid_taken_by_the_same_user_lends_nothing(self):
+        # Processes of one uid differ in their tags (and, under Yama or in a
+        # sandbox, cannot trace one another): a later process of the
+        # attacker's own uid, holding a tag the attacker lacks, must not be
+        # taken for the connection's either.
+        w = self.world
+        peer = OrphanPeer(w)
+        victim = w.spawn_target_at(peer.connector_pid, unprivileged=True)
+        assert_lends_nothing(self, peer, victim)
+        # Next to it, a connection of the same uid whose opener still runs.
+        assert_proven(self, w.spawn_client_as("nobody"))
+
+    def test_connections_older_than_every_join_kept_are_still_dated(self):
+        # ptagsd keeps the last 2048 joins; older connections are dated by
+        # the oldest kept, which is later than their own join.
+        w = self.world
+        client = w.spawn_client_as("nobody")
+        peer = OrphanPeer(w)
+        join_and_leave(w.address, 2100)
+        assert_lends_nothing(self, peer, w.spawn_target_at(peer.connector_pid, unprivileged=True))
+        assert_proven(self, client)
+
+
+def join_and_leave(address, count):
+    """@count connections join the bus and leave it, one after another."""
+    flags = (Gio.DBusConnectionFlags.AUTHENTICATION_CLIENT |
+             Gio.DBusConnectionFlags.MESSAGE_BUS_CONNECTION)
+    for _ in range(count):
+        Gio.DBusConnection.new_for_address_sync(address, flags, None, None).close_sync(None)
+
+
+def assert_lends_nothing(test, peer, victim):
+    """@victim, a process of the attacker's uid that took the pid the bus
+    reports for @peer's connection, is not taken for that connection."""
+    w = test.world
+    test.assertOk(w.root_call("AddTag", "usb", [victim, "app:camera", False]))
+    # A service asking whether this client holds app:camera.
+    test.assertError(w.root_call("PeerHasTag", "ss", [peer.unique_name, "app:camera"]),
+                     ERR + "NoSuchProcess")
+    test.assertError(w.root_call("GetPeerTags", "s", [peer.unique_name]), ERR + "NoSuchProcess")
+    # pid 0 is not the victim, so the "self" rule does not apply to it.
+    test.assertError(peer.call("AddTag", "usb", [0, "app:pwned", False]), ERR + "NoSuchProcess")
+    test.assertError(peer.call("Apply", "uas", [0, ["+app:pwned"]]), ERR + "NoSuchProcess")
+    test.assertEqual(w.get_tags(victim), [("app:camera", False, "")])
+
+
+def assert_proven(test, client):
+    """@client's own process counts as its caller: pid 0 and the "self" rule."""
+    test.assertOk(client.call("AddTag", "usb", [0, "app:mine", False]))
+    reply = test.world.root_call("PeerHasTag", "ss", [client.unique_name, "app:mine"])
+    test.assertOk(reply)
+    test.assertEqual(reply.value, [True])
+
+
+class ConnectionOlderThanPtagsd(PolicyTestCase):
+    # ptagsd is started by the first call to it, so its first callers
+    # always connected before it ran.
+    world_options = {"admin_rules": {"40-self.rules": SELF_RULE}, "with_daemon": False}
+
+    def test_a_process_started_after_ptagsd_did_not_open_an_older_connection(self):
+        w = self.world
+        client = w.spawn_client_as("nobody")
+        first, second = OrphanPeer(w), OrphanPeer(w)
+        w.start_daemon()
+        # Before and after ptagsd has seen any connection join.
+        assert_lends_nothing(self, first, w.spawn_target_at(first.connector_pid, unprivileged=True))
+        later = w.spawn_client_as("nobody")
+        assert_lends_nothing(self, second,
+                             w.spawn_target_at(second.connector_pid, unprivileged=True))
+        assert_proven(self, client)
+        assert_proven(self, later)
+
 
 def status_ids(pid, field):
     with open("/proc/%d/status" % pid) as f:

@@ -484,6 +484,17 @@ import os, sys
 sys.stdin.readline()
 os.execv("/bin/sleep", ["sleep", "600"])
 """
+# The same, but a thread other than the leader execs: it takes the leader's
+# place (and pid), and the leader's exec stamp is no longer the process's.
+THREAD_EXECER = """
+import os, sys, threading
+def execute():
+    sys.stdin.readline()
+    os.execv("/bin/sleep", ["sleep", "600"])
+thread = threading.Thread(target=execute)
+thread.start()
+thread.join()
+"""
 
 
 class ExecDuringWrite(PolicyTestCase):
@@ -502,11 +513,12 @@ class ExecDuringWrite(PolicyTestCase):
         self.assertEqual(len(ids), 1, ids)
         return ids.pop()
 
-    def held_while_it_execs(self, function, method, sig, args, print_update=False):
+    def held_while_it_execs(self, function, method, sig, args, print_update=False,
+                            execer=EXECER):
         """@method on a target holding app:old and app:kept (kept), held in
         @function while the target execs; returns (reply, tags after)."""
         w = self.world
-        target = self.target = w.spawn("target", [ptags_harness.PYTHON, "-I", "-c", EXECER],
+        target = self.target = w.spawn("target", [ptags_harness.PYTHON, "-I", "-c", execer],
                                        stdin=subprocess.PIPE)
         for tag, keep in (("app:old", False), ("app:kept", True)):
             self.assertOk(w.root_call("AddTag", "usb", [target.pid, tag, keep]))
@@ -530,10 +542,21 @@ class ExecDuringWrite(PolicyTestCase):
                                                ["app:new", False], print_update=True)
         self.assertOk(reply)
         self.assertEqual(tags, ["app:kept"], "the exec's filtering was undone")
+        self.assert_first_update_filtered()
+
+    def assert_first_update_filtered(self):
         first = re.search(r"update of a record to set (\d+)", self.world.read_log("gdb.log"))
         self.assertIsNotNone(first, self.world.read_log("gdb.log"))
         self.assertEqual(int(first.group(1)), self.set_id_of(self.target.pid),
                          "the new program held the whole set before it was filtered")
+
+    def test_a_thread_exec_before_the_write_is_not_undone(self):
+        reply, tags = self.held_while_it_execs("ptags_bpf_write_tags", "AddTag", "usb",
+                                               ["app:new", False], print_update=True,
+                                               execer=THREAD_EXECER)
+        self.assertOk(reply)
+        self.assertEqual(tags, ["app:kept"], "the exec's filtering was undone")
+        self.assert_first_update_filtered()
 
     def test_an_exec_inside_the_write_is_not_undone(self):
         # Held at the record's update: the exec falls between the write's

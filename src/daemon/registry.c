@@ -556,9 +556,27 @@ GArray *ptags_namespaces_read(const PtagsTarget *t, GError **error)
 void ptags_registry_forget(PtagsRegistry *r, guint64 contid)
 {
         g_autoptr(GError) error = NULL;
+        PtagsContainer *c = g_hash_table_lookup(r->containers, &contid);
 
-        if (!g_hash_table_remove(r->containers, &contid))
+        if (c == NULL)
                 return;
+        /* A write that failed part way may have given the ID to a process
+         * all the same (the leader, or a child it forked meanwhile). Then
+         * the container stays, so that its ID is never registered twice,
+         * and goes as any other once no process carries it. So it does
+         * when the backend cannot say. */
+        g_autoptr(GHashTable) found = scan_backend(r);
+        if (found == NULL || g_hash_table_contains(found, &contid)) {
+                g_warning("audit container %" G_GUINT64_FORMAT " stays registered: its "
+                          "registration failed, but processes may carry its ID",
+                          contid);
+                if (found == NULL)
+                        container_check(c);
+                else
+                        container_settle(c, found);
+                return;
+        }
+        g_hash_table_remove(r->containers, &contid);
         if (!registry_save(r, &error))
                 g_warning("%s", error->message);
 }

@@ -82,7 +82,8 @@ PtagsContainer *ptags_registry_add(PtagsRegistry *r, guint64 contid, guint64 par
                                    const PtagsTarget *leader, uid_t owner_uid,
                                    const PtagsTarget *owner, const guint8 *uuid, const char *name,
                                    GArray *namespaces, GError **error);
-/* Drop @contid without announcing it (a registration whose write failed). */
+/* Drop @contid without announcing it (a registration whose write failed),
+ * unless processes carry the ID all the same: then it stays. */
 void ptags_registry_forget(PtagsRegistry *r, guint64 contid);
 /* Watch @t (duplicated) as a process of @c (at most
  * PTAGS_REGISTRY_MAX_PINNED are). FALSE when it cannot (no descriptor). */

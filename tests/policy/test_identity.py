@@ -479,6 +479,133 @@ class ForkDuringRegistration(PolicyTestCase):
         self.assertEqual(ids, {target.pid: 88, child: 88}, "the child escaped the container")
 
 
+GDB_TWO_HOLDS = """set pagination off
+set confirm off
+handle all nostop noprint pass
+break {first}
+commands
+  shell touch {hit1}; while [ ! -e {go1} ]; do sleep 0.05; done
+  continue
+end
+break {second}
+commands
+  shell touch {hit2}; while [ ! -e {go2} ]; do sleep 0.05; done
+  delete
+  detach
+  quit
+end
+shell touch {armed}
+continue
+"""
+
+
+def call_held_twice(test, first, second, method, sig, args, at_first, at_second):
+    """Call ptagsd as root while gdb holds it at the entry of @first, then
+    of @second; @at_first() and @at_second() run at each hold. Returns the
+    reply."""
+    w = test.world
+    if w.backend != "bpf":
+        raise HarnessError("this test holds ptagsd inside the bpf write: PTAGS_BACKEND=bpf")
+    files = {k: os.path.join(w.tmp, "gdb-" + k) for k in ("hit1", "go1", "hit2", "go2", "armed")}
+    script = os.path.join(w.tmp, "hold-twice.gdb")
+    with open(script, "w") as f:
+        f.write(GDB_TWO_HOLDS.format(first=first, second=second, **files))
+    gdb = w.spawn("gdb", ["gdb", "-q", "-nx", "-batch", "-p", str(w.daemon.pid), "-x", script],
+                  log_name="gdb.log")
+    wait_until(lambda: os.path.exists(files["armed"]) or gdb.poll() is not None, 60,
+               "gdb to hold a breakpoint in ptagsd")
+    test.assertIsNone(gdb.poll(), w.read_log("gdb.log"))
+    result = {}
+    caller = threading.Thread(target=lambda: result.setdefault(
+        "reply", w.call_as(None, NAME, PATH, IFACE, method, sig, args)))
+    caller.start()
+    try:
+        for hit, go, step in (("hit1", "go1", at_first), ("hit2", "go2", at_second)):
+            wait_until(lambda: os.path.exists(files[hit]), 20, "ptagsd to reach " + hit)
+            try:
+                step()
+            finally:
+                open(files[go], "w").close()
+    finally:
+        for go in ("go1", "go2"):
+            open(files[go], "w").close()
+        caller.join(30)
+    gdb.wait(timeout=30)
+    return result.get("reply")
+
+
+# A process that, on command, starts a thread, forks a child (printing its
+# pid) and has the thread exec sleep, which ends the first thread.
+THREADED_FORKER = """
+import os, sys, threading, time
+go = threading.Event()
+def execute():
+    go.wait()
+    os.execv("/bin/sleep", ["sleep", "600"])
+for line in sys.stdin:
+    if line == "thread\\n":
+        threading.Thread(target=execute).start()
+    elif line == "fork\\n":
+        child = os.fork()
+        if child == 0:
+            time.sleep(600)
+            os._exit(0)
+        print(child, flush=True)
+    elif line == "exec\\n":
+        go.set()
+        time.sleep(600)
+"""
+
+
+class ThreadExecDuringRegistration(PolicyTestCase):
+    world_options = {}
+
+    def test_an_id_a_process_carries_stays_registered(self):
+        """A bpf write of a container ID reaches the leader first, then the
+        other threads. A thread that execs in between takes the leader's
+        place without the ID, and the write failed: ptagsd forgot the
+        container, although a child the leader forked meanwhile carried its
+        ID, so the ID could be registered again by someone else. The kernel
+        writes every thread at once: the exec and the fork come after the
+        write, and both processes carry the ID."""
+        w = self.world
+        target = w.spawn("target", [ptags_harness.PYTHON, "-I", "-c", THREADED_FORKER],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        forked = []
+
+        def send(line):
+            target.stdin.write(line)
+            target.stdin.flush()
+
+        def start_thread():
+            # Checked (one thread, no child), not yet written.
+            send(b"thread\n")
+            wait_until(lambda: len(os.listdir("/proc/%d/task" % target.pid)) == 2, 10,
+                       "the target's second thread")
+
+        def fork_and_exec():
+            # The leader holds the ID; the second thread does not yet.
+            send(b"fork\n")
+            forked.append(int(target.stdout.readline()))
+            send(b"exec\n")
+            wait_until(lambda: os.readlink("/proc/%d/exe" % target.pid) == "/usr/bin/sleep",
+                       10, "the target's thread to exec")
+
+        reply = call_held_twice(self, "ptags_bpf_write_contid", "retag_pass", "RegisterContainer",
+                                "uta{sv}", [target.pid, 88, {}], start_thread, fork_and_exec)
+        child = forked[0]
+        self.assertEqual(w.root_call("GetContainerId", "u", [child]).value[0], 88)
+        # Whatever the reply, an ID a process carries stays registered.
+        self.assertOk(w.root_call("GetContainer", "t", [88]))
+        other = w.spawn_target()
+        self.assertError(w.call_as(None, NAME, PATH, IFACE, "RegisterContainer", "uta{sv}",
+                                   [other, 88, {}]), ERR + "ContainerIdInUse")
+        # As the kernel would have it: the write came first, so it succeeded
+        # and the process after its exec carries the ID too.
+        self.assertOk(reply)
+        self.assertEqual(w.root_call("GetContainerId", "u", [target.pid]).value[0], 88)
+
+
 EXECER = """
 import os, sys
 sys.stdin.readline()

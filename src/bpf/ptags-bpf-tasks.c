@@ -407,6 +407,8 @@ static uint64_t kept_of(ptags_bpf *b, uint64_t id)
  * When it changed, the write is ordered before the exec: the set written
  * is what the exec keeps of it, as the exec's own filtering would have
  * left it. */
+#define RETAG_TRIES 3
+
 static int retag_locked(ptags_bpf *b, int pidfd, uint32_t mask, uint64_t set_id, uint64_t contid,
                         uint64_t mark)
 {
@@ -419,6 +421,15 @@ static int retag_locked(ptags_bpf *b, int pidfd, uint32_t mask, uint64_t set_id,
         else if (stamp != mark && (mask & PTAGS_WRITE_SET))
                 set_id = kept_of(b, set_id);
         r = retag_once(b, pidfd, mask, set_id, contid, &written);
+        /* A thread that exec'd after the leader was written took its place
+         * unwritten (-EAGAIN). The kernel writes every thread at once, so
+         * there the exec comes after the write: the new leader gets what
+         * the exec keeps of it, as children the old leader forked
+         * meanwhile already carry the write. */
+        for (int i = 1; r == -EAGAIN && i < RETAG_TRIES; i++)
+                r = retag_once(b, pidfd, mask,
+                               (mask & PTAGS_WRITE_SET) ? kept_of(b, set_id) : set_id, contid,
+                               &written);
         /* An exec during the write itself: the record may be the one
          * written or what the exec kept of it; the kept part is right for
          * both. (A second exec keeps it whole: kept sets are kept.) */

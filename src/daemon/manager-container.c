@@ -238,9 +238,6 @@ static GError *rule_error(int e, const ptags_contid_facts *f, pid_t pid, guint64
 
 /* ---------------------------------------------------------- registration */
 
-/* Writes of one registration that a thread's exec may interrupt. */
-#define WRITE_TRIES 3
-
 static void register_commit(Call *call)
 {
         PtagsService *svc = call->svc;
@@ -320,13 +317,6 @@ static void register_commit(Call *call)
                 }
         }
         int r = svc->backend->ops->write_contid(svc->backend, call->target.pidfd, pid, a->contid);
-        /* A thread that exec'd during a bpf write took the leader's place
-         * before the other threads were written (-EAGAIN). The kernel
-         * writes every thread at once, so the exec came after the write:
-         * write again. */
-        for (int i = 1; r == -EAGAIN && i < WRITE_TRIES; i++)
-                r = svc->backend->ops->write_contid(svc->backend, call->target.pidfd, pid,
-                                                    a->contid);
         if (r < 0) {
                 if (existing == NULL)
                         ptags_registry_forget(svc->registry, a->contid);

@@ -557,6 +557,27 @@ for line in sys.stdin:
 """
 
 
+def start_thread(target):
+    """THREADED_FORKER @target starts its second thread."""
+    target.stdin.write(b"thread\n")
+    target.stdin.flush()
+    wait_until(lambda: len(os.listdir("/proc/%d/task" % target.pid)) == 2, 10,
+               "the target's second thread")
+
+
+def fork_and_exec(target):
+    """THREADED_FORKER @target forks a child, then its second thread execs
+    sleep; returns the child's pid."""
+    target.stdin.write(b"fork\n")
+    target.stdin.flush()
+    child = int(target.stdout.readline())
+    target.stdin.write(b"exec\n")
+    target.stdin.flush()
+    wait_until(lambda: os.readlink("/proc/%d/exe" % target.pid) == "/usr/bin/sleep",
+               10, "the target's thread to exec")
+    return child
+
+
 class ThreadExecDuringRegistration(PolicyTestCase):
     world_options = {}
 
@@ -572,27 +593,11 @@ class ThreadExecDuringRegistration(PolicyTestCase):
         target = w.spawn("target", [ptags_harness.PYTHON, "-I", "-c", THREADED_FORKER],
                          stdin=subprocess.PIPE, stdout=subprocess.PIPE)
         forked = []
-
-        def send(line):
-            target.stdin.write(line)
-            target.stdin.flush()
-
-        def start_thread():
-            # Checked (one thread, no child), not yet written.
-            send(b"thread\n")
-            wait_until(lambda: len(os.listdir("/proc/%d/task" % target.pid)) == 2, 10,
-                       "the target's second thread")
-
-        def fork_and_exec():
-            # The leader holds the ID; the second thread does not yet.
-            send(b"fork\n")
-            forked.append(int(target.stdout.readline()))
-            send(b"exec\n")
-            wait_until(lambda: os.readlink("/proc/%d/exe" % target.pid) == "/usr/bin/sleep",
-                       10, "the target's thread to exec")
-
+        # Held when checked (one thread, no child), then when the leader
+        # holds the ID and the second thread not yet.
         reply = call_held_twice(self, "ptags_bpf_write_contid", "retag_pass", "RegisterContainer",
-                                "uta{sv}", [target.pid, 88, {}], start_thread, fork_and_exec)
+                                "uta{sv}", [target.pid, 88, {}], lambda: start_thread(target),
+                                lambda: forked.append(fork_and_exec(target)))
         child = forked[0]
         self.assertEqual(w.root_call("GetContainerId", "u", [child]).value[0], 88)
         # Whatever the reply, an ID a process carries stays registered.
@@ -676,6 +681,27 @@ class ExecDuringWrite(PolicyTestCase):
         self.assertIsNotNone(first, self.world.read_log("gdb.log"))
         self.assertEqual(int(first.group(1)), self.set_id_of(self.target.pid),
                          "the new program held the whole set before it was filtered")
+
+    def test_a_thread_exec_inside_the_write_comes_after_it(self):
+        # The target starts a thread after ptagsd's last look; once the
+        # leader is written, it forks a child and that thread execs. The
+        # kernel would write, then fork, then exec: the change succeeds, the
+        # child holds it, the new program what the exec keeps of it.
+        w = self.world
+        target = self.target = w.spawn("target", [ptags_harness.PYTHON, "-I", "-c",
+                                                  THREADED_FORKER],
+                                       stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        for tag, keep in (("app:old", False), ("app:kept", True)):
+            self.assertOk(w.root_call("AddTag", "usb", [target.pid, tag, keep]))
+        forked = []
+        reply = call_held_twice(self, "ptags_bpf_write_tags", "retag_pass", "AddTag", "usb",
+                                [target.pid, "app:new", False],
+                                lambda: start_thread(target),
+                                lambda: forked.append(fork_and_exec(target)))
+        self.assertEqual(sorted(t[0] for t in w.get_tags(forked[0])),
+                         ["app:kept", "app:new", "app:old"])
+        self.assertEqual(sorted(t[0] for t in w.get_tags(target.pid)), ["app:kept"])
+        self.assertOk(reply)
 
     def test_a_thread_exec_before_the_write_is_not_undone(self):
         reply, tags = self.held_while_it_execs("ptags_bpf_write_tags", "AddTag", "usb",

@@ -388,17 +388,25 @@ def call_held_in(test, function, method, sig, args, meanwhile, print_update=Fals
     bpf write), run @meanwhile() there, then let it go; returns the reply.
     @print_update: gdb then stays until the next record update and logs the
     set it writes (see updated_sets)."""
+    hit, go, armed = (os.path.join(test.world.tmp, "gdb-" + k) for k in ("hit", "go", "armed"))
+    script = GDB_SCRIPT.format(function=function, hit=hit, go=go, armed=armed,
+                               after="  delete 1\n  continue" if print_update else GDB_LET_GO,
+                               then=GDB_PRINT_UPDATE if print_update else "")
+    return call_under_gdb(test, script, armed, method, sig, args, [(hit, go, meanwhile)])
+
+
+def call_under_gdb(test, script, armed, method, sig, args, holds):
+    """Attach gdb to ptagsd with @script, which touches @armed once its
+    breakpoints are set, and call @method as root. At each (hit, go, step)
+    of @holds, in order: wait for gdb to touch hit, run step(), touch go.
+    Returns the reply."""
     w = test.world
     if w.backend != "bpf":
         raise HarnessError("this test holds ptagsd inside the bpf write: PTAGS_BACKEND=bpf")
-    hit, go = os.path.join(w.tmp, "gdb-hit"), os.path.join(w.tmp, "gdb-go")
-    armed = os.path.join(w.tmp, "gdb-armed")
-    script = os.path.join(w.tmp, "hold.gdb")
-    with open(script, "w") as f:
-        f.write(GDB_SCRIPT.format(function=function, hit=hit, go=go, armed=armed,
-                                  after="  delete 1\n  continue" if print_update else GDB_LET_GO,
-                                  then=GDB_PRINT_UPDATE if print_update else ""))
-    gdb = w.spawn("gdb", ["gdb", "-q", "-nx", "-batch", "-p", str(w.daemon.pid), "-x", script],
+    path = os.path.join(w.tmp, "hold.gdb")
+    with open(path, "w") as f:
+        f.write(script)
+    gdb = w.spawn("gdb", ["gdb", "-q", "-nx", "-batch", "-p", str(w.daemon.pid), "-x", path],
                   log_name="gdb.log")
     wait_until(lambda: os.path.exists(armed) or gdb.poll() is not None, 60,
                "gdb to hold a breakpoint in ptagsd")
@@ -409,10 +417,16 @@ def call_held_in(test, function, method, sig, args, meanwhile, print_update=Fals
         "reply", w.call_as(None, NAME, PATH, IFACE, method, sig, args)))
     caller.start()
     try:
-        wait_until(lambda: os.path.exists(hit), 20, "ptagsd to reach the bpf write")
-        meanwhile()
+        for hit, go, step in holds:
+            wait_until(lambda: os.path.exists(hit), 20,
+                       "ptagsd to reach " + os.path.basename(hit))
+            try:
+                step()
+            finally:
+                open(go, "w").close()
     finally:
-        open(go, "w").close()
+        for _hit, go, _step in holds:
+            open(go, "w").close()
         caller.join(30)
     gdb.wait(timeout=30)
     return result.get("reply")
@@ -503,35 +517,11 @@ def call_held_twice(test, first, second, method, sig, args, at_first, at_second)
     """Call ptagsd as root while gdb holds it at the entry of @first, then
     of @second; @at_first() and @at_second() run at each hold. Returns the
     reply."""
-    w = test.world
-    if w.backend != "bpf":
-        raise HarnessError("this test holds ptagsd inside the bpf write: PTAGS_BACKEND=bpf")
-    files = {k: os.path.join(w.tmp, "gdb-" + k) for k in ("hit1", "go1", "hit2", "go2", "armed")}
-    script = os.path.join(w.tmp, "hold-twice.gdb")
-    with open(script, "w") as f:
-        f.write(GDB_TWO_HOLDS.format(first=first, second=second, **files))
-    gdb = w.spawn("gdb", ["gdb", "-q", "-nx", "-batch", "-p", str(w.daemon.pid), "-x", script],
-                  log_name="gdb.log")
-    wait_until(lambda: os.path.exists(files["armed"]) or gdb.poll() is not None, 60,
-               "gdb to hold a breakpoint in ptagsd")
-    test.assertIsNone(gdb.poll(), w.read_log("gdb.log"))
-    result = {}
-    caller = threading.Thread(target=lambda: result.setdefault(
-        "reply", w.call_as(None, NAME, PATH, IFACE, method, sig, args)))
-    caller.start()
-    try:
-        for hit, go, step in (("hit1", "go1", at_first), ("hit2", "go2", at_second)):
-            wait_until(lambda: os.path.exists(files[hit]), 20, "ptagsd to reach " + hit)
-            try:
-                step()
-            finally:
-                open(files[go], "w").close()
-    finally:
-        for go in ("go1", "go2"):
-            open(files[go], "w").close()
-        caller.join(30)
-    gdb.wait(timeout=30)
-    return result.get("reply")
+    f = {k: os.path.join(test.world.tmp, "gdb-" + k) for k in ("hit1", "go1", "hit2", "go2",
+                                                                "armed")}
+    script = GDB_TWO_HOLDS.format(first=first, second=second, **f)
+    return call_under_gdb(test, script, f["armed"], method, sig, args,
+                          [(f["hit1"], f["go1"], at_first), (f["hit2"], f["go2"], at_second)])
 
 
 # A process that, on command, starts a thread, forks a child (printing its
@@ -557,6 +547,15 @@ for line in sys.stdin:
 """
 
 
+def runs_sleep(pid):
+    """Whether process @pid runs sleep. While a thread other than the
+    leader execs, the process has no executable for a moment."""
+    try:
+        return os.readlink("/proc/%d/exe" % pid) == "/usr/bin/sleep"
+    except FileNotFoundError:
+        return False
+
+
 def start_thread(target):
     """THREADED_FORKER @target starts its second thread."""
     target.stdin.write(b"thread\n")
@@ -573,8 +572,7 @@ def fork_and_exec(target):
     child = int(target.stdout.readline())
     target.stdin.write(b"exec\n")
     target.stdin.flush()
-    wait_until(lambda: os.readlink("/proc/%d/exe" % target.pid) == "/usr/bin/sleep",
-               10, "the target's thread to exec")
+    wait_until(lambda: runs_sleep(target.pid), 10, "the target's thread to exec")
     return child
 
 
@@ -658,8 +656,7 @@ class ExecDuringWrite(PolicyTestCase):
         def execute():
             target.stdin.write(b"exec\n")
             target.stdin.flush()
-            wait_until(lambda: os.readlink("/proc/%d/exe" % target.pid) == "/usr/bin/sleep",
-                       10, "the target to exec")
+            wait_until(lambda: runs_sleep(target.pid), 10, "the target to exec")
 
         reply = call_held_in(self, function, method, sig, [target.pid] + args, execute,
                              print_update)

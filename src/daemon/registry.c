@@ -436,36 +436,83 @@ static PtagsContainer *container_from_group(PtagsRegistry *r, GKeyFile *kf, cons
         return c;
 }
 
+/* The first of @pids still running (a zombie's record outlives its exit);
+ * 0 when none. */
+static pid_t first_running(GArray *pids)
+{
+        for (guint i = 0; i < pids->len; i++) {
+                PtagsTarget t = {0, -1};
+                pid_t pid = g_array_index(pids, pid_t, i);
+                gboolean running = ptags_target_pin_pid(&t, pid, NULL) && !exited(t.pidfd);
+                ptags_target_clear(&t);
+                if (running)
+                        return pid;
+        }
+        return 0;
+}
+
+/* An entry for each ID processes carry that the registry does not name
+ * (it was removed, or could not be read): the ID stays in use, by a
+ * registrant nobody knows, so nobody may register it anew until its last
+ * process exits. Returns how many. */
+static guint adopt_unnamed(PtagsRegistry *r, GHashTable *found)
+{
+        GHashTableIter it;
+        gpointer key, value;
+        guint n = 0;
+
+        g_hash_table_iter_init(&it, found);
+        while (g_hash_table_iter_next(&it, &key, &value)) {
+                guint64 contid = *(guint64 *)key;
+                pid_t leader;
+                if (g_hash_table_contains(r->containers, &contid) ||
+                    (leader = first_running(value)) == 0)
+                        continue;
+                PtagsContainer *c = container_new(r, contid);
+                c->leader = leader;
+                c->owner_uid = PTAGS_REGISTRY_OWNER_UNKNOWN;
+                g_hash_table_replace(r->containers, &c->contid, c);
+                g_warning("audit container %" G_GUINT64_FORMAT " is carried by process %d but "
+                          "missing from the registry: kept in use, registrant unknown",
+                          contid, (int)c->leader);
+                n++;
+        }
+        return n;
+}
+
 void ptags_registry_load(PtagsRegistry *r)
 {
         g_autoptr(GKeyFile) kf = g_key_file_new();
         g_autoptr(GError) error = NULL;
 
-        if (!g_key_file_load_from_file(kf, r->path, G_KEY_FILE_NONE, &error)) {
-                if (!g_error_matches(error, G_FILE_ERROR, G_FILE_ERROR_NOENT))
-                        g_warning("cannot read the container registry %s: %s", r->path,
-                                  error->message);
-                return;
-        }
-        g_auto(GStrv) groups = g_key_file_get_groups(kf, NULL);
-        for (size_t i = 0; groups[i] != NULL; i++) {
-                PtagsContainer *c = container_from_group(r, kf, groups[i]);
-                if (c == NULL) {
-                        g_warning("%s: ignoring bad group [%s]", r->path, groups[i]);
-                        continue;
+        if (g_key_file_load_from_file(kf, r->path, G_KEY_FILE_NONE, &error)) {
+                g_auto(GStrv) groups = g_key_file_get_groups(kf, NULL);
+                for (size_t i = 0; groups[i] != NULL; i++) {
+                        PtagsContainer *c = container_from_group(r, kf, groups[i]);
+                        if (c == NULL) {
+                                g_warning("%s: ignoring bad group [%s]", r->path, groups[i]);
+                                continue;
+                        }
+                        g_hash_table_replace(r->containers, &c->contid, c);
                 }
-                g_hash_table_replace(r->containers, &c->contid, c);
+        } else if (!g_error_matches(error, G_FILE_ERROR, G_FILE_ERROR_NOENT)) {
+                g_warning("cannot read the container registry %s: %s", r->path, error->message);
         }
-        if (g_hash_table_size(r->containers) == 0)
-                return;
-        /* One scan finds the processes of every container at once. */
+        /* One scan finds the processes of every container at once, and the
+         * IDs in use that the registry lost. */
         g_autoptr(GHashTable) found = scan_backend(r);
         if (found == NULL)
                 return;
+        guint adopted = adopt_unnamed(r, found);
         g_autoptr(GPtrArray) all = ptags_registry_list(r);
         for (guint i = 0; i < all->len; i++)
                 container_settle(all->pdata[i], found);
-        g_message("container registry: %u live containers", g_hash_table_size(r->containers));
+        g_clear_error(&error);
+        if (adopted > 0 && !registry_save(r, &error))
+                g_warning("%s", error->message);
+        if (g_hash_table_size(r->containers) > 0)
+                g_message("container registry: %u live containers",
+                          g_hash_table_size(r->containers));
 }
 
 PtagsContainer *ptags_registry_add(PtagsRegistry *r, guint64 contid, guint64 parent,

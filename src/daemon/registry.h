@@ -28,6 +28,10 @@ typedef struct {
         guint64 inode;
 } PtagsNamespace;
 
+/* The owner of an ID processes carry that the registry had lost (it was
+ * removed or unreadable): nobody's uid, owner pid 0. */
+#define PTAGS_REGISTRY_OWNER_UNKNOWN ((uid_t)-1)
+
 typedef struct {
         guint64 contid;
         guint64 parent; /* PTAGS_CONTID_UNSET when not nested */

@@ -385,6 +385,43 @@ class ContainerTests(ContainerTestCase):
         self.world.kill(kept)
         signals.wait_removed(190)
 
+    def test_ids_in_use_stay_in_use_when_the_registry_is_lost(self):
+        # The registry is what tells "in use by another registrant" on the
+        # bpf backends. Removed (an administrator clearing /run/ptags) or
+        # unreadable, it used to leave the IDs processes carry free for
+        # anyone to register again, joining their processes.
+        registry = os.path.join(self.world.daemon_env["RUNTIME_DIRECTORY"], "containers")
+        for loss in ("removed", "unreadable"):
+            with self.subTest(loss=loss):
+                kept = self.world.spawn_target()
+                self.assertOk(self.register(kept, 195))
+                self.world.daemon.kill()
+                self.world.daemon.wait(timeout=10)
+                if loss == "removed":
+                    os.unlink(registry)
+                else:
+                    with open(registry, "w") as f:
+                        f.write("[195\nnot a key file\n")
+                self.world.start_daemon()
+                info = self.container(195)
+                self.assertEqual((info["owner"], info["owner-pid"], info["leader"]),
+                                 (0xFFFFFFFF, 0, kept))
+                self.world.polkit.set_allowed([REGISTER])
+                client, child = self.client_with_child()
+                self.assertError(client.call("RegisterContainer", "uta{sv}", [child, 195, {}]),
+                                 "ContainerIdInUse")
+                self.assertEqual(self.contid_of(child), UNSET)
+                # Free again once its last process has exited.
+                signals = ContainerSignals(self.world.conn)
+                self.world.kill(kept)
+                signals.wait_removed(195)
+                self.assertOk(client.call("RegisterContainer", "uta{sv}", [child, 195, {}]))
+                self.assertEqual(self.contid_of(child), 195)
+                signals.removed.clear()
+                self.world.kill(client.pid)
+                kill_quietly(child)
+                signals.wait_removed(195)
+
     def test_register_needs_polkit(self):
         client, child = self.client_with_child()
         self.assertError(client.call("RegisterContainer", "uta{sv}", [child, 200, {}]),

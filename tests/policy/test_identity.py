@@ -356,17 +356,17 @@ class ForgedSignal(PolicyTestCase):
         self.assertEqual(events, [(owner, "TagsChanged", ["+app:real"])])
 
 
-GDB_SCRIPT = """set pagination off
+GDB_HEAD = """set pagination off
 set confirm off
 handle all nostop noprint pass
-break {function}
+"""
+# One hold: gdb stops ptagsd at {function}, touches {hit}, waits for {go},
+# then runs {after}.
+GDB_HOLD = """break {function}
 commands
   shell touch {hit}; while [ ! -e {go} ]; do sleep 0.05; done
 {after}
 end
-{then}
-shell touch {armed}
-continue
 """
 GDB_LET_GO = """  delete
   detach
@@ -388,24 +388,28 @@ def call_held_in(test, function, method, sig, args, meanwhile, print_update=Fals
     bpf write), run @meanwhile() there, then let it go; returns the reply.
     @print_update: gdb then stays until the next record update and logs the
     set it writes (see updated_sets)."""
-    hit, go, armed = (os.path.join(test.world.tmp, "gdb-" + k) for k in ("hit", "go", "armed"))
-    script = GDB_SCRIPT.format(function=function, hit=hit, go=go, armed=armed,
-                               after="  delete 1\n  continue" if print_update else GDB_LET_GO,
-                               then=GDB_PRINT_UPDATE if print_update else "")
-    return call_under_gdb(test, script, armed, method, sig, args, [(hit, go, meanwhile)])
+    after = "  delete 1\n  continue" if print_update else GDB_LET_GO
+    return call_under_gdb(test, method, sig, args, [(function, after, meanwhile)],
+                          GDB_PRINT_UPDATE + "\n" if print_update else "")
 
 
-def call_under_gdb(test, script, armed, method, sig, args, holds):
-    """Attach gdb to ptagsd with @script, which touches @armed once its
-    breakpoints are set, and call @method as root. At each (hit, go, step)
-    of @holds, in order: wait for gdb to touch hit, run step(), touch go.
+def call_under_gdb(test, method, sig, args, holds, extra=""):
+    """Call @method as root while gdb holds ptagsd at each (function,
+    after, step) of @holds in turn: step() runs at the hold, then gdb runs
+    the commands @after. @extra: more gdb commands, set before the call.
     Returns the reply."""
     w = test.world
     if w.backend != "bpf":
         raise HarnessError("this test holds ptagsd inside the bpf write: PTAGS_BACKEND=bpf")
+    armed = os.path.join(w.tmp, "gdb-armed")
+    script, waits = GDB_HEAD, []
+    for i, (function, after, step) in enumerate(holds):
+        hit, go = (os.path.join(w.tmp, "gdb-%s%d" % (k, i)) for k in ("hit", "go"))
+        script += GDB_HOLD.format(function=function, hit=hit, go=go, after=after)
+        waits.append((hit, go, step))
     path = os.path.join(w.tmp, "hold.gdb")
     with open(path, "w") as f:
-        f.write(script)
+        f.write(script + extra + "shell touch %s\ncontinue\n" % armed)
     gdb = w.spawn("gdb", ["gdb", "-q", "-nx", "-batch", "-p", str(w.daemon.pid), "-x", path],
                   log_name="gdb.log")
     wait_until(lambda: os.path.exists(armed) or gdb.poll() is not None, 60,
@@ -417,7 +421,7 @@ def call_under_gdb(test, script, armed, method, sig, args, holds):
         "reply", w.call_as(None, NAME, PATH, IFACE, method, sig, args)))
     caller.start()
     try:
-        for hit, go, step in holds:
+        for hit, go, step in waits:
             wait_until(lambda: os.path.exists(hit), 20,
                        "ptagsd to reach " + os.path.basename(hit))
             try:
@@ -425,7 +429,7 @@ def call_under_gdb(test, script, armed, method, sig, args, holds):
             finally:
                 open(go, "w").close()
     finally:
-        for _hit, go, _step in holds:
+        for _hit, go, _step in waits:
             open(go, "w").close()
         caller.join(30)
     gdb.wait(timeout=30)
@@ -493,35 +497,12 @@ class ForkDuringRegistration(PolicyTestCase):
         self.assertEqual(ids, {target.pid: 88, child: 88}, "the child escaped the container")
 
 
-GDB_TWO_HOLDS = """set pagination off
-set confirm off
-handle all nostop noprint pass
-break {first}
-commands
-  shell touch {hit1}; while [ ! -e {go1} ]; do sleep 0.05; done
-  continue
-end
-break {second}
-commands
-  shell touch {hit2}; while [ ! -e {go2} ]; do sleep 0.05; done
-  delete
-  detach
-  quit
-end
-shell touch {armed}
-continue
-"""
-
-
 def call_held_twice(test, first, second, method, sig, args, at_first, at_second):
     """Call ptagsd as root while gdb holds it at the entry of @first, then
     of @second; @at_first() and @at_second() run at each hold. Returns the
     reply."""
-    f = {k: os.path.join(test.world.tmp, "gdb-" + k) for k in ("hit1", "go1", "hit2", "go2",
-                                                                "armed")}
-    script = GDB_TWO_HOLDS.format(first=first, second=second, **f)
-    return call_under_gdb(test, script, f["armed"], method, sig, args,
-                          [(f["hit1"], f["go1"], at_first), (f["hit2"], f["go2"], at_second)])
+    return call_under_gdb(test, method, sig, args,
+                          [(first, "  continue", at_first), (second, GDB_LET_GO, at_second)])
 
 
 # A process that, on command, starts a thread, forks a child (printing its

@@ -188,8 +188,11 @@ static guint64 joined_by(Serial serial)
                 else
                         hi = mid;
         }
+        /* Never seen and newer than every name seen: none was seen yet (it
+         * joined before the watch), or its announcement was lost (then the
+         * watch's start is earlier than its join: stricter, never wrong). */
         if (lo == joins.len)
-                return joins.since_ns; /* newer than every name seen: before the watch */
+                return joins.since_ns;
         if (lo == 0 && !joins.dropped && serial_cmp(kept(0)->serial, serial) != 0)
                 return joins.since_ns; /* older than the first name seen */
         return kept(lo)->seen_ns;

@@ -71,6 +71,11 @@ step "fuzz build"
 PTAGS_QEMU_KERNEL=$(tests/bpf/fetch-qemu-kernel.sh "$top/build-qemu-kernel")
 export PTAGS_QEMU_KERNEL
 step "QEMU kernel fetch"
+# Some policy tests run on dbus-broker too: unpacked, not installed (that
+# would make it the machine's system bus at the next boot).
+PTAGS_DBUS_BROKER=$(tests/policy/fetch-dbus-broker.sh "$top/build-dbus-broker")
+export PTAGS_DBUS_BROKER
+step "dbus-broker fetch"
 
 status=0
 # The QEMU boot is one core's work for most of a minute: it runs while the

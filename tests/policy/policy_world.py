@@ -19,13 +19,20 @@
 #   PTAGS_POLKIT_POLICY   the built (translated) org.ptags.policy
 #   PTAGS_POLKIT_RULE     data/polkit-1/rules.d/50-org.ptags.rules
 #   PTAGS_SYSTEMD_UNIT    the built ptagsd.service (for its capability set)
+#   PTAGS_TEST_BUS        dbus-daemon (the default) or dbus-broker: the bus under test
+#   PTAGS_DBUS_BROKER     where tests/policy/fetch-dbus-broker.sh unpacked
+#                         dbus-broker (unset: the one installed, if any)
 
 import json
 import os
 import pwd
+import select
 import shutil
+import socket
 import subprocess
 import sys
+import threading
+import types
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "lib"))
@@ -42,9 +49,46 @@ POLKIT_BUS_POLICY_CANDIDATES = (
     "/etc/dbus-1/system.d/org.freedesktop.PolicyKit1.conf",
 )
 CALLER_SCRIPT = os.path.join(HERE, "policy_caller.py")
-# How dbus-daemon words its own policy denials (ptagsd never says either).
-BUS_REJECTION = "Rejected send message"
-BUS_OWN_REJECTION = "is not allowed to own the service"
+# The bus under test, and how it words its own policy denials (ptagsd never
+# says either).
+BUS_KIND = os.environ.get("PTAGS_TEST_BUS", "dbus-daemon")
+if BUS_KIND == "dbus-broker":
+    BUS_REJECTION = "Sender is not authorized to send message"
+    BUS_OWN_REJECTION = "Request to own name refused by policy"
+elif BUS_KIND == "dbus-daemon":
+    BUS_REJECTION = "Rejected send message"
+    BUS_OWN_REJECTION = "is not allowed to own the service"
+else:
+    raise HarnessError("PTAGS_TEST_BUS=%s: expected dbus-daemon or dbus-broker" % BUS_KIND)
+
+
+# Runs argv[2:] with the listening socket argv[1] as fd 3, as systemd's socket
+# activation hands it over.
+SOCKET_ACTIVATE = """import os, sys
+fd = int(sys.argv[1])
+os.dup2(fd, 3, inheritable=True)
+os.close(fd)
+os.environ.update(LISTEN_PID=str(os.getpid()), LISTEN_FDS="1")
+os.execv(sys.argv[2], sys.argv[2:])
+"""
+
+
+def dbus_broker_root():
+    """The directory whose usr/bin holds dbus-broker-launch and dbus-broker:
+    PTAGS_DBUS_BROKER (unpacked by fetch-dbus-broker.sh), else the system's;
+    None when neither has it."""
+    root = os.environ.get("PTAGS_DBUS_BROKER") or "/"
+    if os.access(os.path.join(root, "usr/bin/dbus-broker-launch"), os.X_OK):
+        return root
+    return None
+
+
+if BUS_KIND == "dbus-broker" and dbus_broker_root() is None:
+    # meson counts exit 77 as skipped, and tests/check.sh counts a skip as a
+    # failure: it always fetches dbus-broker first.
+    print("SKIP: no dbus-broker: run tests/policy/fetch-dbus-broker.sh DIR and set "
+          "PTAGS_DBUS_BROKER to the directory it prints (tests/check.sh does)")
+    sys.exit(77)
 
 
 def required_file(var):
@@ -147,6 +191,91 @@ class PolicyWorld(ptags_harness.World):
         own, so not even an empty directory reaches the host."""
         subprocess.run(["mount", "-t", "bpf", "bpf", "/sys/fs/bpf"], check=True, timeout=10)
         self._bind_mounts.append("/sys/fs/bpf")
+
+    # ------------------------------------------------------------ the bus
+
+    def start_bus(self):
+        if BUS_KIND == "dbus-broker":
+            self._start_dbus_broker()
+        else:
+            super().start_bus()
+
+    def _start_dbus_broker(self):
+        """dbus-broker as its launcher runs it for systemd: the launcher gets
+        the listening socket as fd 3 (socket activation), reads our config,
+        and connects to the bus it serves (DBUS_SYSTEM_BUS_ADDRESS). It logs
+        only to the journal, so this namespace gets a journal socket of its
+        own that writes to tmp/bus.log."""
+        root = dbus_broker_root()
+        if root != "/":
+            # The launcher runs the broker from /usr/bin: here that is an
+            # overlay showing the unpacked package's usr/bin over the system's.
+            subprocess.run(["mount", "-t", "overlay", "overlay", "-o",
+                            "lowerdir=%s:/usr/bin" % os.path.join(root, "usr/bin"), "/usr/bin"],
+                           check=True, timeout=10)
+            self._bind_mounts.append("/usr/bin")
+        journal = self._private_journal_socket()
+        socket_path = os.path.join(self.tmp, "system_bus_socket")
+        config = os.path.join(self.tmp, "bus.conf")
+        with open(config, "w") as f:
+            f.write(self.bus_config(socket_path))
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        listener.bind(socket_path)
+        listener.listen(128)
+        os.chmod(socket_path, 0o666)
+        self.address = "unix:path=" + socket_path
+        fd = listener.fileno()
+        proc = subprocess.Popen(
+            [ptags_harness.PYTHON, "-c", SOCKET_ACTIVATE, str(fd), "/usr/bin/dbus-broker-launch",
+             "--scope", "system", "--config-file", config],
+            stdin=subprocess.DEVNULL, stdout=journal.log, stderr=journal.log,
+            env=self.child_env(), pass_fds=(fd,), close_fds=True)
+        self._procs.append(("dbus-broker", proc))
+        listener.close()
+        wait_until(lambda: journal.ready.is_set() or proc.poll() is not None, 10,
+                   "dbus-broker ready")
+        if proc.poll() is not None:
+            raise HarnessError("dbus-broker-launch exited: %s" % self.read_log("bus.log"))
+        self.conn = ptags_harness.ptags_client.connect(self.address)
+
+    def _private_journal_socket(self):
+        """A journal socket for this namespace only (the host's journal, if
+        any, is hidden here): a thread copies each entry's MESSAGE to
+        tmp/bus.log and notes the broker's "Ready"."""
+        base = "/run/systemd/journal"
+        # The tmpfs goes over the journal's directory, or where there is
+        # none, over /run/systemd (hiding nothing a test uses). Only a host
+        # without even that gets an empty /run/systemd.
+        mount_point = base if os.path.isdir(base) else "/run/systemd"
+        os.makedirs(mount_point, exist_ok=True)
+        subprocess.run(["mount", "-t", "tmpfs", "-o", "mode=0755", "tmpfs", mount_point],
+                       check=True, timeout=10)
+        self._bind_mounts.append(mount_point)
+        os.makedirs(base, exist_ok=True)
+        sink = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        sink.bind(os.path.join(base, "socket"))
+        os.chmod(os.path.join(base, "socket"), 0o666)
+        journal = types.SimpleNamespace(
+            ready=threading.Event(), log=open(os.path.join(self.tmp, "bus.log"), "ab", buffering=0))
+
+        def copy():
+            while True:
+                ready, _, _ = select.select([sink], [], [], 0.5)
+                if self.tmp is None:  # stopped
+                    break
+                if not ready:
+                    continue
+                entry = sink.recv(1 << 20)
+                for line in entry.split(b"\n"):
+                    if line.startswith(b"MESSAGE="):
+                        journal.log.write(line[len(b"MESSAGE="):] + b"\n")
+                        if line == b"MESSAGE=Ready":
+                            journal.ready.set()
+            sink.close()
+            journal.log.close()
+
+        threading.Thread(target=copy, name="journal-sink", daemon=True).start()
+        return journal
 
     # ------------------------------------------------------------ polkit
 

@@ -389,9 +389,10 @@ class ContainerTests(ContainerTestCase):
         # The registry is what tells "in use by another registrant" on the
         # bpf backends. Removed (an administrator clearing /run/ptags) or
         # unreadable, it used to leave the IDs processes carry free for
-        # anyone to register again, joining their processes.
+        # anyone to register again, joining their processes. So did an ID
+        # whose group alone is bad (the rest of the file read as before).
         registry = os.path.join(self.world.daemon_env["RUNTIME_DIRECTORY"], "containers")
-        for loss in ("removed", "unreadable"):
+        for loss in ("removed", "unreadable", "bad group"):
             with self.subTest(loss=loss):
                 kept = self.world.spawn_target()
                 self.assertOk(self.register(kept, 195))
@@ -399,9 +400,15 @@ class ContainerTests(ContainerTestCase):
                 self.world.daemon.wait(timeout=10)
                 if loss == "removed":
                     os.unlink(registry)
-                else:
+                elif loss == "unreadable":
                     with open(registry, "w") as f:
                         f.write("[195\nnot a key file\n")
+                else:
+                    with open(registry) as f:
+                        text = f.read()
+                    self.assertIn("[195]", text)
+                    with open(registry, "w") as f:
+                        f.write(text.replace("[195]", "[195.0]"))
                 self.world.start_daemon()
                 info = self.container(195)
                 self.assertEqual((info["owner"], info["owner-pid"], info["leader"]),

@@ -7,27 +7,17 @@
 # themselves never download anything.
 # Usage: fetch-qemu-kernel.sh DIR
 set -euo pipefail
+. "$(dirname "$0")/../lib/debian-package.sh"
 dir=$1
 mkdir -p "$dir"
 cd "$dir"
 newest_61() {
   apt-cache search '^linux-image-6\.1\.0-[0-9]+-amd64$' | awk '{print $1}' | sort -V | tail -1
 }
-pkg=$(newest_61)
-if [ -z "$pkg" ]; then
-  # A machine that had every build package may never have fetched the lists.
-  apt-get update -q >/dev/null
-  pkg=$(newest_61)
-fi
+pkg=$(apt_query newest_61)
 if [ -z "$pkg" ]; then
   echo "fetch-qemu-kernel: no linux-image-6.1.0-*-amd64 in apt-cache" >&2
   exit 1
 fi
-if [ ! -d "kernel-$pkg" ]; then
-  rm -f ./"$pkg"_*.deb
-  apt-get download "$pkg" >/dev/null
-  dpkg-deb -x ./"$pkg"_*.deb "kernel-$pkg.tmp"
-  rm -f ./"$pkg"_*.deb
-  mv "kernel-$pkg.tmp" "kernel-$pkg"
-fi
+unpack_package "$pkg" "kernel-$pkg"
 ls "$PWD/kernel-$pkg"/boot/vmlinuz-* | head -1

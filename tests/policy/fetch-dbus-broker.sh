@@ -9,29 +9,18 @@
 # themselves never download anything.
 # Usage: fetch-dbus-broker.sh DIR
 set -euo pipefail
+. "$(dirname "$0")/../lib/debian-package.sh"
 dir=$1
 mkdir -p "$dir"
 cd "$dir"
 candidate() {
   apt-cache policy dbus-broker 2>/dev/null | awk '$1 == "Candidate:" && $2 != "(none)" {print $2}'
 }
-version=$(candidate)
-if [ -z "$version" ]; then
-  # A machine that had every build package may never have fetched the lists.
-  apt-get update -q >/dev/null
-  version=$(candidate)
-fi
+version=$(apt_query candidate)
 if [ -z "$version" ]; then
   echo "fetch-dbus-broker: no dbus-broker in apt-cache" >&2
   exit 1
 fi
 root="dbus-broker-${version//[^A-Za-z0-9.+~-]/_}"
-if [ ! -x "$root/usr/bin/dbus-broker-launch" ]; then
-  rm -rf ./dbus-broker_*.deb "$root.tmp"
-  apt-get download "dbus-broker=$version" >/dev/null
-  dpkg-deb -x ./dbus-broker_*.deb "$root.tmp"
-  rm -f ./dbus-broker_*.deb
-  rm -rf "$root"
-  mv "$root.tmp" "$root"
-fi
+unpack_package "dbus-broker=$version" "$root"
 echo "$PWD/$root"

@@ -35,7 +35,7 @@ typedef struct {
         gint64 last_collect; /* g_get_monotonic_time() of the last walk */
 } BackendBpf;
 
-static int bpf_read_max(PtagsBackend *b, int pidfd, pid_t pid, size_t max_bytes, ptags_set **out)
+static int bpf_read_id(PtagsBackend *b, int pidfd, size_t max_bytes, guint64 *id, ptags_set **out)
 {
         BackendBpf *self = (BackendBpf *)b;
         ptags_bpf_record rec;
@@ -50,7 +50,17 @@ static int bpf_read_max(PtagsBackend *b, int pidfd, pid_t pid, size_t max_bytes,
          * exited process (a zombie) has no tags to report. */
         if (!ptags_pidfd_running(pidfd))
                 return -ESRCH;
-        return ptags_bpf_tags_of_record_max(self->bpf, &rec, max_bytes, out);
+        /* A set's id names the same contents until ptagsd exits: the table
+         * never gives an id out twice. */
+        *id = rec.set_id;
+        return out != NULL ? ptags_bpf_tags_of_record_max(self->bpf, &rec, max_bytes, out) : 0;
+}
+
+static int bpf_read_max(PtagsBackend *b, int pidfd, pid_t pid, size_t max_bytes, ptags_set **out)
+{
+        guint64 id;
+
+        return bpf_read_id(b, pidfd, max_bytes, &id, out);
 }
 
 static int bpf_read(PtagsBackend *b, int pidfd, pid_t pid, ptags_set **out)
@@ -243,6 +253,7 @@ static const PtagsBackendOps bpf_lsm_ops = {
         .name = "bpf-lsm",
         .read = bpf_read,
         .read_max = bpf_read_max,
+        .read_id = bpf_read_id,
         .exec_mark = bpf_exec_mark,
         .apply = bpf_apply,
         .find = bpf_find,
@@ -256,6 +267,7 @@ static const PtagsBackendOps bpf_tracepoint_ops = {
         .name = "bpf-tracepoint",
         .read = bpf_read,
         .read_max = bpf_read_max,
+        .read_id = bpf_read_id,
         .exec_mark = bpf_exec_mark,
         .apply = bpf_apply,
         .find = bpf_find,

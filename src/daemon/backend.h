@@ -39,6 +39,13 @@ typedef struct {
          * while the main thread applies changes, and logging nothing (a
          * failure is for the caller to handle). */
         int (*read_max)(PtagsBackend *b, int pidfd, pid_t pid, size_t max_bytes, ptags_set **out);
+        /* Optional, beside read_max(): an id of the list the pinned process
+         * holds that names the same tags for the backend's whole life, so a
+         * reader may keep what it made of a list (bpf: the set's id, 0 for
+         * none held; no id is given out twice). With @out, also the list
+         * itself from the same lookup, as read_max() gives it. Thread-safe
+         * as read_max(). 0, or -errno. */
+        int (*read_id)(PtagsBackend *b, int pidfd, size_t max_bytes, guint64 *id, ptags_set **out);
         /* Optional, for a backend whose write replaces the whole set: a mark
          * of the program the pinned process runs, which any exec from now
          * on changes. Taken around the read a plan is computed from and

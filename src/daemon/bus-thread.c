@@ -16,6 +16,7 @@
 #include "bus-thread.h"
 
 #include "args.h"
+#include "budgets.h"
 #include "call.h"
 #include "names.h"
 #include "page-writer.h"
@@ -28,6 +29,20 @@
  * main loop in its uid's turn: the worker thread carries every message of
  * ptagsd, so it only does work about as cheap as routing one. */
 #define FAST_READ_MAX_BYTES (16u * 1024u)
+
+/* GetTags and GetPeerTags replies kept by the id of the list they show, when
+ * the backend names lists so (bpf: each distinct set once, however many
+ * processes share it): building a reply of ten tags cost more than all the
+ * rest of the read. Direct-mapped, and only for short lists: at most 32
+ * replies of 32 tags and 1 KiB of names and values (about 11 KiB each). */
+#define REPLY_CACHE_SLOTS     32u
+#define REPLY_CACHE_MAX_TAGS  32u
+#define REPLY_CACHE_MAX_BYTES 1024u
+
+typedef struct {
+        guint64 id;
+        GVariant *body; /* the whole reply body, "(a(sbs))"; NULL: empty slot */
+} CachedReply;
 
 typedef enum {
         READ_PID,        /* (u): GetTags */
@@ -62,6 +77,11 @@ struct _PtagsBusThread {
         guint filter;
         gboolean released; /* GDBus will not call the filter again */
         gint ready;        /* set last: what the filter reads is set up */
+        /* Only the filter uses the replies; the lock is for the sanitizer,
+         * which cannot see that GDBus is done with the filter before
+         * ptags_bus_thread_free frees them. */
+        pthread_mutex_t replies_lock;
+        CachedReply replies[REPLY_CACHE_SLOTS];
 };
 
 /* ------------------------------------------- calls passed to the main loop
@@ -191,9 +211,47 @@ static gboolean pin(PtagsService *svc, ReadKind kind, const char *sender, ArgNam
                                                           : pin_peer(svc, arg.bus_name, target);
 }
 
-/* The reply body for @msg, or NULL to leave the call to the main loop. */
-static GVariant *answer(PtagsService *svc, GDBusMessage *msg, ReadKind kind, const char *sender)
+/* The reply to GetTags or GetPeerTags about the pinned @target from the
+ * kept replies, or NULL when the backend does not name lists or cannot read
+ * this one here. (transfer full) */
+static GVariant *tags_reply(PtagsBusThread *bt, const PtagsTarget *target)
 {
+        PtagsBackend *backend = bt->svc->backend;
+        guint64 id;
+
+        if (backend->ops->read_id == NULL ||
+            backend->ops->read_id(backend, target->pidfd, FAST_READ_MAX_BYTES, &id, NULL) < 0)
+                return NULL;
+        pthread_mutex_lock(&bt->replies_lock);
+        CachedReply *slot = &bt->replies[id % REPLY_CACHE_SLOTS];
+        GVariant *kept = slot->body != NULL && slot->id == id ? g_variant_ref(slot->body) : NULL;
+        pthread_mutex_unlock(&bt->replies_lock);
+        if (kept != NULL)
+                return kept;
+        /* The list and its id from one lookup: the process may have changed
+         * lists since the first. */
+        ptags_set *tags = NULL;
+        if (backend->ops->read_id(backend, target->pidfd, FAST_READ_MAX_BYTES, &id, &tags) < 0)
+                return NULL;
+        GVariant *body = g_variant_ref_sink(g_variant_new("(@a(sbs))", ptags_set_to_variant(tags)));
+        if (ptags_set_count(tags) <= REPLY_CACHE_MAX_TAGS &&
+            ptags_set_bytes(tags) <= REPLY_CACHE_MAX_BYTES) {
+                pthread_mutex_lock(&bt->replies_lock);
+                slot = &bt->replies[id % REPLY_CACHE_SLOTS];
+                g_clear_pointer(&slot->body, g_variant_unref);
+                slot->id = id;
+                slot->body = g_variant_ref(body);
+                pthread_mutex_unlock(&bt->replies_lock);
+        }
+        ptags_set_free(tags);
+        return body;
+}
+
+/* The reply body for @msg, or NULL to leave the call to the main loop.
+ * (transfer full) */
+static GVariant *answer(PtagsBusThread *bt, GDBusMessage *msg, ReadKind kind, const char *sender)
+{
+        PtagsService *svc = bt->svc;
         GVariant *body = g_dbus_message_get_body(msg);
         PtagsTarget target = {.pid = 0, .pidfd = -1};
         const char *pattern = NULL;
@@ -215,6 +273,11 @@ static GVariant *answer(PtagsService *svc, GDBusMessage *msg, ReadKind kind, con
                 return NULL;
         if (!pin(svc, kind, sender, name_or_pid, &target))
                 return NULL;
+        if (pattern == NULL && svc->backend->ops->read_id != NULL) {
+                GVariant *reply = tags_reply(bt, &target);
+                ptags_target_clear(&target);
+                return reply;
+        }
         ptags_set *tags = NULL;
         int r = svc->backend->ops->read_max(svc->backend, target.pidfd, target.pid,
                                             FAST_READ_MAX_BYTES, &tags);
@@ -228,7 +291,7 @@ static GVariant *answer(PtagsService *svc, GDBusMessage *msg, ReadKind kind, con
         else
                 reply = g_variant_new("(@a(sbs))", ptags_set_to_variant(tags));
         ptags_set_free(tags);
-        return reply;
+        return g_variant_ref_sink(reply);
 }
 
 /* A read of fast_methods[@i]: answered here (TRUE, @msg consumed) or not. */
@@ -244,11 +307,10 @@ static gboolean read_now(PtagsBusThread *bt, GDBusConnection *connection, GDBusM
             !ptags_clients_check_unread(svc->clients, sender, uid, NULL))
                 return FALSE;
 
-        GVariant *value = answer(svc, msg, fast_methods[i].kind, sender);
+        GVariant *value = answer(bt, msg, fast_methods[i].kind, sender);
         if (value == NULL)
                 return FALSE;
 
-        g_variant_ref_sink(value);
         if ((g_dbus_message_get_flags(msg) & G_DBUS_MESSAGE_FLAGS_NO_REPLY_EXPECTED) == 0) {
                 g_autoptr(GDBusMessage) reply = g_dbus_message_new_method_reply(msg);
                 g_dbus_message_set_body(reply, value);
@@ -348,6 +410,7 @@ PtagsBusThread *ptags_bus_thread_new(PtagsService *svc)
         g_main_context_set_poll_func(NULL, poll_unlocked);
         bt->svc = svc;
         bt->reads = svc->backend->ops->read_max != NULL;
+        pthread_mutex_init(&bt->replies_lock, NULL);
         pthread_mutex_lock(&passed_lock);
         if (passed == NULL)
                 passed = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
@@ -369,5 +432,10 @@ void ptags_bus_thread_free(PtagsBusThread *bt)
                 g_main_context_iteration(NULL, TRUE);
         g_main_context_set_poll_func(NULL, NULL);
         pthread_mutex_unlock(&loop_lock);
+        pthread_mutex_lock(&bt->replies_lock);
+        for (gsize i = 0; i < REPLY_CACHE_SLOTS; i++)
+                g_clear_pointer(&bt->replies[i].body, g_variant_unref);
+        pthread_mutex_unlock(&bt->replies_lock);
+        pthread_mutex_destroy(&bt->replies_lock);
         g_free(bt);
 }

@@ -76,6 +76,36 @@ class FastReadTests(PtagsTestCase):
             self.assertEqual(self.assertOk(reader.call("HasTag", "us", [target, tag]))[0],
                              tag in held)
 
+    def test_kept_replies_answer_only_for_their_own_list(self):
+        """The bus thread keeps the replies it built, by list: 40 processes
+        with a list each (more lists than it keeps, so they share places),
+        one list shared by two of them, and one too long to keep, read in
+        turn twice, each get their own tags, before and after a change."""
+        w = self.world
+        reader = w.spawn_client()
+        targets = [w.spawn_target() for _ in range(42)]
+        expected = {}
+        for i, pid in enumerate(targets):
+            if i == 40:  # the same list as the first
+                tags = expected[targets[0]]
+            elif i == 41:  # over what is kept
+                tags = ["app:long%02d" % k for k in range(40)]
+            else:
+                tags = ["app:p%02d" % i, "app:q%d" % (i % 3)]
+            self.assertOk(w.root_call("Apply", "uas", [pid, ["+" + t for t in tags]]))
+            expected[pid] = sorted(tags)
+        self.assertOk(reader.call("GetTags", "u", [targets[0]]))  # known from now on
+        for rounds in range(2):
+            for pid in targets + list(reversed(targets)):
+                got = self.assertOk(reader.call("GetTags", "u", [pid]))[0]
+                self.assertEqual(sorted(t[0] for t in got), expected[pid], "process %d" % pid)
+            for pid in targets[::7]:
+                self.assertOk(w.root_call("AddTag", "usb", [pid, "app:z%d" % rounds, False]))
+                expected[pid] = sorted(expected[pid] + ["app:z%d" % rounds])
+        own = sorted(t[0] for t in self.assertOk(
+            reader.call("GetPeerTags", "s", [reader.unique_name]))[0])
+        self.assertEqual(own, [])
+
     def test_large_lists_and_errors_read_as_on_the_main_loop(self):
         """What the bus thread leaves to the main loop still gets the same
         answers: a list over the bus thread's size, and every error."""

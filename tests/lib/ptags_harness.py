@@ -27,6 +27,7 @@
 #           self.assertOk(self.world.root_call("AddTag", "usb", [pid, "a", False]))
 
 import ctypes
+import fcntl
 import json
 import os
 import pwd
@@ -51,6 +52,9 @@ import ptags_client  # noqa: E402
 from ptags_client import Reply  # noqa: E402,F401  (re-exported for tests)
 
 PYTHON = "/usr/bin/python3"  # Debian's, with gi and dbusmock; never a shim
+# Held while a test steers the kernel's next pid (spawn_target_at); in /run,
+# which only root may write, as only root steers.
+PID_STEERING_LOCK = "/run/ptags-tests-pid-steering.lock"
 LIB_DIR = os.path.dirname(os.path.abspath(__file__))
 # The daemon under test was built with ASan or TSan (its build directory
 # says so): slower, and holding freed memory back, so timing and growth
@@ -664,6 +668,12 @@ class World:
         /proc/sys/kernel/ns_last_pid. Other forks on the machine may take
         the pid first, so it retries; HarnessError when it never wins."""
         counter = "/proc/sys/kernel/ns_last_pid"
+        # Tests running side by side steer one at a time: two interleaved
+        # steerings hand each other's pids out, and one's restore undoes
+        # the other's steering.
+        lock = os.open(PID_STEERING_LOCK, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC,
+                       0o600)
+        fcntl.flock(lock, fcntl.LOCK_EX)
         with open(counter) as f:
             before = int(f.read())
         try:
@@ -684,6 +694,7 @@ class World:
                 if int(f.read()) < before:
                     with open(counter, "w") as f:
                         f.write("%d" % before)
+            os.close(lock)
         raise HarnessError("could not get pid %d back after %d attempts" % (pid, attempts))
 
     def kill(self, pid):

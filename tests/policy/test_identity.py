@@ -120,6 +120,7 @@ class OrphanedConnection(PolicyTestCase):
         # taken for the connection's either.
         w = self.world
         peer = OrphanPeer(w)
+        after_ptagsd_saw_every_join(w)
         victim = w.spawn_target_at(peer.connector_pid, unprivileged=True)
         assert_lends_nothing(self, peer, victim)
         # Next to it, a connection of the same uid whose opener still runs.
@@ -134,6 +135,17 @@ class OrphanedConnection(PolicyTestCase):
         join_and_leave(w.address, 2100)
         assert_lends_nothing(self, peer, w.spawn_target_at(peer.connector_pid, unprivileged=True))
         assert_proven(self, client)
+
+
+def after_ptagsd_saw_every_join(w):
+    """ptagsd dates a connection by when it read the bus's announcement of
+    it, and knows a process's start to a clock tick (10 ms). Outside a test
+    a pid is taken again only after a full turn of the pid space, long after
+    both; the tests steer it within milliseconds. So first ptagsd reads
+    every announcement made so far (a call to it is read after them), and
+    two ticks pass."""
+    w.root_call("GetTags", "u", [os.getpid()])
+    time.sleep(2.5 / os.sysconf("SC_CLK_TCK"))
 
 
 def join_and_leave(address, count):
@@ -177,6 +189,7 @@ class ConnectionOlderThanPtagsd(PolicyTestCase):
         client = w.spawn_client_as("nobody")
         first, second = OrphanPeer(w), OrphanPeer(w)
         w.start_daemon()
+        after_ptagsd_saw_every_join(w)
         # Before and after ptagsd has seen any connection join.
         assert_lends_nothing(self, first, w.spawn_target_at(first.connector_pid, unprivileged=True))
         later = w.spawn_client_as("nobody")

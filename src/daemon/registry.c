@@ -12,7 +12,6 @@
 
 #include <errno.h>
 #include <glib-unix.h>
-#include <poll.h>
 #include <glib/gstdio.h>
 #include <stdio.h>
 #include <string.h>
@@ -267,11 +266,27 @@ gboolean ptags_registry_watch(PtagsContainer *c, const PtagsTarget *t)
 
 /* A pidfd polls readable once its process has exited, zombies included
  * (a zombie still has its task record and /proc entry). */
-static gboolean exited(int pidfd)
+/* Pins @pid, which a scan found carrying @contid, into @t: TRUE when it
+ * still runs and still carries the ID (the pid may have been taken again
+ * since the scan; a zombie's record outlives its exit). Otherwise @t is
+ * cleared and *@unsure says whether the pid could not even be pinned for
+ * another reason than its exit (out of file descriptors). */
+static gboolean pin_carrier(PtagsRegistry *r, pid_t pid, guint64 contid, PtagsTarget *t,
+                            gboolean *unsure)
 {
-        struct pollfd p = {.fd = pidfd, .events = POLLIN};
+        g_autoptr(GError) error = NULL;
+        guint64 now = PTAGS_CONTID_UNSET;
 
-        return poll(&p, 1, 0) != 0;
+        *unsure = FALSE;
+        if (!ptags_target_pin_pid(t, pid, &error)) {
+                *unsure = !g_error_matches(error, PTAGS_ERROR, PTAGS_ERROR_NO_SUCH_PROCESS);
+                return FALSE;
+        }
+        if (ptags_target_alive(t) &&
+            r->backend->ops->read_contid(r->backend, t->pidfd, pid, &now) == 0 && now == contid)
+                return TRUE;
+        ptags_target_clear(t);
+        return FALSE;
 }
 
 /* FALSE when @pid may carry the ID but cannot be watched (out of file
@@ -279,20 +294,11 @@ static gboolean exited(int pidfd)
 static gboolean pin_found(PtagsContainer *c, pid_t pid)
 {
         PtagsTarget t = {0, -1};
-        guint64 now = PTAGS_CONTID_UNSET;
-        g_autoptr(GError) error = NULL;
-        gboolean ok = TRUE;
+        gboolean unsure;
 
-        if (!ptags_target_pin_pid(&t, pid, &error))
-                return g_error_matches(error, PTAGS_ERROR, PTAGS_ERROR_NO_SUCH_PROCESS);
-        if (exited(t.pidfd)) {
-                ptags_target_clear(&t);
-                return TRUE;
-        }
-        /* Pinned after the scan: it counts only if it still carries the ID. */
-        if (c->registry->backend->ops->read_contid(c->registry->backend, t.pidfd, pid, &now) == 0 &&
-            now == c->contid)
-                ok = ptags_registry_watch(c, &t);
+        if (!pin_carrier(c->registry, pid, c->contid, &t, &unsure))
+                return !unsure;
+        gboolean ok = ptags_registry_watch(c, &t);
         ptags_target_clear(&t);
         return ok;
 }
@@ -436,17 +442,17 @@ static PtagsContainer *container_from_group(PtagsRegistry *r, GKeyFile *kf, cons
         return c;
 }
 
-/* The first of @pids still running (a zombie's record outlives its exit);
- * 0 when none. */
-static pid_t first_running(GArray *pids)
+/* The first of @pids that still runs carrying @contid; 0 when none. */
+static pid_t first_carrier(PtagsRegistry *r, guint64 contid, GArray *pids)
 {
         for (guint i = 0; i < pids->len; i++) {
                 PtagsTarget t = {0, -1};
+                gboolean unsure;
                 pid_t pid = g_array_index(pids, pid_t, i);
-                gboolean running = ptags_target_pin_pid(&t, pid, NULL) && !exited(t.pidfd);
-                ptags_target_clear(&t);
-                if (running)
+                if (pin_carrier(r, pid, contid, &t, &unsure)) {
+                        ptags_target_clear(&t);
                         return pid;
+                }
         }
         return 0;
 }
@@ -466,7 +472,7 @@ static guint adopt_unnamed(PtagsRegistry *r, GHashTable *found)
                 guint64 contid = *(guint64 *)key;
                 pid_t leader;
                 if (g_hash_table_contains(r->containers, &contid) ||
-                    (leader = first_running(value)) == 0)
+                    (leader = first_carrier(r, contid, value)) == 0)
                         continue;
                 PtagsContainer *c = container_new(r, contid);
                 c->leader = leader;

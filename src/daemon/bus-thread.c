@@ -212,15 +212,14 @@ static gboolean pin(PtagsService *svc, ReadKind kind, const char *sender, ArgNam
 }
 
 /* The reply to GetTags or GetPeerTags about the pinned @target from the
- * kept replies, or NULL when the backend does not name lists or cannot read
- * this one here. (transfer full) */
+ * kept replies (the backend names lists), or NULL when it cannot be read
+ * here. (transfer full) */
 static GVariant *tags_reply(PtagsBusThread *bt, const PtagsTarget *target)
 {
         PtagsBackend *backend = bt->svc->backend;
         guint64 id;
 
-        if (backend->ops->read_id == NULL ||
-            backend->ops->read_id(backend, target->pidfd, FAST_READ_MAX_BYTES, &id, NULL) < 0)
+        if (backend->ops->read_id(backend, target->pidfd, FAST_READ_MAX_BYTES, &id, NULL) < 0)
                 return NULL;
         pthread_mutex_lock(&bt->replies_lock);
         CachedReply *slot = &bt->replies[id % REPLY_CACHE_SLOTS];

@@ -44,6 +44,14 @@ typedef struct {
         GVariant *body; /* the whole reply body, "(a(sbs))"; NULL: empty slot */
 } CachedReply;
 
+/* The pidfds of the processes GetTags and HasTag named, kept by pid:
+ * opening a pidfd and closing it cost more than the lookup itself. A kept
+ * pidfd is used only while its process runs (every read checks, after its
+ * lookup), and a running process holds its pid, so it is the process the
+ * pid names. Once it has exited, the pid is pinned afresh. Direct-mapped:
+ * at most PIDFD_SLOTS descriptors. */
+#define PIDFD_SLOTS 64u
+
 typedef enum {
         READ_PID,        /* (u): GetTags */
         READ_PID_MATCH,  /* (us): HasTag */
@@ -77,11 +85,12 @@ struct _PtagsBusThread {
         guint filter;
         gboolean released; /* GDBus will not call the filter again */
         gint ready;        /* set last: what the filter reads is set up */
-        /* Only the filter uses the replies; the lock is for the sanitizer,
-         * which cannot see that GDBus is done with the filter before
-         * ptags_bus_thread_free frees them. */
-        pthread_mutex_t replies_lock;
+        /* Only the filter uses the replies and pidfds; the lock is for the
+         * sanitizer, which cannot see that GDBus is done with the filter
+         * before ptags_bus_thread_free frees them. */
+        pthread_mutex_t cache_lock;
         CachedReply replies[REPLY_CACHE_SLOTS];
+        PtagsTarget pidfds[PIDFD_SLOTS]; /* pidfd -1: an empty slot */
 };
 
 /* ------------------------------------------- calls passed to the main loop
@@ -177,25 +186,86 @@ static gboolean loop_lock_soon(void)
         return TRUE;
 }
 
-/* Pin the process a pid argument names, or the caller's for 0; FALSE when
- * that needs anything but syscalls (the slow path then decides). */
-static gboolean pin_pid(PtagsService *svc, const char *sender, guint32 pid, PtagsTarget *target)
+/* A process pinned for one read. Its pidfd is borrowed, from a kept pidfd
+ * (@kept) or from a cached peer (@peer holds it open), or else owned. */
+typedef struct {
+        PtagsTarget target;
+        PtagsPeer *peer;
+        gboolean kept;
+} Pinned;
+
+#define PINNED_NONE                                                                                \
+        {                                                                                          \
+                .target = {.pid = 0, .pidfd = -1 }                                                 \
+        }
+
+static void pinned_release(Pinned *p)
 {
-        if (pid != 0)
-                return pid <= G_MAXINT && ptags_target_pin_pid(target, (pid_t)pid, NULL);
-        g_autoptr(PtagsPeer) caller = ptags_peer_cache_get(svc->peers, sender);
-        return caller != NULL && ptags_peer_process_unchanged(caller) &&
-               ptags_target_copy(target, &caller->target, NULL);
+        if (p->peer != NULL)
+                ptags_peer_free(p->peer);
+        else if (!p->kept)
+                ptags_target_clear(&p->target);
+        *p = (Pinned)PINNED_NONE;
 }
 
-static gboolean pin_peer(PtagsService *svc, const char *bus_name, PtagsTarget *target)
+/* Borrow the pidfd of a cached @peer (taken) whose process is provably the
+ * connection's now. */
+static gboolean pin_to_peer(Pinned *p, PtagsPeer *peer)
+{
+        if (peer == NULL || !ptags_peer_process_unchanged(peer)) {
+                ptags_peer_free(peer);
+                return FALSE;
+        }
+        p->peer = peer;
+        p->target = peer->target;
+        return TRUE;
+}
+
+/* Pin the process a pid argument names, or the caller's for 0; FALSE when
+ * that needs anything but syscalls (the slow path then decides). */
+static gboolean pin_pid(PtagsBusThread *bt, const char *sender, guint32 pid, Pinned *p)
+{
+        if (pid == 0)
+                return pin_to_peer(p, ptags_peer_cache_get(bt->svc->peers, sender));
+        if (pid > G_MAXINT)
+                return FALSE;
+        pthread_mutex_lock(&bt->cache_lock);
+        PtagsTarget slot = bt->pidfds[pid % PIDFD_SLOTS];
+        pthread_mutex_unlock(&bt->cache_lock);
+        if (slot.pidfd >= 0 && slot.pid == (pid_t)pid) {
+                p->target = slot;
+                p->kept = TRUE;
+                return TRUE;
+        }
+        return ptags_target_pin_pid(&p->target, (pid_t)pid, NULL);
+}
+
+/* Keep the pidfd @p owns in its pid's slot, closing the one there. */
+static void pidfd_keep(PtagsBusThread *bt, Pinned *p)
+{
+        pthread_mutex_lock(&bt->cache_lock);
+        PtagsTarget *slot = &bt->pidfds[(guint32)p->target.pid % PIDFD_SLOTS];
+        ptags_target_clear(slot);
+        *slot = p->target;
+        pthread_mutex_unlock(&bt->cache_lock);
+        p->kept = TRUE;
+}
+
+/* Close the kept pidfd @p borrowed: its process has exited. */
+static void pidfd_forget(PtagsBusThread *bt, Pinned *p)
+{
+        pthread_mutex_lock(&bt->cache_lock);
+        ptags_target_clear(&bt->pidfds[(guint32)p->target.pid % PIDFD_SLOTS]);
+        pthread_mutex_unlock(&bt->cache_lock);
+        *p = (Pinned)PINNED_NONE;
+}
+
+static gboolean pin_peer(PtagsService *svc, const char *bus_name, Pinned *p)
 {
         /* Only unique names are cached: a well-known name's owner can change. */
         if (bus_name[0] != ':' || !g_dbus_is_name(bus_name))
                 return FALSE;
-        g_autoptr(PtagsPeer) peer = ptags_peer_cache_get(svc->peers, bus_name);
-        return peer != NULL && ptags_peer_process_unchanged(peer) &&
-               ptags_target_copy(target, &peer->target, NULL);
+        return pin_to_peer(p, ptags_peer_cache_get(svc->peers, bus_name));
 }
 
 /* A target argument: a pid (GetTags, HasTag) or a bus name (the peer reads). */
@@ -204,11 +274,10 @@ typedef struct {
         const char *bus_name;
 } ArgName;
 
-static gboolean pin(PtagsService *svc, ReadKind kind, const char *sender, ArgName arg,
-                    PtagsTarget *target)
+static gboolean pin(PtagsBusThread *bt, ReadKind kind, const char *sender, ArgName arg, Pinned *p)
 {
-        return kind == READ_PID || kind == READ_PID_MATCH ? pin_pid(svc, sender, arg.pid, target)
-                                                          : pin_peer(svc, arg.bus_name, target);
+        return kind == READ_PID || kind == READ_PID_MATCH ? pin_pid(bt, sender, arg.pid, p)
+                                                          : pin_peer(bt->svc, arg.bus_name, p);
 }
 
 /* The reply to GetTags or GetPeerTags about the pinned @target from the
@@ -221,10 +290,10 @@ static GVariant *tags_reply(PtagsBusThread *bt, const PtagsTarget *target)
 
         if (backend->ops->read_id(backend, target->pidfd, FAST_READ_MAX_BYTES, &id, NULL) < 0)
                 return NULL;
-        pthread_mutex_lock(&bt->replies_lock);
+        pthread_mutex_lock(&bt->cache_lock);
         CachedReply *slot = &bt->replies[id % REPLY_CACHE_SLOTS];
         GVariant *kept = slot->body != NULL && slot->id == id ? g_variant_ref(slot->body) : NULL;
-        pthread_mutex_unlock(&bt->replies_lock);
+        pthread_mutex_unlock(&bt->cache_lock);
         if (kept != NULL)
                 return kept;
         /* The list and its id from one lookup: the process may have changed
@@ -235,24 +304,46 @@ static GVariant *tags_reply(PtagsBusThread *bt, const PtagsTarget *target)
         GVariant *body = g_variant_ref_sink(g_variant_new("(@a(sbs))", ptags_set_to_variant(tags)));
         if (ptags_set_count(tags) <= REPLY_CACHE_MAX_TAGS &&
             ptags_set_bytes(tags) <= REPLY_CACHE_MAX_BYTES) {
-                pthread_mutex_lock(&bt->replies_lock);
+                pthread_mutex_lock(&bt->cache_lock);
                 slot = &bt->replies[id % REPLY_CACHE_SLOTS];
                 g_clear_pointer(&slot->body, g_variant_unref);
                 slot->id = id;
                 slot->body = g_variant_ref(body);
-                pthread_mutex_unlock(&bt->replies_lock);
+                pthread_mutex_unlock(&bt->cache_lock);
         }
         ptags_set_free(tags);
         return body;
+}
+
+/* The reply body about the pinned @target: the list, or whether it holds
+ * @body_pattern when @pattern is set. NULL when it cannot be read here.
+ * (transfer full) */
+static GVariant *read_reply(PtagsBusThread *bt, const PtagsTarget *target, const char *pattern,
+                            const char *body_pattern, gboolean kept_only)
+{
+        PtagsBackend *backend = bt->svc->backend;
+
+        if (pattern == NULL && backend->ops->read_id != NULL)
+                return tags_reply(bt, target);
+        ptags_set *tags = NULL;
+        if (backend->ops->read_max(backend, target->pidfd, target->pid, FAST_READ_MAX_BYTES,
+                                   &tags) < 0)
+                return NULL;
+        GVariant *reply;
+        if (pattern != NULL)
+                reply = g_variant_new("(b)", ptags_set_matches(tags, body_pattern,
+                                                               strlen(body_pattern), kept_only));
+        else
+                reply = g_variant_new("(@a(sbs))", ptags_set_to_variant(tags));
+        ptags_set_free(tags);
+        return g_variant_ref_sink(reply);
 }
 
 /* The reply body for @msg, or NULL to leave the call to the main loop.
  * (transfer full) */
 static GVariant *answer(PtagsBusThread *bt, GDBusMessage *msg, ReadKind kind, const char *sender)
 {
-        PtagsService *svc = bt->svc;
         GVariant *body = g_dbus_message_get_body(msg);
-        PtagsTarget target = {.pid = 0, .pidfd = -1};
         const char *pattern = NULL;
         ArgName name_or_pid = {0};
 
@@ -270,27 +361,22 @@ static GVariant *answer(PtagsBusThread *bt, GDBusMessage *msg, ReadKind kind, co
         g_autofree char *body_pattern = NULL;
         if (pattern != NULL && !ptags_query_pattern_parse(pattern, &kept_only, &body_pattern, NULL))
                 return NULL;
-        if (!pin(svc, kind, sender, name_or_pid, &target))
+        Pinned pinned = PINNED_NONE;
+        if (!pin(bt, kind, sender, name_or_pid, &pinned))
                 return NULL;
-        if (pattern == NULL && svc->backend->ops->read_id != NULL) {
-                GVariant *reply = tags_reply(bt, &target);
-                ptags_target_clear(&target);
-                return reply;
+        GVariant *reply = read_reply(bt, &pinned.target, pattern, body_pattern, kept_only);
+        if (reply == NULL && pinned.kept && !ptags_target_alive(&pinned.target)) {
+                /* The kept pidfd's process has exited: the pid may name
+                 * another process by now. */
+                pidfd_forget(bt, &pinned);
+                if (!pin(bt, kind, sender, name_or_pid, &pinned))
+                        return NULL;
+                reply = read_reply(bt, &pinned.target, pattern, body_pattern, kept_only);
         }
-        ptags_set *tags = NULL;
-        int r = svc->backend->ops->read_max(svc->backend, target.pidfd, target.pid,
-                                            FAST_READ_MAX_BYTES, &tags);
-        ptags_target_clear(&target);
-        if (r < 0)
-                return NULL;
-        GVariant *reply;
-        if (pattern != NULL)
-                reply = g_variant_new("(b)", ptags_set_matches(tags, body_pattern,
-                                                               strlen(body_pattern), kept_only));
-        else
-                reply = g_variant_new("(@a(sbs))", ptags_set_to_variant(tags));
-        ptags_set_free(tags);
-        return g_variant_ref_sink(reply);
+        if (reply != NULL && pinned.peer == NULL && !pinned.kept)
+                pidfd_keep(bt, &pinned);
+        pinned_release(&pinned);
+        return reply;
 }
 
 /* A read of fast_methods[@i]: answered here (TRUE, @msg consumed) or not. */
@@ -409,7 +495,9 @@ PtagsBusThread *ptags_bus_thread_new(PtagsService *svc)
         g_main_context_set_poll_func(NULL, poll_unlocked);
         bt->svc = svc;
         bt->reads = svc->backend->ops->read_max != NULL;
-        pthread_mutex_init(&bt->replies_lock, NULL);
+        pthread_mutex_init(&bt->cache_lock, NULL);
+        for (gsize i = 0; i < PIDFD_SLOTS; i++)
+                bt->pidfds[i] = (PtagsTarget){.pid = 0, .pidfd = -1};
         pthread_mutex_lock(&passed_lock);
         if (passed == NULL)
                 passed = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
@@ -431,10 +519,12 @@ void ptags_bus_thread_free(PtagsBusThread *bt)
                 g_main_context_iteration(NULL, TRUE);
         g_main_context_set_poll_func(NULL, NULL);
         pthread_mutex_unlock(&loop_lock);
-        pthread_mutex_lock(&bt->replies_lock);
+        pthread_mutex_lock(&bt->cache_lock);
         for (gsize i = 0; i < REPLY_CACHE_SLOTS; i++)
                 g_clear_pointer(&bt->replies[i].body, g_variant_unref);
-        pthread_mutex_unlock(&bt->replies_lock);
-        pthread_mutex_destroy(&bt->replies_lock);
+        for (gsize i = 0; i < PIDFD_SLOTS; i++)
+                ptags_target_clear(&bt->pidfds[i]);
+        pthread_mutex_unlock(&bt->cache_lock);
+        pthread_mutex_destroy(&bt->cache_lock);
         g_free(bt);
 }

@@ -9,11 +9,21 @@ import json
 import os
 import random
 import signal
+import subprocess
 import time
 import unittest
 
-from ptags_harness import HeldThread, PtagsTestCase
+from ptags_harness import HeldThread, PtagsTestCase, sleep_sleeps, wait_until
 from test_limits import spawn_flood
+
+
+def proc_state(pid):
+    """The state letter of process @pid (R, S, Z, ...), or None once gone."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return None
 
 class FastReadTests(PtagsTestCase):
     backends = ("bpf",)
@@ -105,6 +115,61 @@ class FastReadTests(PtagsTestCase):
         own = sorted(t[0] for t in self.assertOk(
             reader.call("GetPeerTags", "s", [reader.unique_name]))[0])
         self.assertEqual(own, [])
+
+    def test_kept_pidfds_answer_only_for_their_own_process(self):
+        """The bus thread keeps the pidfds of the pids it read, fewer than
+        it reads here (so pids share places): 70 processes, each with its own
+        tag, read in turn three times, each get their own tags; HasTag
+        too."""
+        w = self.world
+        reader = w.spawn_client()
+        targets = [w.spawn_target() for _ in range(70)]
+        for pid in targets:
+            self.assertOk(w.root_call("AddTag", "usb", [pid, "app:n%d" % pid, False]))
+        self.assertOk(reader.call("GetTags", "u", [targets[0]]))  # known from now on
+        for order in (targets, list(reversed(targets)), targets[::2] + targets[1::2]):
+            for pid in order:
+                got = self.assertOk(reader.call("GetTags", "u", [pid]))[0]
+                self.assertEqual([t[0] for t in got], ["app:n%d" % pid], "process %d" % pid)
+                self.assertTrue(self.assertOk(
+                    reader.call("HasTag", "us", [pid, "app:n%d" % pid]))[0], "process %d" % pid)
+
+    def test_a_pid_taken_again_reads_its_new_process(self):
+        """A pid read once, whose process then exited and whose pid another
+        process took, reads the new process: its tags, or none, and
+        NoSuchProcess while the pid is free or a zombie's."""
+        w = self.world
+        reader = w.spawn_client()
+        old = w.spawn_target()
+        self.assertOk(w.root_call("AddTag", "usb", [old, "app:old", False]))
+        for _ in range(2):
+            got = self.assertOk(reader.call("GetTags", "u", [old]))[0]
+            self.assertEqual([t[0] for t in got], ["app:old"])
+        w.kill(old)
+        self.assertError(reader.call("GetTags", "u", [old]), "NoSuchProcess")
+        self.assertError(reader.call("HasTag", "us", [old, "app:old"]), "NoSuchProcess")
+        self.assertEqual(w.spawn_target_at(old), old)
+        self.assertEqual(self.assertOk(reader.call("GetTags", "u", [old]))[0], [])
+        self.assertFalse(self.assertOk(reader.call("HasTag", "us", [old, "app:old"]))[0])
+        self.assertOk(w.root_call("AddTag", "usb", [old, "app:new", False]))
+        got = self.assertOk(reader.call("GetTags", "u", [old]))[0]
+        self.assertEqual([t[0] for t in got], ["app:new"])
+        # A zombie (its parent has not reaped it) holds its pid, but runs
+        # no more: no tags to report.
+        zombie = subprocess.Popen(["sleep", "600"])
+        try:
+            wait_until(lambda: sleep_sleeps(zombie.pid), 10, "sleep to exec")
+            self.assertOk(w.root_call("AddTag", "usb", [zombie.pid, "app:z", False]))
+            self.assertTrue(self.assertOk(
+                reader.call("HasTag", "us", [zombie.pid, "app:z"]))[0])
+            os.kill(zombie.pid, signal.SIGKILL)
+            wait_until(lambda: proc_state(zombie.pid) == "Z", 10, "sleep to be a zombie")
+            self.assertError(reader.call("GetTags", "u", [zombie.pid]), "NoSuchProcess")
+            self.assertError(reader.call("HasTag", "us", [zombie.pid, "app:z"]),
+                             "NoSuchProcess")
+        finally:
+            zombie.kill()
+            zombie.wait(timeout=10)
 
     def test_large_lists_and_errors_read_as_on_the_main_loop(self):
         """What the bus thread leaves to the main loop still gets the same

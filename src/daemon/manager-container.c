@@ -137,6 +137,8 @@ static gboolean parse_info(ContainerArgs *a, GVariant *info, GError **error)
 
 /* ---------------------------------------------------------- process facts */
 
+/* @t's container ID, or unset when it cannot be read: for what only
+ * describes a call (its log) or only ever gives the ID (settling). */
 static guint64 contid_of(PtagsService *svc, const PtagsTarget *t)
 {
         guint64 id = PTAGS_CONTID_UNSET;
@@ -144,6 +146,26 @@ static guint64 contid_of(PtagsService *svc, const PtagsTarget *t)
         if (svc->backend->ops->read_contid(svc->backend, t->pidfd, t->pid, &id) < 0)
                 return PTAGS_CONTID_UNSET;
         return id;
+}
+
+/* @t's container ID for a decision: a read that fails is an error, never
+ * "unset", which would let a process that has an ID be given another. An
+ * exited process reads as unset; the caller checks that it still runs. */
+static gboolean contid_for_decision(PtagsService *svc, const PtagsTarget *t, guint64 *id,
+                                    GError **error)
+{
+        *id = PTAGS_CONTID_UNSET;
+        int r = svc->backend->ops->read_contid(svc->backend, t->pidfd, t->pid, id);
+        if (r == -ESRCH) {
+                *id = PTAGS_CONTID_UNSET;
+                return TRUE;
+        }
+        if (r < 0) {
+                g_propagate_error(error,
+                                  ptags_errno_error(r, "cannot read the container ID of", t->pid));
+                return FALSE;
+        }
+        return TRUE;
 }
 
 /* The kernel checks that the target has no children and one thread and
@@ -255,7 +277,12 @@ static void register_commit(Call *call)
         }
 
         PtagsContainer *existing = ptags_registry_lookup(svc->registry, a->contid);
-        a->old = contid_of(svc, &call->target);
+        guint64 writer_current;
+        if (!contid_for_decision(svc, &call->target, &a->old, &error) ||
+            !contid_for_decision(svc, &caller->target, &writer_current, &error)) {
+                register_fail(call, error);
+                return;
+        }
         ptags_contid_facts f = {
                 .target_exists = ptags_target_alive(&call->target),
                 .value_ok = TRUE,
@@ -269,7 +296,7 @@ static void register_commit(Call *call)
                 .target_is_descendant = ptags_lineage_is_descendant(pid, caller->target.pid),
                 .writer_is_root_exempt = caller->uid == 0,
                 .target_current = a->old,
-                .writer_current = contid_of(svc, &caller->target),
+                .writer_current = writer_current,
                 .requested_in_use = existing != NULL,
                 .requested_owned_by_writer =
                         existing != NULL && existing->owner_pid == caller->target.pid &&

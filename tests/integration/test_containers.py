@@ -536,6 +536,41 @@ class ContainerTests(ContainerTestCase):
         self.assertEqual([c for c, _ in listed], [210])
 
 
+class ContainerReadFaultTests(ContainerTestCase):
+    # The kernel fixture fails reads of a process named contid-eio.
+    backends = ("ptags-lsm",)
+
+    def test_an_id_that_cannot_be_read_is_not_taken_for_unset(self):
+        """A process whose container ID cannot be read is refused another
+        ID with the read's error, and keeps its own: a failed read never
+        counts as "no ID yet"."""
+        # One thread, no children: registrable. Each line it reads renames it.
+        script = ("import sys\n"
+                  "for name in ('contid-eio', 'python3'):\n"
+                  "    sys.stdin.readline()\n"
+                  "    open('/proc/self/comm', 'w').write(name)\n"
+                  "    print(name, flush=True)\n"
+                  "sys.stdin.readline()\n")
+        proc = self.world.spawn("target", [PYTHON, "-c", script], stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE)
+        target = proc.pid
+
+        def rename():
+            proc.stdin.write(b"\n")
+            proc.stdin.flush()
+            return proc.stdout.readline().decode().strip()
+
+        self.assertOk(self.register(target, 140))
+        self.assertEqual(rename(), "contid-eio")
+        reply = self.register(target, 141)
+        self.assertError(reply, "Failed")
+        self.assertIn("cannot read the container ID of process %d" % target, reply.message)
+        self.assertError(self.world.root_call("GetContainerId", "u", [target]), "Failed")
+        self.assertEqual(rename(), "python3")
+        self.assertEqual(self.contid_of(target), 140)
+        self.assertError(self.world.root_call("GetContainer", "t", [141]), "NoSuchContainer")
+
+
 class ContainerBoundTests(ContainerTestCase):
     daemon_args = ("--max-containers-per-uid=2",)
 

@@ -264,8 +264,6 @@ gboolean ptags_registry_watch(PtagsContainer *c, const PtagsTarget *t)
         return TRUE;
 }
 
-/* A pidfd polls readable once its process has exited, zombies included
- * (a zombie still has its task record and /proc entry). */
 /* Pins @pid, which a scan found carrying @contid, into @t: TRUE when it
  * still runs and still carries the ID (the pid may have been taken again
  * since the scan; a zombie's record outlives its exit). Otherwise @t is

@@ -154,13 +154,10 @@ static guint64 contid_of(PtagsService *svc, const PtagsTarget *t)
 static gboolean contid_for_decision(PtagsService *svc, const PtagsTarget *t, guint64 *id,
                                     GError **error)
 {
-        *id = PTAGS_CONTID_UNSET;
         int r = svc->backend->ops->read_contid(svc->backend, t->pidfd, t->pid, id);
-        if (r == -ESRCH) {
+        if (r == -ESRCH)
                 *id = PTAGS_CONTID_UNSET;
-                return TRUE;
-        }
-        if (r < 0) {
+        else if (r < 0) {
                 g_propagate_error(error,
                                   ptags_errno_error(r, "cannot read the container ID of", t->pid));
                 return FALSE;

@@ -520,9 +520,9 @@ static gboolean handle_register(PtagsManager *object, GDBusMethodInvocation *inv
         if (call == NULL)
                 return TRUE;
         args_of(call)->pid_arg = pid;
-        if (pid > G_MAXINT) {
-                call_fail(call, g_error_new(PTAGS_ERROR, PTAGS_ERROR_NO_SUCH_PROCESS,
-                                            "argument pid: %u is not a process id", pid));
+        GError *error = NULL;
+        if (!ptags_check_pid(pid, &error)) {
+                call_fail(call, error);
                 return TRUE;
         }
         /* The caller first, so every refusal after this names it. */
@@ -612,9 +612,9 @@ static gboolean handle_get_id(PtagsManager *object, GDBusMethodInvocation *inv, 
         if (not_supported(call))
                 return TRUE;
         args_of(call)->pid_arg = pid;
-        if (pid > G_MAXINT) {
-                call_fail(call, g_error_new(PTAGS_ERROR, PTAGS_ERROR_NO_SUCH_PROCESS,
-                                            "argument pid: %u is not a process id", pid));
+        GError *error = NULL;
+        if (!ptags_check_pid(pid, &error)) {
+                call_fail(call, error);
                 return TRUE;
         }
         call->target_is_caller = pid == 0;

@@ -162,11 +162,24 @@ class BadInputTests(PtagsTestCase):
             ("AddTag pid 2^31-1", "AddTag", "usb", [2**31 - 1, "x", False], "NoSuchProcess"),
             ("GetTags pid 2^32-1", "GetTags", "u", [2**32 - 1], "NoSuchProcess"),
             ("SetValue pid 2^32-1", "SetValue", "uss", [2**32 - 1, "x", "v"], "NoSuchProcess"),
+            ("RegisterContainer pid 2^32-1", "RegisterContainer", "uta{sv}",
+             [2**32 - 1, 9001, {}], "NoSuchProcess"),
+            ("GetContainerId pid 2^31", "GetContainerId", "u", [2**31], "NoSuchProcess"),
             ("GetPeerTags unknown unique name", "GetPeerTags", "s", [":1.99999"],
              "NoSuchProcess"),
             ("PeerHasTag unowned name", "PeerHasTag", "ss", ["org.example.Nobody", "x"],
              "NoSuchProcess"),
         ])
+        # The error names the pid as the caller sent it, never as a negative
+        # number it became in ptagsd.
+        for method, sig, args in (("GetTags", "u", [2**32 - 1]),
+                                  ("AddTag", "usb", [2**32 - 1, "x", False]),
+                                  ("GetContainerId", "u", [2**32 - 1]),
+                                  ("RegisterContainer", "uta{sv}", [2**32 - 1, 9001, {}])):
+            with self.subTest(method):
+                reply = self.world.root_call(method, sig, args)
+                self.assertError(reply, "NoSuchProcess")
+                self.assertIn("4294967295", reply.message)
 
     def test_thread_id_as_pid(self):
         """A thread id is not a process id: ptagsd either serves the thread's

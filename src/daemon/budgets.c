@@ -52,6 +52,12 @@ static const PtagsLimitInfo infos[] = {
         {"max-expensive-calls", "MaxExpensiveCalls", G_STRUCT_OFFSET(PtagsLimits, expensive_calls),
          1, 1024, 32,
          "Reads and changes being planned one user may have queued or running (default 32)"},
+        /* The bus bounds the calls awaiting a reply (dbus-daemon: 128 per
+         * connection), not those that await none; until ptagsd knows the
+         * sender's uid, this is the only bound on what its calls hold. */
+        {"max-connection-calls", "MaxConnectionCalls",
+         G_STRUCT_OFFSET(PtagsLimits, connection_calls), 1, 4096, 128,
+         "Calls one connection may have in progress at once (default 128)"},
         /* A refusal writes a journal entry and an audit record per change:
          * 64 a second keeps a flood far below journald's default rate limit
          * (10000 entries in 30 s per service). */

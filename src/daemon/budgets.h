@@ -31,6 +31,7 @@ typedef struct {
         guint unread_reply_bytes; /* MaxUnreadReplyBytes: one connection */
         guint user_unread_reply_bytes; /* MaxUserUnreadReplyBytes: one uid other than 0 */
         guint expensive_calls;         /* MaxExpensiveCalls: queued or running, one uid */
+        guint connection_calls;        /* MaxConnectionCalls: in progress, one connection */
         guint refusal_records;         /* MaxRefusalRecords: a second, one uid other than 0 */
 } PtagsLimits;
 

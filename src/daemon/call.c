@@ -17,9 +17,24 @@
 
 Call *call_new(PtagsService *svc, GDBusMethodInvocation *invocation)
 {
-        Call *call = g_new0(Call, 1);
+        const char *sender = g_dbus_method_invocation_get_sender(invocation);
+        guint live = GPOINTER_TO_UINT(g_hash_table_lookup(svc->in_progress, sender));
 
+        /* Counted from arrival, before anything is pinned or looked up: the
+         * bus bounds only the calls that await a reply. */
+        if (live >= svc->limits.connection_calls) {
+                g_dbus_method_invocation_return_error(
+                        invocation, PTAGS_ERROR, PTAGS_ERROR_LIMIT_EXCEEDED,
+                        "connection %s already has %u calls in progress, the "
+                        "MaxConnectionCalls limit; wait for their replies",
+                        sender, live);
+                return NULL;
+        }
+        g_hash_table_replace(svc->in_progress, g_strdup(sender), GUINT_TO_POINTER(live + 1));
+
+        Call *call = g_new0(Call, 1);
         call->svc = svc;
+        call->counted = TRUE;
         call->invocation = g_object_ref(invocation);
         call->message = g_object_ref(g_dbus_method_invocation_get_message(invocation));
         call->sender = g_dbus_method_invocation_get_sender(invocation);
@@ -56,6 +71,15 @@ void call_free(Call *call)
                 GPtrArray *calls = g_hash_table_lookup(call->svc->leaving, call->sender);
                 if (calls != NULL)
                         g_ptr_array_remove_fast(calls, call);
+        }
+        if (call->counted && call->svc->in_progress != NULL) {
+                guint live =
+                        GPOINTER_TO_UINT(g_hash_table_lookup(call->svc->in_progress, call->sender));
+                if (live > 1)
+                        g_hash_table_replace(call->svc->in_progress, g_strdup(call->sender),
+                                             GUINT_TO_POINTER(live - 1));
+                else
+                        g_hash_table_remove(call->svc->in_progress, call->sender);
         }
         g_clear_object(&call->invocation);
         g_clear_object(&call->message);

@@ -53,6 +53,7 @@ struct _Call {
         gboolean summarize_lines; /* TagsChanged lists no lines: too many bytes */
         GCancellable *cancellable;
         gboolean watched; /* on svc->leaving (call_cancel_if_caller_leaves) */
+        gboolean counted; /* in svc->in_progress (call_new) */
         /* container methods: their arguments (manager-container.c) */
         gpointer extra;
         GDestroyNotify extra_free;
@@ -61,6 +62,8 @@ struct _Call {
 /* The next step of a call once its target is pinned. */
 typedef CallStepFn CallStep;
 
+/* NULL, @invocation answered with LimitExceeded, when its connection has
+ * MaxConnectionCalls calls in progress already. */
 Call *call_new(PtagsService *svc, GDBusMethodInvocation *invocation);
 /* A call answered in the bus thread, straight from its @message. */
 Call *call_new_in_bus_thread(PtagsService *svc, GDBusMessage *message);

@@ -466,6 +466,8 @@ static void single_line_change(PtagsService *svc, GDBusMethodInvocation *inv, gu
         if (!args_ok(inv, single_line_check(pid, arg_name, arg, value, &error) ? NULL : error))
                 return;
         Call *call = call_new(svc, inv);
+        if (call == NULL)
+                return;
         single_line_set(call, arg_name, arg, line_prefix, value);
         change_begin(call, pid);
 }
@@ -508,6 +510,8 @@ static gboolean handle_apply(PtagsManager *object, GDBusMethodInvocation *inv, g
                                   : error))
                 return TRUE;
         Call *call = call_new(svc, inv);
+        if (call == NULL)
+                return TRUE;
         call->lines = g_strdupv((char **)lines);
         change_begin(call, pid);
         return TRUE;
@@ -521,6 +525,8 @@ static gboolean handle_apply_fd(PtagsManager *object, GDBusMethodInvocation *inv
         if (!args_ok(inv, ptags_lines_validate(lines, &error) ? NULL : error))
                 return TRUE;
         Call *call = call_new(svc, inv);
+        if (call == NULL)
+                return TRUE;
         call->lines = g_strdupv((char **)lines);
         if (!call_adopt_fd(call, fds, pidfd, &error)) {
                 call_fail(call, error);

@@ -503,8 +503,10 @@ static Call *register_call_new(PtagsService *svc, GDBusMethodInvocation *inv, gu
                                GVariant *info)
 {
         Call *call = call_new(svc, inv);
-        ContainerArgs *a = args_of(call);
 
+        if (call == NULL)
+                return NULL;
+        ContainerArgs *a = args_of(call);
         a->contid = contid;
         if (not_supported(call))
                 return NULL;
@@ -609,7 +611,7 @@ static gboolean handle_get_id(PtagsManager *object, GDBusMethodInvocation *inv, 
 {
         Call *call = call_new(svc, inv);
 
-        if (not_supported(call))
+        if (call == NULL || not_supported(call))
                 return TRUE;
         args_of(call)->pid_arg = pid;
         GError *error = NULL;
@@ -675,7 +677,7 @@ static gboolean handle_get_container(PtagsManager *object, GDBusMethodInvocation
 {
         Call *call = call_new(svc, inv);
 
-        if (not_supported(call))
+        if (call == NULL || not_supported(call))
                 return TRUE;
         args_of(call)->contid = contid;
         call_lookup_peer(call, g_dbus_method_invocation_get_sender(inv), get_container_start);
@@ -744,7 +746,7 @@ static gboolean handle_list(PtagsManager *object, GDBusMethodInvocation *inv, Pt
 {
         Call *call = call_new(svc, inv);
 
-        if (not_supported(call))
+        if (call == NULL || not_supported(call))
                 return TRUE;
         call_lookup_peer(call, g_dbus_method_invocation_get_sender(inv), list_start);
         return TRUE;

@@ -97,6 +97,10 @@ static Call *read_call_new(PtagsService *svc, GDBusMethodInvocation *inv, GError
                 return NULL;
         }
         Call *call = call_new(svc, inv);
+        if (call == NULL) {
+                g_free(body);
+                return NULL;
+        }
         call->kept_only = kept_only;
         call->pattern = body;
         return call;
@@ -119,6 +123,8 @@ static gboolean handle_get_tags_fd(PtagsManager *object, GDBusMethodInvocation *
         Call *call = call_new(svc, inv);
         GError *error = NULL;
 
+        if (call == NULL)
+                return TRUE;
         if (!call_adopt_fd(call, fds, pidfd, &error)) {
                 call_fail(call, error);
                 return TRUE;
@@ -342,6 +348,7 @@ PtagsService *ptags_service_new(GDBusConnection *connection, PtagsBackend *backe
         svc->authority = authority;
         svc->reauthorizing = g_hash_table_new(g_direct_hash, g_direct_equal);
         svc->peers = ptags_peer_cache_new(connection);
+        svc->in_progress = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
         call_watch_start(svc);
         svc->skeleton = ptags_manager_skeleton_new();
         ptags_manager_set_version(svc->skeleton, PACKAGE_VERSION);
@@ -390,6 +397,7 @@ void ptags_service_free(PtagsService *svc)
         g_hash_table_unref(svc->reauthorizing);
         /* Calls still waiting for a lookup are left unanswered, as ptagsd stops. */
         g_clear_pointer(&svc->looking_up, g_hash_table_unref);
+        g_clear_pointer(&svc->in_progress, g_hash_table_unref);
         call_watch_stop(svc);
         ptags_peer_cache_free(svc->peers);
         g_clear_object(&svc->connection);

@@ -29,4 +29,5 @@ struct _PtagsService {
         guint leaving_watch;
         PtagsBusThread *bus_thread; /* what GDBus's worker thread answers */
         GHashTable *looking_up;     /* bus name -> GQueue of calls waiting for its lookup */
+        GHashTable *in_progress;    /* unique name -> how many of its calls live (call.c) */
 };

@@ -85,6 +85,7 @@ static void test_signal_and_properties(void)
                   {"MaxUnreadReplyBytes", "u"},
                   {"MaxUserUnreadReplyBytes", "u"},
                   {"MaxExpensiveCalls", "u"},
+                  {"MaxConnectionCalls", "u"},
                   {"MaxRefusalRecords", "u"},
           };
 

@@ -32,6 +32,7 @@ BUDGET_PROPERTIES = {
     "MaxUnreadReplyBytes": 4 * MiB,
     "MaxUserUnreadReplyBytes": 16 * MiB,
     "MaxExpensiveCalls": 32,
+    "MaxConnectionCalls": 128,
     "MaxRefusalRecords": 64,
 }
 
@@ -606,6 +607,41 @@ class ExpensiveCallTests(LimitWorld):
         # The cap is per user: another user is still served.
         client = self.world.spawn_client()
         self.assertOk(client.call("FindTagged", "s", ["t"]))
+
+
+def fd_count(pid):
+    return len(os.listdir("/proc/%d/fd" % pid))
+
+
+class ConnectionCallTests(LimitWorld):
+    def test_calls_held_for_a_new_connection_are_bounded(self):
+        """Until ptagsd knows who sent them, a connection's calls wait, each
+        holding its pinned target. The bus bounds only the calls that await
+        a reply, so a flood that awaits none (on a connection ptagsd has not
+        looked up yet) must not hold a descriptor per call: at the process
+        limit the next pin of every caller fails, and GLib aborts."""
+        w = self.world
+        target = w.spawn_target(unprivileged=True)
+        before = fd_count(w.daemon.pid)
+        with HeldThread(w.daemon.pid):
+            flood = spawn_flood(w, "AddTag", "usb", [target, "app:x", False], calls=3000,
+                                no_reply=True)
+            time.sleep(0.5)  # the bus hands them all to ptagsd's bus thread
+        peak = before
+        deadline = time.monotonic() + 2.0
+        while time.monotonic() < deadline:
+            now = fd_count(w.daemon.pid)
+            peak = max(peak, now)
+            if peak > before + 50 and now < before + 10:
+                break  # the calls were taken and let go
+            time.sleep(0.001)
+        flood.wait(10)
+        print("ptagsd's descriptors: %d before, at most %d while it took 3000 calls"
+              % (before, peak))
+        # The default MaxConnectionCalls (128) and a margin.
+        self.assertLess(peak - before, 200)
+        self.assertTrue(w.daemon_alive())
+        self.assertOk(w.root_call("GetTags", "u", [target]))
 
 
 if __name__ == "__main__":

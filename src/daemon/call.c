@@ -69,8 +69,10 @@ void call_free(Call *call)
         call_end_turn(call);
         if (call->watched && call->svc->leaving != NULL) {
                 GPtrArray *calls = g_hash_table_lookup(call->svc->leaving, call->sender);
-                if (calls != NULL)
-                        g_ptr_array_remove_fast(calls, call);
+                /* Emptied, the entry goes: its caller may have left the bus
+                 * already, and then no NameOwnerChanged would remove it. */
+                if (calls != NULL && g_ptr_array_remove_fast(calls, call) && calls->len == 0)
+                        g_hash_table_remove(call->svc->leaving, call->sender);
         }
         if (call->counted && call->svc->in_progress != NULL) {
                 guint live =

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // SPDX-FileCopyrightText: 2026 The ptags authors
-/* bus-joins.c: when each connection joined the bus, at the latest.
+/* bus-joins.c: when each live connection joined the bus, at the latest.
  *
  * Without a ProcessFD the bus reports the pid of the process that called
  * connect(). That process may have exited while a child kept the socket, and
@@ -11,13 +11,19 @@
  * is caught.
  *
  * The bus announces each connection as it joins (NameOwnerChanged for its
- * new unique name, before any message of that connection) and hands unique
- * names out in increasing order: ":MAJOR.MINOR" on dbus-daemon, ":1.ID" on
- * dbus-broker. So the time ptagsd saw a name announced, or any later name,
- * bounds when that connection joined; a name never seen joined before the
- * watch began. The announcements are read off the socket in GDBus's worker
- * thread (a filter), before the main loop sees the calls they precede, so a
- * busy main loop does not make the bounds later.
+ * new unique name, before any message of that connection) and as it leaves,
+ * and hands unique names out in increasing order: ":MAJOR.MINOR" on
+ * dbus-daemon, ":1.ID" on dbus-broker. The announcements are read off the
+ * socket in GDBus's worker thread (a filter), before the main loop sees the
+ * calls they precede, so a busy main loop does not make the bounds later.
+ *
+ * Every connection seen joining is kept, with the time ptagsd read its
+ * announcement, until it leaves: so each live connection is dated by its own
+ * join, however many joined since. A name never seen joined before the watch
+ * began (older than every name seen) or was not announced yet (newer): both
+ * are bounded by the watch's start. Any other name left the bus, or its
+ * announcement was lost: it cannot be told, and no process counts as its
+ * opener.
  *
  * The bound is the join (Hello), not connect(): a connection may wait up to
  * the bus's authentication timeout (5 s by default on the system bus) in
@@ -31,10 +37,12 @@
 #include <time.h>
 #include <unistd.h>
 
-/* The last joins kept: 24 bytes each. A connection that joined before all
- * of them is bounded by the oldest kept, later than its own join: looser,
- * never wrong. */
-#define JOINS_KEPT 2048
+/* The live connections kept at most (24 bytes each, at most as many again
+ * for those that left and are not yet dropped). The bus limits connections
+ * far below this. Past it the oldest live one is forgotten: like one that
+ * left, it then cannot be told (FALSE), and neither can any name seen below
+ * it, none of them live. Fail-closed: a process is refused, never let in. */
+#define LIVE_KEPT 65536
 
 typedef struct {
         guint64 major, minor; /* the unique name ":MAJOR.MINOR" */
@@ -42,7 +50,8 @@ typedef struct {
 
 typedef struct {
         Serial serial;
-        guint64 seen_ns; /* CLOCK_BOOTTIME, when ptagsd read the announcement */
+        guint64 seen_ns; /* CLOCK_BOOTTIME, when ptagsd read the announcement;
+                          * 0 once the connection left */
 } Join;
 
 /* The filter writes from GDBus's worker thread, peer lookups read from the
@@ -53,9 +62,10 @@ static struct {
         guint filter;
         gboolean watching;
         guint64 since_ns; /* every join after this was seen */
-        Join *ring;       /* oldest at (next - len) mod JOINS_KEPT */
-        guint next, len;
-        gboolean dropped; /* a join older than the oldest kept was seen */
+        GArray *table;    /* of Join, in the bus's order: every live one seen */
+        guint live;       /* entries of table still live; the others left */
+        gboolean seen;    /* a join, the first and last seen since the watch */
+        Serial first, last;
 } joins;
 
 static guint64 boottime_ns(void)
@@ -85,27 +95,81 @@ static int serial_cmp(Serial a, Serial b)
         return a.minor < b.minor ? -1 : a.minor > b.minor;
 }
 
-static Join *kept(guint i)
+static Join *entry(guint i)
 {
-        return &joins.ring[(joins.next + JOINS_KEPT - joins.len + i) % JOINS_KEPT];
+        return &g_array_index(joins.table, Join, i);
 }
 
-static void record(const char *name)
+/* The index of the first entry at or after @serial. */
+static guint find(Serial serial)
+{
+        guint lo = 0, hi = joins.table->len;
+
+        while (lo < hi) {
+                guint mid = lo + (hi - lo) / 2;
+                if (serial_cmp(entry(mid)->serial, serial) < 0)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        return lo;
+}
+
+/* Marks @join as gone; once most entries are, drops them. */
+static void forget(Join *join)
+{
+        join->seen_ns = 0;
+        joins.live--;
+        if (joins.table->len - joins.live <= joins.live)
+                return;
+        guint kept = 0;
+        for (guint i = 0; i < joins.table->len; i++)
+                if (entry(i)->seen_ns != 0)
+                        *entry(kept++) = *entry(i);
+        g_array_set_size(joins.table, kept);
+}
+
+static void record_join(Serial serial)
+{
+        /* Kept in the bus's order; a name out of it is never kept, and
+         * lies within the names seen: it cannot be told. */
+        if (joins.seen && serial_cmp(joins.last, serial) >= 0)
+                return;
+        if (!joins.seen)
+                joins.first = serial;
+        joins.seen = TRUE;
+        joins.last = serial;
+        if (joins.live == LIVE_KEPT) {
+                guint oldest = 0;
+                while (entry(oldest)->seen_ns == 0)
+                        oldest++;
+                forget(entry(oldest));
+        }
+        g_array_append_val(joins.table, ((Join){serial, boottime_ns()}));
+        joins.live++;
+}
+
+static void record_leave(Serial serial)
+{
+        guint i = find(serial);
+
+        if (i < joins.table->len && serial_cmp(entry(i)->serial, serial) == 0 &&
+            entry(i)->seen_ns != 0)
+                forget(entry(i));
+}
+
+static void record(const char *name, gboolean joined)
 {
         Serial serial;
 
         if (!serial_parse(name, &serial))
                 return;
         pthread_mutex_lock(&lock);
-        /* Kept in the bus's order; one out of it would only loosen bounds. */
-        if (joins.ring != NULL &&
-            (joins.len == 0 || serial_cmp(kept(joins.len - 1)->serial, serial) < 0)) {
-                joins.ring[joins.next] = (Join){serial, boottime_ns()};
-                joins.next = (joins.next + 1) % JOINS_KEPT;
-                if (joins.len < JOINS_KEPT)
-                        joins.len++;
+        if (joins.table != NULL) {
+                if (joined)
+                        record_join(serial);
                 else
-                        joins.dropped = TRUE;
+                        record_leave(serial);
         }
         pthread_mutex_unlock(&lock);
 }
@@ -125,7 +189,9 @@ static GDBusMessage *join_filter(GDBusConnection *bus, GDBusMessage *message, gb
                 return message;
         g_variant_get(body, "(&s&s&s)", &name, &old_owner, &new_owner);
         if (name[0] == ':' && old_owner[0] == '\0' && strcmp(name, new_owner) == 0)
-                record(name);
+                record(name, TRUE);
+        else if (name[0] == ':' && new_owner[0] == '\0' && strcmp(name, old_owner) == 0)
+                record(name, FALSE);
         return message;
 }
 
@@ -138,9 +204,9 @@ gboolean ptags_bus_joins_watch(GDBusConnection *bus, GError **error)
         g_return_val_if_fail(joins.bus == NULL, FALSE);
 
         pthread_mutex_lock(&lock);
-        joins.ring = g_new(Join, JOINS_KEPT);
-        joins.next = joins.len = 0;
-        joins.dropped = FALSE;
+        joins.table = g_array_new(FALSE, FALSE, sizeof(Join));
+        joins.live = 0;
+        joins.seen = FALSE;
         pthread_mutex_unlock(&lock);
         joins.bus = g_object_ref(bus);
         joins.filter = g_dbus_connection_add_filter(bus, join_filter, NULL, NULL);
@@ -170,32 +236,30 @@ void ptags_bus_joins_unwatch(void)
         g_clear_object(&joins.bus);
         pthread_mutex_lock(&lock);
         joins.watching = FALSE;
-        g_clear_pointer(&joins.ring, g_free);
-        joins.next = joins.len = 0;
+        g_clear_pointer(&joins.table, g_array_unref);
+        joins.live = 0;
+        joins.seen = FALSE;
         pthread_mutex_unlock(&lock);
 }
 
-/* The latest time @serial can have joined: the sighting of the first kept
- * name at or after it, or the watch's start for a name never seen. */
+/* The latest time @serial can have joined: when its join was seen, or the
+ * watch's start for a name never seen; 0 when that cannot be told. */
 static guint64 joined_by(Serial serial)
 {
-        guint lo = 0, hi = joins.len;
-
-        while (lo < hi) {
-                guint mid = lo + (hi - lo) / 2;
-                if (serial_cmp(kept(mid)->serial, serial) < 0)
-                        lo = mid + 1;
-                else
-                        hi = mid;
-        }
         /* Never seen and newer than every name seen: none was seen yet (it
-         * joined before the watch), or its announcement was lost (then the
-         * watch's start is earlier than its join: stricter, never wrong). */
-        if (lo == joins.len)
+         * joined before the watch), or its announcement is not read yet or
+         * was lost (then the watch's start is earlier than its join:
+         * stricter, never wrong). Older than the first name seen: it joined
+         * before the watch. */
+        if (!joins.seen || serial_cmp(serial, joins.last) > 0 ||
+            serial_cmp(serial, joins.first) < 0)
                 return joins.since_ns;
-        if (lo == 0 && !joins.dropped && serial_cmp(kept(0)->serial, serial) != 0)
-                return joins.since_ns; /* older than the first name seen */
-        return kept(lo)->seen_ns;
+        /* Otherwise it left (or was forgotten past LIVE_KEPT), or its
+         * announcement was lost. */
+        guint i = find(serial);
+        if (i == joins.table->len || serial_cmp(entry(i)->serial, serial) != 0)
+                return 0;
+        return entry(i)->seen_ns; /* 0 once it left */
 }
 
 gboolean ptags_bus_joins_may_have_opened(const char *unique_name, guint64 start_ticks)
@@ -203,7 +267,8 @@ gboolean ptags_bus_joins_may_have_opened(const char *unique_name, guint64 start_
         Serial serial;
         long ticks_per_s = sysconf(_SC_CLK_TCK);
 
-        if (!serial_parse(unique_name, &serial))
+        /* A start of 0 is one that could not be read. */
+        if (!serial_parse(unique_name, &serial) || start_ticks == 0)
                 return FALSE;
         if (ticks_per_s <= 0 || start_ticks > G_MAXUINT64 / G_GUINT64_CONSTANT(1000000000))
                 return FALSE;
@@ -211,7 +276,8 @@ gboolean ptags_bus_joins_may_have_opened(const char *unique_name, guint64 start_
         guint64 started_ns = start_ticks * (G_GUINT64_CONSTANT(1000000000) / (guint64)ticks_per_s);
 
         pthread_mutex_lock(&lock);
-        gboolean ok = joins.watching && started_ns <= joined_by(serial);
+        guint64 bound = joins.watching ? joined_by(serial) : 0;
+        gboolean ok = bound != 0 && started_ns <= bound;
         pthread_mutex_unlock(&lock);
         return ok;
 }

@@ -14,5 +14,6 @@ void ptags_bus_joins_unwatch(void);
 /* Whether a process that started at @start_ticks (clock ticks since boot,
  * as /proc/PID/stat gives them) may have opened the connection called
  * @unique_name: FALSE when it started after the connection joined the bus,
- * and when that cannot be told (no watch, a name of an unknown form). */
+ * and when that cannot be told (no watch, a name of an unknown form, a
+ * connection that left the bus, a start of 0). */
 gboolean ptags_bus_joins_may_have_opened(const char *unique_name, guint64 start_ticks);

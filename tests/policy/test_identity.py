@@ -127,13 +127,27 @@ class OrphanedConnection(PolicyTestCase):
         assert_proven(self, w.spawn_client_as("nobody"))
 
     def test_connections_older_than_every_join_kept_are_still_dated(self):
-        # ptagsd keeps the last 2048 joins; older connections are dated by
-        # the oldest kept, which is later than their own join.
+        # ptagsd once kept only the last 2048 joins, and dated older
+        # connections by the oldest kept, later than their own join.
         w = self.world
         client = w.spawn_client_as("nobody")
         peer = OrphanPeer(w)
         join_and_leave(w.address, 2100)
         assert_lends_nothing(self, peer, w.spawn_target_at(peer.connector_pid, unprivileged=True))
+        assert_proven(self, client)
+
+    def test_a_pid_taken_before_every_join_kept_is_still_dated(self):
+        # The other order: the victim takes the connector's pid first, then
+        # 2100 connections join and leave, so that the connection's join is
+        # no longer among the last ones; its date must not become later
+        # than the victim's start.
+        w = self.world
+        client = w.spawn_client_as("nobody")
+        peer = OrphanPeer(w)
+        after_ptagsd_saw_every_join(w)
+        victim = w.spawn_target_at(peer.connector_pid, unprivileged=True)
+        join_and_leave(w.address, 2100)
+        assert_lends_nothing(self, peer, victim)
         assert_proven(self, client)
 
 

@@ -65,7 +65,8 @@ char *ptags_user_name(uid_t uid, gint64 now);
 char *ptags_status_comm(const char *status);
 
 /* True when the pinned process has effective capability @cap now (false
- * when it exited, or for a number no capability set has). */
+ * when it exited, when it is in a user namespace other than ptagsd's, or for
+ * a number no capability set has). */
 gboolean ptags_target_has_capability(const PtagsTarget *t, guint cap);
 
 /* True when the text of /proc/PID/status shows a process running as @uid
@@ -78,7 +79,8 @@ gboolean ptags_status_is_plain_process_of(const char *status, uid_t uid, const g
  * without a file to parse: the owner and group of /proc/PID (its effective
  * ids), the owner of /proc/PID/status (root once the process is not
  * dumpable: after a setuid, setgid or file-capability exec, or by choice)
- * and its effective and permitted capabilities. */
+ * and its effective and permitted capabilities (none outside ptagsd's user
+ * namespace). */
 typedef struct {
         uid_t euid;
         gid_t egid;

@@ -572,6 +572,80 @@ static void test_peer_process_fd_that_becomes_root(void)
         g_assert_cmpint(rmdir(dir), ==, 0);
 }
 
+/* A child of nobody, dumpable (so /proc/PID stays readable to its owner),
+ * that either kept CAP_MAC_ADMIN from root or entered a user namespace of
+ * its own, where it holds every capability; then it waits. -1 when the
+ * kernel refuses nobody a user namespace. */
+static pid_t spawn_nobody_with_mac_admin(gboolean own_userns)
+{
+        int ready[2];
+        g_assert_cmpint(pipe(ready), ==, 0);
+        pid_t child = fork();
+        g_assert_cmpint(child, >=, 0);
+        if (child == 0) {
+                alarm(30); /* never outlive a failing test */
+                close(ready[0]);
+                if (prctl(PR_SET_KEEPCAPS, !own_userns, 0, 0, 0) != 0 ||
+                    setresgid(65534, 65534, 65534) != 0 || setresuid(65534, 65534, 65534) != 0 ||
+                    prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) != 0)
+                        _exit(1);
+                if (own_userns && unshare(CLONE_NEWUSER) != 0)
+                        _exit(2);
+                if (!own_userns)
+                        set_effective_cap(CAP_MAC_ADMIN, TRUE); /* kept in the permitted set */
+                if (write(ready[1], "x", 1) != 1)
+                        _exit(1);
+                pause();
+                _exit(0);
+        }
+        close(ready[1]);
+        char byte;
+        ssize_t n = read(ready[0], &byte, 1);
+        close(ready[0]);
+        if (n == 1)
+                return child;
+        int wstatus = 0;
+        g_assert_cmpint(waitpid(child, &wstatus, 0), ==, child);
+        g_assert_true(WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 2);
+        return -1; /* user namespaces are closed to nobody here */
+}
+
+/* The kernel looks for CAP_MAC_ADMIN in the initial user namespace. Nobody
+ * that kept it from root holds it there; nobody in a user namespace of its
+ * own holds it only there, which counts for nothing, neither when proven
+ * nor when asked. */
+static void test_capability_in_own_user_namespace(void)
+{
+        g_assert_cmpuint(getuid(), ==, 0); /* the test needs root, as CI has */
+        PtagsTarget self;
+        g_assert_true(ptags_target_pin_pid(&self, getpid(), NULL));
+        g_assert_true(ptags_target_has_capability(&self, CAP_MAC_ADMIN));
+        ptags_target_clear(&self);
+
+        pid_t kept = spawn_nobody_with_mac_admin(FALSE);
+        g_autoptr(PtagsPeer) holder = peer_with_process_fd(kept);
+        g_assert_true(holder->process_known);
+        g_assert_true(holder->proven.caps >> CAP_MAC_ADMIN & 1);
+        g_assert_true(ptags_target_has_capability(&holder->target, CAP_MAC_ADMIN));
+        kill_and_reap(kept);
+
+        pid_t inside = spawn_nobody_with_mac_admin(TRUE);
+        if (inside < 0) {
+                g_test_skip("unprivileged user namespaces are disabled");
+                return;
+        }
+        g_assert_true(status_cap_eff(inside) >> CAP_MAC_ADMIN & 1); /* the premise */
+        g_autoptr(PtagsPeer) peer = peer_with_process_fd(inside);
+        g_test_message("proven: known %d, caps %#" G_GINT64_MODIFIER "x; has CAP_MAC_ADMIN now: %d",
+                       peer->process_known, peer->proven.caps,
+                       ptags_target_has_capability(&peer->target, CAP_MAC_ADMIN));
+        g_assert_true(peer->process_known);
+        g_assert_false(peer->proven.caps >> CAP_MAC_ADMIN & 1);
+        g_assert_false(ptags_target_has_capability(&peer->target, CAP_MAC_ADMIN));
+        g_assert_true(ptags_peer_process_unchanged(peer));
+        kill_and_reap(inside);
+}
+
 /* A process that exited but was not reaped is gone to every method. */
 static void test_zombie_is_not_alive(void)
 {
@@ -749,6 +823,8 @@ int main(int argc, char **argv)
         g_test_add_func("/target/alive-without-cap-kill", test_alive_without_cap_kill);
         g_test_add_func("/target/peer-process-fd-that-becomes-root",
                         test_peer_process_fd_that_becomes_root);
+        g_test_add_func("/target/capability-in-own-user-namespace",
+                        test_capability_in_own_user_namespace);
         g_test_add_func("/target/not-a-pidfd", test_not_a_pidfd);
         g_test_add_func("/target/thread-id", test_thread_id);
         g_test_add_func("/target/zombie-is-not-alive", test_zombie_is_not_alive);

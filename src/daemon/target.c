@@ -238,26 +238,28 @@ static int open_proc_dir(pid_t pid)
         return open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
 }
 
-/* Whether the process whose /proc/PID is @dir is in ptagsd's own user
- * namespace. The kernel weighs CAP_MAC_ADMIN in the initial namespace, but
- * any user may create a namespace of its own and hold every capability in
- * it, and capget() and /proc show those sets as if they were real. So a
- * process's capabilities count only in ours; one whose namespace cannot be
- * read holds none. Ask after reading them: nothing returns to an ancestor
- * namespace, so a process in ours now was in ours then. */
-static gboolean in_our_user_namespace(int dir)
+/* Whether process @pid is in ptagsd's own user namespace. The kernel
+ * weighs CAP_MAC_ADMIN in the initial namespace, but any user may create a
+ * namespace of its own and hold every capability in it, and capget() and
+ * /proc show those sets as if they were real. So a process's capabilities
+ * count only in ours; one whose namespace cannot be read holds none. Ask
+ * after reading them: nothing returns to an ancestor namespace, so a
+ * process in ours now was in ours then. */
+static gboolean in_our_user_namespace(pid_t pid)
 {
         static struct stat ours;
         static gsize read_once;
         struct stat ns;
+        char path[48];
 
         if (g_once_init_enter(&read_once)) {
                 if (stat("/proc/self/ns/user", &ours) < 0)
                         ours.st_ino = 0;
                 g_once_init_leave(&read_once, 1);
         }
-        return dir >= 0 && ours.st_ino != 0 && fstatat(dir, "ns/user", &ns, 0) == 0 &&
-               ns.st_dev == ours.st_dev && ns.st_ino == ours.st_ino;
+        snprintf(path, sizeof(path), "/proc/%d/ns/user", (int)pid);
+        return ours.st_ino != 0 && stat(path, &ns) == 0 && ns.st_dev == ours.st_dev &&
+               ns.st_ino == ours.st_ino;
 }
 
 static char *read_proc_text(pid_t pid, const char *name)
@@ -448,11 +450,7 @@ gboolean ptags_target_has_capability(const PtagsTarget *t, guint cap)
         if (cap >= 32 * _LINUX_CAPABILITY_U32S_3 || syscall(SYS_capget, &header, sets) < 0 ||
             !(sets[cap / 32].effective >> (cap % 32) & 1u))
                 return FALSE;
-        int dir = open_proc_dir(t->pid);
-        gboolean ours = in_our_user_namespace(dir);
-        if (dir >= 0)
-                close(dir);
-        return ours && ptags_target_alive(t);
+        return in_our_user_namespace(t->pid) && ptags_target_alive(t);
 }
 
 gboolean ptags_process_info_read(const PtagsTarget *t, PtagsProcessInfo *info, GError **error)
@@ -599,24 +597,22 @@ static gboolean privilege_read(pid_t pid, PtagsPrivilege *out)
         struct __user_cap_header_struct header = {.version = _LINUX_CAPABILITY_VERSION_3,
                                                   .pid = pid};
         struct __user_cap_data_struct sets[_LINUX_CAPABILITY_U32S_3];
-        int fd = open_proc_dir(pid);
+        char path[48];
 
-        if (fd < 0)
+        snprintf(path, sizeof(path), "/proc/%d", (int)pid);
+        if (stat(path, &dir) < 0)
                 return FALSE;
-        if (fstat(fd, &dir) < 0 || fstatat(fd, "status", &status, 0) < 0 ||
-            syscall(SYS_capget, &header, sets) < 0) {
-                close(fd);
+        snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+        if (stat(path, &status) < 0 || syscall(SYS_capget, &header, sets) < 0)
                 return FALSE;
-        }
         out->euid = dir.st_uid;
         out->egid = dir.st_gid;
         out->status_owner = status.st_uid;
         out->caps = 0;
         for (int i = 0; i < _LINUX_CAPABILITY_U32S_3; i++)
                 out->caps |= (guint64)(sets[i].effective | sets[i].permitted) << (32 * i);
-        if (!in_our_user_namespace(fd))
+        if (out->caps != 0 && !in_our_user_namespace(pid))
                 out->caps = 0;
-        close(fd);
         return TRUE;
 }
 

@@ -41,6 +41,7 @@ typedef struct {
          * at most. */
         PtagsProcessInfo seen;
         gboolean reauthorized;
+        CallStep read_start; /* a read's first step once admitted */
 } ContainerArgs;
 
 static void container_args_free(gpointer p)
@@ -431,6 +432,8 @@ static void authorize_one(Call *call, const char *action, PolkitDetails *details
         const char *what = polkit_details_lookup(details, "contid");
         const char *sender = call->sender;
 
+        /* A read leaves its uid's turn while polkit decides, as a change does. */
+        call_end_turn(call);
         /* A caller that leaves the bus cancels its pending checks. */
         call_cancel_if_caller_leaves(call);
 
@@ -606,6 +609,20 @@ static void get_id_start(Call *call)
         authorize_one(call, PTAGS_ACTION_CONTAINER_INSPECT, d, TRUE, get_id_authorized);
 }
 
+/* The reads of containers take turns with the other reads of their caller's
+ * uid and count their replies against the unread budgets, as the reads of
+ * tags do. */
+static void read_admitted(Call *call)
+{
+        call_lookup_peer(call, call->sender, args_of(call)->read_start);
+}
+
+static void admit_read(Call *call, CallStep start)
+{
+        args_of(call)->read_start = start;
+        call_admit_read(call, read_admitted);
+}
+
 static gboolean handle_get_id(PtagsManager *object, GDBusMethodInvocation *inv, guint32 pid,
                               PtagsService *svc)
 {
@@ -620,7 +637,7 @@ static gboolean handle_get_id(PtagsManager *object, GDBusMethodInvocation *inv, 
                 return TRUE;
         }
         call->target_is_caller = pid == 0;
-        call_lookup_peer(call, g_dbus_method_invocation_get_sender(inv), get_id_start);
+        admit_read(call, get_id_start);
         return TRUE;
 }
 
@@ -680,7 +697,7 @@ static gboolean handle_get_container(PtagsManager *object, GDBusMethodInvocation
         if (call == NULL || not_supported(call))
                 return TRUE;
         args_of(call)->contid = contid;
-        call_lookup_peer(call, g_dbus_method_invocation_get_sender(inv), get_container_start);
+        admit_read(call, get_container_start);
         return TRUE;
 }
 
@@ -748,7 +765,7 @@ static gboolean handle_list(PtagsManager *object, GDBusMethodInvocation *inv, Pt
 
         if (call == NULL || not_supported(call))
                 return TRUE;
-        call_lookup_peer(call, g_dbus_method_invocation_get_sender(inv), list_start);
+        admit_read(call, list_start);
         return TRUE;
 }
 

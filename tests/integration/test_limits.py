@@ -608,6 +608,19 @@ class ExpensiveCallTests(LimitWorld):
         client = self.world.spawn_client()
         self.assertOk(client.call("FindTagged", "s", ["t"]))
 
+    def test_container_reads_take_the_same_turns(self):
+        """GetContainerId, GetContainer and ListContainers wait in their
+        uid's turn like the reads of tags (and count their replies against
+        the unread budgets): a flood of them is capped the same way."""
+        with HeldThread(self.world.daemon.pid):
+            flood = spawn_flood(self.world, "ListContainers", "", [], calls=50, connections=2)
+            time.sleep(0.5)  # the bus hands them all to ptagsd's bus thread
+        summary = json.loads(flood.stdout.readline())["replies"]
+        self.assertGreater(summary.get("org.ptags.Error.LimitExceeded", 0), 0, summary)
+        self.assertGreater(summary.get("ok", 0), 0, summary)
+        client = self.world.spawn_client()
+        self.assertOk(client.call("ListContainers", "", []))
+
 
 def fd_count(pid):
     return len(os.listdir("/proc/%d/fd" % pid))

@@ -409,14 +409,16 @@ static gboolean read_now(PtagsBusThread *bt, GDBusConnection *connection, GDBusM
 }
 
 /* Whether a change could overtake an earlier call of its own connection
- * here: one carrying a file descriptor (ApplyFd) always goes to the main
+ * here: ApplyFd (its pidfd, or the lack of one, is the main loop's to
+ * judge) and any call carrying a file descriptor always go to the main
  * loop, and so does every change while an earlier call of the connection is
  * on its way to the main loop or in flight there (queued, learning its
  * caller). Only this thread counts calls as passed on, so a FALSE stays
  * FALSE while it runs the change. */
 static gboolean change_must_pass(GDBusMessage *msg, const char *sender)
 {
-        return g_dbus_message_get_unix_fd_list(msg) != NULL || has_passed(sender);
+        return strcmp(g_dbus_message_get_member(msg), "ApplyFd") == 0 ||
+               g_dbus_message_get_unix_fd_list(msg) != NULL || has_passed(sender);
 }
 
 /* A change from a known root connection: run here (TRUE, @msg consumed) when

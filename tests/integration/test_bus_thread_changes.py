@@ -217,6 +217,22 @@ class BusThreadChangeTests(PtagsTestCase):
             self.assertOk(root.call("RemoveTag", "us", [target, "app:*"], timeout=5))
         self.assertEqual(w.get_tags(target), [])
 
+    def test_apply_fd_without_a_descriptor_is_refused(self):
+        """An ApplyFd whose handle names no descriptor, from a root
+        connection ptagsd knows, gets InvalidArgs like any other caller's
+        (it went to the bus thread and failed an assertion there)."""
+        w = self.world
+        target = w.spawn_target(unprivileged=True)
+        conn = self.connect()
+        self.assertEqual(self.pipeline([("AddTag", "usb", [target, "app:a", False]),
+                                        ("AddTag", "usb", [target, "app:b", False])], conn),
+                         [None, None])
+        errors = self.pipeline([("ApplyFd", "has", [0, ["+app:c"]])], conn)
+        self.assertIn("org.freedesktop.DBus.Error.InvalidArgs", errors[0] or "")
+        self.assertTrue(w.daemon_alive())
+        self.assertEqual([t[0] for t in w.get_tags(target)], ["app:a", "app:b"])
+        conn.close_sync(None)
+
     def test_root_changes_do_not_grow_ptagsd(self):
         """Thousands of changes answered in the bus thread leave ptagsd's
         memory where the first thousands put it."""

@@ -140,19 +140,20 @@ cat "$qemulog"
 rm -f "$qemulog"
 step "QEMU LSM tests (waited for)"
 
-# The random load test runs 1000 operations per caller here (2000 by
-# default) and 500 under ASan, and the D-Bus fuzz test 30000 calls here and
-# 20000 under ASan (50000 by default; LeakSanitizer finds leaks without the
+# The random load test runs 600 operations per caller here (2000 by
+# default) and 300 under ASan, and the D-Bus fuzz test 30000 calls here and
+# 12000 under ASan (50000 by default; LeakSanitizer finds leaks without the
 # heap measure the longer run feeds, and a leak of 300 bytes a call still
 # shows in 30000): 16 callers still mix every kind of operation thousands
 # of times on each backend, and the whole run stays under 20 minutes on 2
-# cores (it took 1059-1113 s before the fuzz runs were cut). Under ASan
-# GLib takes its small objects from malloc (G_SLICE), so LeakSanitizer sees
-# them too.
-PTAGS_LOAD_OPS=1000 PTAGS_DBUS_FUZZ_CALLS=30000 \
+# cores (it took 1106-1143 s with 1000 and 500 load operations and 20000
+# fuzzed calls under ASan, before the tests of this change were added).
+# Under ASan GLib takes its small objects from malloc (G_SLICE), so
+# LeakSanitizer sees them too.
+PTAGS_LOAD_OPS=600 PTAGS_DBUS_FUZZ_CALLS=30000 \
   meson test -C "$builddir" --print-errorlogs --num-processes 2 --no-suite bpf-qemu "$@" || status=1
 step "main tests"
-PTAGS_LOAD_OPS=500 PTAGS_DBUS_FUZZ_CALLS=20000 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+PTAGS_LOAD_OPS=300 PTAGS_DBUS_FUZZ_CALLS=12000 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
   G_SLICE=always-malloc meson test -C "$asandir" --print-errorlogs --num-processes 2 \
     --suite model --suite fixture --suite daemon --suite integration --suite integration-bpf \
     "$@" || status=1

@@ -11,7 +11,8 @@
 pid_t ptags_lineage_parent(pid_t pid);
 /* True when @ancestor is on @pid's parent chain (not @pid itself). */
 gboolean ptags_lineage_is_descendant(pid_t pid, pid_t ancestor);
-/* The number of threads of process @pid, 0 when it is gone. */
+/* The number of threads of process @pid, 0 when it is gone or its status
+ * cannot be read. */
 guint ptags_lineage_threads(pid_t pid);
 /* True when any thread of @pid has a child. */
 gboolean ptags_lineage_has_children(pid_t pid);

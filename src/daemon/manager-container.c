@@ -281,6 +281,14 @@ static void register_commit(Call *call)
                 register_fail(call, error);
                 return;
         }
+        /* None read means the status could not be read: never "one". */
+        guint threads = ptags_lineage_threads(pid);
+        if (threads == 0 && ptags_target_alive(&call->target)) {
+                register_fail(call,
+                              g_error_new(PTAGS_ERROR, PTAGS_ERROR_FAILED,
+                                          "cannot count the threads of process %d", (int)pid));
+                return;
+        }
         ptags_contid_facts f = {
                 .target_exists = ptags_target_alive(&call->target),
                 .value_ok = TRUE,
@@ -289,7 +297,7 @@ static void register_commit(Call *call)
                  * caller's right at this point of the kernel's order. */
                 .writer_cap_audit_control = TRUE,
                 .target_has_children = ptags_lineage_has_children(pid),
-                .target_threads = ptags_lineage_threads(pid),
+                .target_threads = threads,
                 .target_is_writer = caller->target.pid == pid,
                 .target_is_descendant = ptags_lineage_is_descendant(pid, caller->target.pid),
                 .writer_is_root_exempt = caller->uid == 0,

@@ -408,8 +408,21 @@ static gboolean process_info_read(const PtagsTarget *t, PtagsProcessInfo *info, 
         if (dir >= 0) {
                 char exe[PATH_MAX];
                 ssize_t n = readlinkat(dir, "exe", exe, sizeof(exe));
-                if (n >= 0 && (size_t)n < sizeof(exe))
-                        info->exe = g_strndup(exe, n);
+                struct stat real, named;
+                /* The link reads as a path in the target's mount namespace,
+                 * where its user may have mounted any program over a trusted
+                 * path: keep the path only if in ours it names the very file
+                 * the target runs (looked at after the link was read, so the
+                 * newer program of an exec in between is the one compared).
+                 * Otherwise it stays unknown: a deleted file too (the old
+                 * program after an upgrade, "PATH (deleted)"), and programs
+                 * under paths hidden from us (the unit's private /tmp). */
+                if (n >= 0 && (size_t)n < sizeof(exe)) {
+                        exe[n] = '\0';
+                        if (fstatat(dir, "exe", &real, 0) == 0 && stat(exe, &named) == 0 &&
+                            real.st_dev == named.st_dev && real.st_ino == named.st_ino)
+                                info->exe = g_strndup(exe, n);
+                }
                 info->cgroup = read_proc_text_at(dir, "cgroup");
                 close(dir);
         }

@@ -6,10 +6,12 @@
 # The polkit mock records every CheckAuthorization, so the details an
 # administrator's rules would see are checked exactly.
 
+import os
+import shutil
 import time
 import unittest
 
-from ptags_harness import PtagsTestCase, second_user_uid
+from ptags_harness import UNPRIVILEGED, PtagsTestCase, second_user_uid, wait_until
 
 ADD = "org.ptags.tag.add"
 REMOVE = "org.ptags.tag.remove"
@@ -54,6 +56,41 @@ class PolkitDetailsTests(PtagsTestCase):
                         check["details"])
         self.assertEqual(check["details"].get("target-unit", ""), "",
                          "no systemd here, so no unit")
+
+    def test_exe_faked_in_a_mount_namespace_is_not_told(self):
+        """/proc/PID/exe reads as a path in the target's own mount namespace,
+        where any user can bind-mount a program of theirs over a trusted
+        path. polkit must not hear that path: the program is not the one
+        it names on the system."""
+        def tool(name):
+            return os.path.realpath(shutil.which(name, path="/usr/bin:/bin"))
+        faked, sleep = tool("true"), tool("sleep")
+        script = ("%s -t tmpfs tmpfs /tmp && cp %s /tmp/own && %s --bind /tmp/own %s && "
+                  "exec %s 600" % (tool("mount"), sleep, tool("mount"), faked, faked))
+        proc = self.world.spawn("target", UNPRIVILEGED + [tool("unshare"), "-Urm", "sh", "-c",
+                                                          script], log_name="faker.log")
+
+        def runs_own_program():
+            if proc.poll() is not None:
+                self.fail("no user+mount namespace for uid %d (exit %s): %s" % (
+                    NOBODY, proc.returncode, self.world.read_log("faker.log")))
+            try:
+                with open("/proc/%d/syscall" % proc.pid) as f:
+                    sleeping = f.read().split(" ", 1)[0] in ("230", "35")
+                return (sleeping and os.readlink("/proc/%d/exe" % proc.pid) == faked and
+                        os.stat("/proc/%d/exe" % proc.pid).st_ino != os.stat(faked).st_ino)
+            except OSError:
+                return False
+        wait_until(runs_own_program, 10, "target %d to run its own program as %s" % (
+            proc.pid, faked))
+
+        self.assertError(self.client.call("AddTag", "usb", [proc.pid, "app:cam", False]),
+                         "NotAuthorized")
+        details = self.only_check()["details"]
+        self.assertDetails(details, pid=str(proc.pid), target_uid=str(NOBODY))
+        self.assertNotEqual(details.get("target-exe"), faked,
+                            "polkit told the path the target faked: %r" % details)
+        self.assertNotIn("target-exe", details, "an exe that is not the target's program")
 
     def test_remove_details_per_matching_tag(self):
         self.assertError(self.client.call("RemoveTag", "us", [self.target, "app:*"]),

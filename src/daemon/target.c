@@ -16,11 +16,13 @@
 #include <gio/gunixfdlist.h>
 #include <limits.h>
 #include <linux/capability.h>
+#include <linux/nsfs.h>
 #include <poll.h>
 #include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <stdlib.h>
 #include <sys/syscall.h>
@@ -245,21 +247,47 @@ static int open_proc_dir(pid_t pid)
  * count only in ours; one whose namespace cannot be read holds none. Ask
  * after reading them: nothing returns to an ancestor namespace, so a
  * process in ours now was in ours then. */
-static gboolean in_our_user_namespace(pid_t pid)
+static gboolean is_our_user_namespace(const struct stat *ns)
 {
         static struct stat ours;
         static gsize read_once;
-        struct stat ns;
-        char path[48];
 
         if (g_once_init_enter(&read_once)) {
                 if (stat("/proc/self/ns/user", &ours) < 0)
                         ours.st_ino = 0;
                 g_once_init_leave(&read_once, 1);
         }
+        return ours.st_ino != 0 && ns->st_dev == ours.st_dev && ns->st_ino == ours.st_ino;
+}
+
+static gboolean in_our_user_namespace(pid_t pid)
+{
+        struct stat ns;
+        char path[48];
+
         snprintf(path, sizeof(path), "/proc/%d/ns/user", (int)pid);
-        return ours.st_ino != 0 && stat(path, &ns) == 0 && ns.st_dev == ours.st_dev &&
-               ns.st_ino == ours.st_ino;
+        return stat(path, &ns) == 0 && is_our_user_namespace(&ns);
+}
+
+/* Whether the mount namespace of the process whose /proc/PID is @dir
+ * belongs to ptagsd's own user namespace: made by root, or by the service
+ * manager for a unit. Any user may make a mount namespace of its own,
+ * inside a user namespace of its own, and mount any program over any path
+ * there, so what /proc/PID/exe reads inside it is that user's word. No
+ * process moves from such a namespace into one of root's, so one found in
+ * root's after its link was read was in root's when it was read. */
+static gboolean mounts_are_roots(int dir)
+{
+        struct stat ns;
+        int mnt = openat(dir, "ns/mnt", O_RDONLY | O_CLOEXEC);
+        int owner = mnt >= 0 ? ioctl(mnt, NS_GET_USERNS) : -1;
+        gboolean ours = owner >= 0 && fstat(owner, &ns) == 0 && is_our_user_namespace(&ns);
+
+        if (owner >= 0)
+                close(owner);
+        if (mnt >= 0)
+                close(mnt);
+        return ours;
 }
 
 static char *read_proc_text(pid_t pid, const char *name)
@@ -408,21 +436,10 @@ static gboolean process_info_read(const PtagsTarget *t, PtagsProcessInfo *info, 
         if (dir >= 0) {
                 char exe[PATH_MAX];
                 ssize_t n = readlinkat(dir, "exe", exe, sizeof(exe));
-                struct stat real, named;
-                /* The link reads as a path in the target's mount namespace,
-                 * where its user may have mounted any program over a trusted
-                 * path: keep the path only if in ours it names the very file
-                 * the target runs (looked at after the link was read, so the
-                 * newer program of an exec in between is the one compared).
-                 * Otherwise it stays unknown: a deleted file too (the old
-                 * program after an upgrade, "PATH (deleted)"), and programs
-                 * under paths hidden from us (the unit's private /tmp). */
-                if (n >= 0 && (size_t)n < sizeof(exe)) {
-                        exe[n] = '\0';
-                        if (fstatat(dir, "exe", &real, 0) == 0 && stat(exe, &named) == 0 &&
-                            real.st_dev == named.st_dev && real.st_ino == named.st_ino)
-                                info->exe = g_strndup(exe, n);
-                }
+                /* The link reads as a path in the target's mount namespace:
+                 * told only when root made that namespace. */
+                if (n >= 0 && (size_t)n < sizeof(exe) && mounts_are_roots(dir))
+                        info->exe = g_strndup(exe, n);
                 info->cgroup = read_proc_text_at(dir, "cgroup");
                 close(dir);
         }

@@ -37,7 +37,7 @@ int ptags_fdinfo_parse_pid(const char *fdinfo);
 typedef struct {
         uid_t uid;  /* real uid */
         char *user; /* NULL when the uid has no name */
-        char *exe;  /* NULL unless its path, here, names the program it runs */
+        char *exe;  /* NULL unless read in a mount namespace of root's */
         char *comm;
         char *unit;      /* system unit (as sd_pid_get_unit), NULL when none */
         char *user_unit; /* unit of a user's manager (as sd_pid_get_user_unit), or NULL */

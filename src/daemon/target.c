@@ -424,10 +424,14 @@ static gboolean process_info_read(const PtagsTarget *t, PtagsProcessInfo *info, 
 
         memset(info, 0, sizeof(*info));
         info->uid = (uid_t)-1;
+        for (guint i = 0; i < G_N_ELEMENTS(info->uids); i++)
+                info->uids[i] = (uid_t)-1;
         if (status != NULL) {
                 const char *uid_line = strstr(status, "\nUid:");
-                if (uid_line != NULL)
-                        info->uid = (uid_t)strtoul(uid_line + 5, NULL, 10);
+                char *end = uid_line != NULL ? (char *)uid_line + 5 : NULL;
+                for (guint i = 0; end != NULL && i < G_N_ELEMENTS(info->uids); i++)
+                        info->uids[i] = (uid_t)strtoul(end, &end, 10);
+                info->uid = info->uids[0];
                 /* What /proc/PID/comm holds, one file fewer to read. */
                 info->comm = ptags_status_comm(status);
                 if (info->comm != NULL)
@@ -493,7 +497,8 @@ gboolean ptags_process_info_read(const PtagsTarget *t, PtagsProcessInfo *info, G
  * counts as a change, even one that keeps the units. */
 static gboolean process_info_equal(const PtagsProcessInfo *a, const PtagsProcessInfo *b)
 {
-        return a->uid == b->uid && g_strcmp0(a->exe, b->exe) == 0 &&
+        /* All four uids: a setuid() without an exec changes no other fact. */
+        return memcmp(a->uids, b->uids, sizeof(a->uids)) == 0 && g_strcmp0(a->exe, b->exe) == 0 &&
                g_strcmp0(a->comm, b->comm) == 0 && g_strcmp0(a->cgroup, b->cgroup) == 0;
 }
 

@@ -35,9 +35,10 @@ int ptags_fdinfo_parse_pid(const char *fdinfo);
 
 /* What polkit rules and logs see of a process, read from the real /proc. */
 typedef struct {
-        uid_t uid;  /* real uid */
-        char *user; /* NULL when the uid has no name */
-        char *exe;  /* NULL unless read in a mount namespace of root's */
+        uid_t uid;     /* real uid */
+        uid_t uids[4]; /* real, effective, saved and file-system uids */
+        char *user;    /* NULL when the uid has no name */
+        char *exe;     /* NULL unless read in a mount namespace of root's */
         char *comm;
         char *unit;      /* system unit (as sd_pid_get_unit), NULL when none */
         char *user_unit; /* unit of a user's manager (as sd_pid_get_user_unit), or NULL */

@@ -751,6 +751,57 @@ static char *move_to_new_cgroup(pid_t pid)
 
 /* The re-check after polkit answered: the same program stays the same; an
  * exec or a move to another cgroup (so perhaps another unit) does not. */
+/* A process that changes its effective uid without an exec is another
+ * process as far as polkit's answer goes: the re-check must notice it. */
+static void test_same_process_info_after_setuid(void)
+{
+        int go[2];
+        g_assert_cmpuint(getuid(), ==, 0); /* the test needs root, as CI has */
+        g_assert_cmpint(pipe(go), ==, 0);
+        pid_t child = fork();
+        g_assert_cmpint(child, >=, 0);
+        if (child == 0) {
+                char c;
+                close(go[1]);
+                /* Gone with the test, even one that fails (a new euid
+                 * clears the parent-death signal, so it is set after). */
+                if (read(go[0], &c, 1) == 1 && setresuid(0, 65534, 0) == 0 &&
+                    prctl(PR_SET_PDEATHSIG, SIGKILL) == 0) {
+                        alarm(60);
+                        pause();
+                }
+                _exit(1);
+        }
+        close(go[0]);
+
+        PtagsTarget t;
+        g_autoptr(GError) error = NULL;
+        PtagsProcessInfo seen;
+        g_assert_true(ptags_target_pin_pid(&t, child, &error));
+        g_assert_true(ptags_process_info_read(&t, &seen, &error));
+        g_assert_true(ptags_process_info_same(&t, &seen, &error));
+
+        g_assert_cmpint(write(go[1], "x", 1), ==, 1);
+        close(go[1]);
+        g_autofree char *path = g_strdup_printf("/proc/%d/status", (int)child);
+        gboolean changed = FALSE;
+        for (int i = 0; i < 500 && !changed; i++) {
+                g_autofree char *status = NULL;
+                g_assert_true(g_file_get_contents(path, &status, NULL, NULL));
+                changed = strstr(status, "\nUid:\t0\t65534\t0\t65534\n") != NULL;
+                if (!changed)
+                        g_usleep(10000);
+        }
+        g_assert_true(changed);
+        g_assert_false(ptags_process_info_same(&t, &seen, &error));
+        g_assert_no_error(error);
+
+        ptags_process_info_clear(&seen);
+        kill(child, SIGKILL);
+        waitpid(child, NULL, 0);
+        ptags_target_clear(&t);
+}
+
 static void test_same_process_info(void)
 {
         int go[2];
@@ -830,5 +881,7 @@ int main(int argc, char **argv)
         g_test_add_func("/target/zombie-is-not-alive", test_zombie_is_not_alive);
         g_test_add_func("/target/plain-process", test_plain_process);
         g_test_add_func("/target/same-process-info", test_same_process_info);
+        g_test_add_func("/target/same-process-info-after-setuid",
+                        test_same_process_info_after_setuid);
         return g_test_run();
 }

@@ -307,9 +307,12 @@ static int lsm_list_contids(PtagsBackend *b, PtagsContidFunc cb, void *user_data
                 if (end == de->d_name || *end != '\0' || pid <= 0)
                         continue;
                 guint64 contid = PTAGS_CONTID_UNSET;
-                if (lsm_read_contid(b, -1, (pid_t)pid, &contid) == 0 &&
-                    contid != PTAGS_CONTID_UNSET)
-                        cb((pid_t)pid, contid, user_data);
+                int e = lsm_read_contid(b, -1, (pid_t)pid, &contid);
+                if (e == -ESRCH || (e == 0 && contid == PTAGS_CONTID_UNSET))
+                        continue; /* exited meanwhile, or carries none */
+                /* A read that failed says nothing of the ID: the process is
+                 * reported as possibly carrying any, never as carrying none. */
+                cb((pid_t)pid, e == 0 ? contid : PTAGS_CONTID_UNSET, user_data);
         }
         closedir(dir);
         return 0;

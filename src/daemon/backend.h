@@ -71,8 +71,10 @@ typedef struct {
         int (*read_contid)(PtagsBackend *b, int pidfd, pid_t pid, guint64 *out);
         /* Give the pinned process (every thread) @contid. 0 or -errno. */
         int (*write_contid)(PtagsBackend *b, int pidfd, pid_t pid, guint64 contid);
-        /* Call @cb once per live process whose ID is set. 0 or -errno.
-         * Costs one pass over every process (or every task record). */
+        /* Call @cb once per live process whose ID is set, and with
+         * PTAGS_CONTID_UNSET once per live process whose ID cannot be read
+         * (it may carry any). 0 or -errno. Costs one pass over every
+         * process (or every task record). */
         int (*list_contids)(PtagsBackend *b, PtagsContidFunc cb, void *user_data);
 } PtagsBackendOps;
 

@@ -267,8 +267,9 @@ gboolean ptags_registry_watch(PtagsContainer *c, const PtagsTarget *t)
 /* Pins @pid, which a scan found carrying @contid, into @t: TRUE when it
  * still runs and still carries the ID (the pid may have been taken again
  * since the scan; a zombie's record outlives its exit). Otherwise @t is
- * cleared and *@unsure says whether the pid could not even be pinned for
- * another reason than its exit (out of file descriptors). */
+ * cleared and *@unsure says whether the process may carry the ID all the
+ * same: it could not be pinned for another reason than its exit (out of
+ * file descriptors), or its ID could not be read. */
 static gboolean pin_carrier(PtagsRegistry *r, pid_t pid, guint64 contid, PtagsTarget *t,
                             gboolean *unsure)
 {
@@ -280,15 +281,21 @@ static gboolean pin_carrier(PtagsRegistry *r, pid_t pid, guint64 contid, PtagsTa
                 *unsure = !g_error_matches(error, PTAGS_ERROR, PTAGS_ERROR_NO_SUCH_PROCESS);
                 return FALSE;
         }
-        if (ptags_target_alive(t) &&
-            r->backend->ops->read_contid(r->backend, t->pidfd, pid, &now) == 0 && now == contid)
+        if (!ptags_target_alive(t)) {
+                ptags_target_clear(t);
+                return FALSE;
+        }
+        int e = r->backend->ops->read_contid(r->backend, t->pidfd, pid, &now);
+        if (e == 0 && now == contid)
                 return TRUE;
+        *unsure = e < 0 && e != -ESRCH;
         ptags_target_clear(t);
         return FALSE;
 }
 
 /* FALSE when @pid may carry the ID but cannot be watched (out of file
- * descriptors): then the container must not be declared gone. */
+ * descriptors, its ID unreadable): then the container must not be declared
+ * gone. */
 static gboolean pin_found(PtagsContainer *c, pid_t pid)
 {
         PtagsTarget t = {0, -1};
@@ -331,9 +338,12 @@ static GHashTable *scan_backend(PtagsRegistry *r)
                 g_hash_table_unref(s.by_contid);
                 return NULL;
         }
+        guint64 unknown = PTAGS_CONTID_UNSET;
+        GArray *unread = g_hash_table_lookup(s.by_contid, &unknown);
         /* The one cost of removal detection worth watching. */
-        g_debug("container scan: %" G_GINT64_FORMAT " us, %u IDs in use",
-                g_get_monotonic_time() - start, g_hash_table_size(s.by_contid));
+        g_debug("container scan: %" G_GINT64_FORMAT " us, %u IDs in use, %u processes unread",
+                g_get_monotonic_time() - start, g_hash_table_size(s.by_contid) - (unread != NULL),
+                unread != NULL ? unread->len : 0);
         return s.by_contid;
 }
 
@@ -350,13 +360,18 @@ static void container_drop(PtagsContainer *c)
                 g_warning("%s", error->message);
 }
 
-/* Pin the carriers @found holds for @c; forget @c when there are none. */
+/* Pin the carriers @found holds for @c; forget @c when there are none.
+ * @found is NULL when the backend could not list. */
 static gboolean container_retry(gpointer data);
 
 static void container_settle(PtagsContainer *c, GHashTable *found)
 {
+        guint64 unknown = PTAGS_CONTID_UNSET;
         GArray *pids = found != NULL ? g_hash_table_lookup(found, &c->contid) : NULL;
-        gboolean sure = TRUE;
+        /* When the backend cannot list, or could not read some process's
+         * ID, keep the container and ask again later: a wrong removal is
+         * worse than a late one. */
+        gboolean sure = found != NULL && !g_hash_table_contains(found, &unknown);
 
         for (guint i = 0;
              pids != NULL && i < pids->len && c->members->len < PTAGS_REGISTRY_MAX_PINNED; i++)
@@ -382,13 +397,6 @@ static void container_check(PtagsContainer *c)
 {
         g_autoptr(GHashTable) found = scan_backend(c->registry);
 
-        /* When the backend cannot list, keep the container and ask again
-         * later: a wrong removal is worse than a late one. */
-        if (found == NULL) {
-                if (c->retry_source == 0)
-                        c->retry_source = g_timeout_add_seconds(RETRY_SCAN_S, container_retry, c);
-                return;
-        }
         container_settle(c, found);
 }
 
@@ -440,14 +448,15 @@ static PtagsContainer *container_from_group(PtagsRegistry *r, GKeyFile *kf, cons
         return c;
 }
 
-/* The first of @pids that still runs carrying @contid; 0 when none. */
+/* The first of @pids that still runs carrying @contid, or may; 0 when
+ * none. */
 static pid_t first_carrier(PtagsRegistry *r, guint64 contid, GArray *pids)
 {
         for (guint i = 0; i < pids->len; i++) {
                 PtagsTarget t = {0, -1};
                 gboolean unsure;
                 pid_t pid = g_array_index(pids, pid_t, i);
-                if (pin_carrier(r, pid, contid, &t, &unsure)) {
+                if (pin_carrier(r, pid, contid, &t, &unsure) || unsure) {
                         ptags_target_clear(&t);
                         return pid;
                 }
@@ -469,7 +478,8 @@ static guint adopt_unnamed(PtagsRegistry *r, GHashTable *found)
         while (g_hash_table_iter_next(&it, &key, &value)) {
                 guint64 contid = *(guint64 *)key;
                 pid_t leader;
-                if (g_hash_table_contains(r->containers, &contid) ||
+                /* UNSET lists the processes whose ID could not be read. */
+                if (contid == PTAGS_CONTID_UNSET || g_hash_table_contains(r->containers, &contid) ||
                     (leader = first_carrier(r, contid, value)) == 0)
                         continue;
                 PtagsContainer *c = container_new(r, contid);
@@ -505,9 +515,7 @@ void ptags_registry_load(PtagsRegistry *r)
         /* One scan finds the processes of every container at once, and the
          * IDs in use that the registry lost. */
         g_autoptr(GHashTable) found = scan_backend(r);
-        if (found == NULL)
-                return;
-        guint adopted = adopt_unnamed(r, found);
+        guint adopted = found != NULL ? adopt_unnamed(r, found) : 0;
         g_autoptr(GPtrArray) all = ptags_registry_list(r);
         for (guint i = 0; i < all->len; i++)
                 container_settle(all->pdata[i], found);
@@ -617,14 +625,13 @@ void ptags_registry_forget(PtagsRegistry *r, guint64 contid)
          * and goes as any other once no process carries it. So it does
          * when the backend cannot say. */
         g_autoptr(GHashTable) found = scan_backend(r);
-        if (found == NULL || g_hash_table_contains(found, &contid)) {
+        guint64 unknown = PTAGS_CONTID_UNSET;
+        if (found == NULL || g_hash_table_contains(found, &contid) ||
+            g_hash_table_contains(found, &unknown)) {
                 g_warning("audit container %" G_GUINT64_FORMAT " stays registered: its "
                           "registration failed, but processes may carry its ID",
                           contid);
-                if (found == NULL)
-                        container_check(c);
-                else
-                        container_settle(c, found);
+                container_settle(c, found);
                 return;
         }
         g_hash_table_remove(r->containers, &contid);

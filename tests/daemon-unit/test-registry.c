@@ -3,6 +3,7 @@
 /* test-registry.c: the container registry against a stand-in backend: what
  * is saved comes back after a restart, containers without a carrier are
  * reported gone at load, and a member's exit leads to one scan. */
+#include <errno.h>
 #include <glib/gstdio.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -15,11 +16,16 @@ typedef struct {
         PtagsBackend parent;
         GHashTable *ids; /* pid -> guint64* */
         guint scans;
+        GHashTable *unreadable; /* pids whose reads fail, or NULL */
 } FakeBackend;
 
 static int fake_read(PtagsBackend *b, int pidfd, pid_t pid, guint64 *out)
 {
-        guint64 *id = g_hash_table_lookup(((FakeBackend *)b)->ids, GINT_TO_POINTER(pid));
+        FakeBackend *f = (FakeBackend *)b;
+        guint64 *id = g_hash_table_lookup(f->ids, GINT_TO_POINTER(pid));
+
+        if (f->unreadable != NULL && g_hash_table_contains(f->unreadable, GINT_TO_POINTER(pid)))
+                return -EIO;
 
         *out = id ? *id : PTAGS_CONTID_UNSET;
         return 0;
@@ -135,9 +141,69 @@ static void test_save_load_and_removal(void)
         g_rmdir(dir);
 }
 
+static void wait_for_scans(FakeBackend *f, guint scans)
+{
+        gint64 deadline = g_get_monotonic_time() + 10 * G_USEC_PER_SEC;
+
+        while (f->scans < scans && g_get_monotonic_time() < deadline)
+                if (!g_main_context_iteration(NULL, FALSE))
+                        g_usleep(10000);
+        g_assert_cmpuint(f->scans, ==, scans);
+}
+
+/* A live process that a scan lists with the ID but whose ID then cannot be
+ * read may still carry it: its container is kept when the last pinned
+ * member exits, and an unnamed ID it carries is adopted at load. */
+static void test_unreadable_carrier(void)
+{
+        g_autofree char *dir = g_dir_make_tmp("ptags-registry-XXXXXX", NULL);
+        g_autofree char *path = g_build_filename(dir, "containers", NULL);
+        FakeBackend fake = {{&fake_ops},
+                            g_hash_table_new_full(NULL, NULL, NULL, g_free),
+                            0,
+                            g_hash_table_new(NULL, NULL)};
+        g_autoptr(GArray) gone = g_array_new(FALSE, FALSE, sizeof(guint64));
+        pid_t leader = spawn_sleeper(), carrier = spawn_sleeper();
+        PtagsTarget leader_t, me;
+
+        g_assert_true(ptags_target_pin_pid(&leader_t, leader, NULL));
+        g_assert_true(ptags_target_pin_pid(&me, getpid(), NULL));
+        PtagsRegistry *r = ptags_registry_new(&fake.parent, path, record_gone, gone);
+        g_assert_nonnull(ptags_registry_add(r, 8, PTAGS_CONTID_UNSET, &leader_t, 1000, &me, NULL,
+                                            NULL, NULL, NULL));
+        fake_set(&fake, carrier, 8);
+        g_hash_table_add(fake.unreadable, GINT_TO_POINTER(carrier));
+        kill(leader, SIGKILL);
+        waitpid(leader, NULL, 0);
+        wait_for_scans(&fake, 1);
+        g_assert_cmpuint(gone->len, ==, 0);
+        g_assert_nonnull(ptags_registry_lookup(r, 8));
+        ptags_registry_free(r);
+
+        g_unlink(path);
+        r = ptags_registry_new(&fake.parent, path, record_gone, gone);
+        g_test_expect_message("ptagsd-registry", G_LOG_LEVEL_WARNING,
+                              "audit container 8 is carried by process *");
+        ptags_registry_load(r);
+        g_test_assert_expected_messages();
+        g_assert_nonnull(ptags_registry_lookup(r, 8));
+        g_assert_cmpuint(gone->len, ==, 0);
+        ptags_registry_free(r);
+
+        kill(carrier, SIGKILL);
+        waitpid(carrier, NULL, 0);
+        ptags_target_clear(&leader_t);
+        ptags_target_clear(&me);
+        g_hash_table_unref(fake.ids);
+        g_hash_table_unref(fake.unreadable);
+        g_unlink(path);
+        g_rmdir(dir);
+}
+
 int main(int argc, char **argv)
 {
         g_test_init(&argc, &argv, NULL);
         g_test_add_func("/registry/save-load-and-removal", test_save_load_and_removal);
+        g_test_add_func("/registry/unreadable-carrier", test_unreadable_carrier);
         return g_test_run();
 }

@@ -571,6 +571,55 @@ class ContainerReadFaultTests(ContainerTestCase):
         self.assertError(self.world.root_call("GetContainer", "t", [141]), "NoSuchContainer")
 
 
+    def test_a_carrier_that_cannot_be_read_keeps_the_container(self):
+        """The registered process exits, leaving a child whose ID reads
+        fail: the container stays, as the child may carry its ID (it
+        does), and nobody else may register the value."""
+        # The registered parent forks once and exits on the next line;
+        # SIGUSR2 gives the child the faulting name, SIGUSR1 its own back.
+        script = ("import os, signal, sys\n"
+                  "sys.stdin.readline()\n"
+                  "if os.fork() == 0:\n"
+                  "    def rename(name):\n"
+                  "        return lambda *_: open('/proc/self/comm', 'w').write(name)\n"
+                  "    signal.signal(signal.SIGUSR1, rename('python3'))\n"
+                  "    signal.signal(signal.SIGUSR2, rename('contid-eio'))\n"
+                  "    print(os.getpid(), flush=True)\n"
+                  "    while True:\n"
+                  "        signal.pause()\n"
+                  "sys.stdin.readline()\n")
+        proc = self.world.spawn("target", [PYTHON, "-c", script], stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE)
+        self.assertOk(self.register(proc.pid, 150))
+        proc.stdin.write(b"\n")
+        proc.stdin.flush()
+        child = int(proc.stdout.readline())
+        self.addCleanup(kill_quietly, child)
+
+        def comm():
+            with open("/proc/%d/comm" % child) as f:
+                return f.read().strip()
+
+        # Read once while its parent runs: the fixture's inheritance sticks.
+        self.assertEqual(self.contid_of(child), 150)
+        os.kill(child, signal.SIGUSR2)
+        wait_until(lambda: comm() == "contid-eio", 10, "the child to take the faulting name")
+        self.assertError(self.world.root_call("GetContainerId", "u", [child]), "Failed")
+        proc.stdin.write(b"\n")
+        proc.stdin.flush()
+        proc.wait(timeout=10)  # the last pinned member: a scan follows
+        self.signals.pump(1.0)
+        self.assertEqual(self.signals.removed, [], "process %d still carries 150" % child)
+        os.kill(child, signal.SIGUSR1)
+        wait_until(lambda: comm() == "python3", 10, "the child to take its name back")
+        self.assertEqual(self.contid_of(child), 150)
+        self.container(150)
+        self.world.polkit.set_allowed([REGISTER])
+        client, other = self.client_with_child()
+        self.assertError(client.call("RegisterContainer", "uta{sv}", [other, 150, {}]),
+                         "ContainerIdInUse")
+        self.assertEqual(self.contid_of(other), UNSET)
+
 class ContainerBoundTests(ContainerTestCase):
     daemon_args = ("--max-containers-per-uid=2",)
 

@@ -264,48 +264,48 @@ gboolean ptags_registry_watch(PtagsContainer *c, const PtagsTarget *t)
         return TRUE;
 }
 
-/* Pins @pid, which a scan found carrying @contid, into @t: TRUE when it
- * still runs and still carries the ID (the pid may have been taken again
- * since the scan; a zombie's record outlives its exit). Otherwise @t is
- * cleared and *@unsure says whether the process may carry the ID all the
- * same: it could not be pinned for another reason than its exit (out of
- * file descriptors), or its ID could not be read. */
-static gboolean pin_carrier(PtagsRegistry *r, pid_t pid, guint64 contid, PtagsTarget *t,
-                            gboolean *unsure)
+/* What pinning a process that a scan listed as a carrier found. */
+typedef enum {
+        PIN_CARRIER, /* it runs and carries the ID: pinned */
+        PIN_GONE,    /* it exited since the scan (its pid may be taken again) */
+        PIN_UNSURE,  /* it may carry the ID, but cannot be pinned or read */
+} PinResult;
+
+/* Pins @pid, which a scan found carrying @contid, into @t (cleared unless
+ * PIN_CARRIER). A zombie's record outlives its exit: it counts as gone.
+ * Pinning fails for another reason than the exit when out of file
+ * descriptors. */
+static PinResult pin_carrier(PtagsRegistry *r, pid_t pid, guint64 contid, PtagsTarget *t)
 {
         g_autoptr(GError) error = NULL;
         guint64 now = PTAGS_CONTID_UNSET;
 
-        *unsure = FALSE;
-        if (!ptags_target_pin_pid(t, pid, &error)) {
-                *unsure = !g_error_matches(error, PTAGS_ERROR, PTAGS_ERROR_NO_SUCH_PROCESS);
-                return FALSE;
-        }
-        if (!ptags_target_alive(t)) {
-                ptags_target_clear(t);
-                return FALSE;
-        }
-        int e = r->backend->ops->read_contid(r->backend, t->pidfd, pid, &now);
+        if (!ptags_target_pin_pid(t, pid, &error))
+                return g_error_matches(error, PTAGS_ERROR, PTAGS_ERROR_NO_SUCH_PROCESS)
+                               ? PIN_GONE
+                               : PIN_UNSURE;
+        int e = ptags_target_alive(t)
+                        ? r->backend->ops->read_contid(r->backend, t->pidfd, pid, &now)
+                        : -ESRCH;
         if (e == 0 && now == contid)
-                return TRUE;
-        *unsure = e < 0 && e != -ESRCH;
+                return PIN_CARRIER;
         ptags_target_clear(t);
-        return FALSE;
+        /* Another ID (or none) means another process took the pid. */
+        return e < 0 && e != -ESRCH ? PIN_UNSURE : PIN_GONE;
 }
 
-/* FALSE when @pid may carry the ID but cannot be watched (out of file
- * descriptors, its ID unreadable): then the container must not be declared
- * gone. */
-static gboolean pin_found(PtagsContainer *c, pid_t pid)
+/* A carrier that cannot be watched (out of file descriptors) may still
+ * carry the ID: PIN_UNSURE, and the container must not be declared gone. */
+static PinResult pin_found(PtagsContainer *c, pid_t pid)
 {
         PtagsTarget t = {0, -1};
-        gboolean unsure;
+        PinResult p = pin_carrier(c->registry, pid, c->contid, &t);
 
-        if (!pin_carrier(c->registry, pid, c->contid, &t, &unsure))
-                return !unsure;
+        if (p != PIN_CARRIER)
+                return p;
         gboolean ok = ptags_registry_watch(c, &t);
         ptags_target_clear(&t);
-        return ok;
+        return ok ? PIN_CARRIER : PIN_UNSURE;
 }
 
 typedef struct {
@@ -360,27 +360,54 @@ static void container_drop(PtagsContainer *c)
                 g_warning("%s", error->message);
 }
 
-/* Pin the carriers @found holds for @c; forget @c when there are none.
- * @found is NULL when the backend could not list. */
+/* A scan is a snapshot: a carrier may fork and exit between the scan and
+ * its pinning, leaving the ID to a child the scan did not list. So a
+ * carrier found gone calls for another scan, this many at most before the
+ * slow retry. */
+#define MAX_RESCANS 8
+
+/* Pin the carriers @found holds for @c; forget @c when a scan lists none
+ * but the ones already found gone (zombies, until reaped). @found is NULL
+ * when the backend could not list. */
 static gboolean container_retry(gpointer data);
 
 static void container_settle(PtagsContainer *c, GHashTable *found)
 {
+        g_autoptr(GHashTable) gone = g_hash_table_new(NULL, NULL);
+        g_autoptr(GHashTable) rescan = NULL;
         guint64 unknown = PTAGS_CONTID_UNSET;
-        GArray *pids = found != NULL ? g_hash_table_lookup(found, &c->contid) : NULL;
-        /* When the backend cannot list, or could not read some process's
-         * ID, keep the container and ask again later: a wrong removal is
-         * worse than a late one. */
-        gboolean sure = found != NULL && !g_hash_table_contains(found, &unknown);
 
-        for (guint i = 0;
-             pids != NULL && i < pids->len && c->members->len < PTAGS_REGISTRY_MAX_PINNED; i++)
-                sure &= pin_found(c, g_array_index(pids, pid_t, i));
-        if (c->members->len > 0)
-                return;
-        if (sure)
-                container_drop(c);
-        else if (c->retry_source == 0)
+        for (guint scans = 0;; scans++) {
+                GArray *pids = found != NULL ? g_hash_table_lookup(found, &c->contid) : NULL;
+                /* When the backend cannot list, or could not read some
+                 * process's ID, keep the container and ask again later: a
+                 * wrong removal is worse than a late one. */
+                gboolean sure = found != NULL && !g_hash_table_contains(found, &unknown);
+                gboolean newly_gone = FALSE;
+
+                for (guint i = 0;
+                     pids != NULL && i < pids->len && c->members->len < PTAGS_REGISTRY_MAX_PINNED;
+                     i++) {
+                        pid_t pid = g_array_index(pids, pid_t, i);
+                        PinResult p = pin_found(c, pid);
+                        sure &= p != PIN_UNSURE;
+                        if (p == PIN_GONE && g_hash_table_add(gone, GINT_TO_POINTER(pid)))
+                                newly_gone = TRUE;
+                }
+                if (c->members->len > 0)
+                        return;
+                if (sure && !newly_gone) {
+                        container_drop(c);
+                        return;
+                }
+                if (!sure || scans == MAX_RESCANS)
+                        break;
+                g_debug("a carrier of container %" G_GUINT64_FORMAT " exited: scanning again",
+                        c->contid);
+                g_clear_pointer(&rescan, g_hash_table_unref);
+                found = rescan = scan_backend(c->registry);
+        }
+        if (c->retry_source == 0)
                 c->retry_source = g_timeout_add_seconds(RETRY_SCAN_S, container_retry, c);
 }
 
@@ -454,9 +481,8 @@ static pid_t first_carrier(PtagsRegistry *r, guint64 contid, GArray *pids)
 {
         for (guint i = 0; i < pids->len; i++) {
                 PtagsTarget t = {0, -1};
-                gboolean unsure;
                 pid_t pid = g_array_index(pids, pid_t, i);
-                if (pin_carrier(r, pid, contid, &t, &unsure) || unsure) {
+                if (pin_carrier(r, pid, contid, &t) != PIN_GONE) {
                         ptags_target_clear(&t);
                         return pid;
                 }

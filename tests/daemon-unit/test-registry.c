@@ -17,6 +17,7 @@ typedef struct {
         GHashTable *ids; /* pid -> guint64* */
         guint scans;
         GHashTable *unreadable; /* pids whose reads fail, or NULL */
+        GHashTable *then;       /* the ids of the scans after the next, or NULL */
 } FakeBackend;
 
 static int fake_read(PtagsBackend *b, int pidfd, pid_t pid, guint64 *out)
@@ -41,6 +42,10 @@ static int fake_list(PtagsBackend *b, PtagsContidFunc cb, void *user_data)
         g_hash_table_iter_init(&it, f->ids);
         while (g_hash_table_iter_next(&it, &pid, &id))
                 cb(GPOINTER_TO_INT(pid), *(guint64 *)id, user_data);
+        if (f->then != NULL) {
+                g_hash_table_unref(f->ids);
+                f->ids = g_steal_pointer(&f->then);
+        }
         return 0;
 }
 
@@ -200,10 +205,55 @@ static void test_unreadable_carrier(void)
         g_rmdir(dir);
 }
 
+/* A carrier that a scan lists but that has exited by the time it is
+ * pinned may have forked first: another scan looks for its children before
+ * the container is declared gone. One that stays listed once exited (a
+ * zombie's record) does not keep the container. */
+static void test_carrier_gone_before_pinning(void)
+{
+        g_autofree char *dir = g_dir_make_tmp("ptags-registry-XXXXXX", NULL);
+        g_autofree char *path = g_build_filename(dir, "containers", NULL);
+        FakeBackend fake = {{&fake_ops}, g_hash_table_new_full(NULL, NULL, NULL, g_free), 0};
+        g_autoptr(GArray) gone = g_array_new(FALSE, FALSE, sizeof(guint64));
+        pid_t leader = spawn_sleeper(), child = spawn_sleeper();
+        PtagsTarget leader_t, me;
+        guint64 nine = 9;
+
+        g_assert_true(ptags_target_pin_pid(&leader_t, leader, NULL));
+        g_assert_true(ptags_target_pin_pid(&me, getpid(), NULL));
+        PtagsRegistry *r = ptags_registry_new(&fake.parent, path, record_gone, gone);
+        g_assert_nonnull(ptags_registry_add(r, 9, PTAGS_CONTID_UNSET, &leader_t, 1000, &me, NULL,
+                                            NULL, NULL, NULL));
+        /* The first scan still lists the exited leader; the next, its child. */
+        fake_set(&fake, leader, 9);
+        fake.then = g_hash_table_new_full(NULL, NULL, NULL, g_free);
+        g_hash_table_insert(fake.then, GINT_TO_POINTER(child), g_memdup2(&nine, sizeof(nine)));
+        kill(leader, SIGKILL);
+        waitpid(leader, NULL, 0);
+        wait_for_scans(&fake, 2);
+        g_assert_cmpuint(gone->len, ==, 0);
+        g_assert_nonnull(ptags_registry_lookup(r, 9));
+
+        /* The child exits; scans keep listing it: gone after one more. */
+        kill(child, SIGKILL);
+        waitpid(child, NULL, 0);
+        wait_for_scans(&fake, 4);
+        g_assert_cmpuint(gone->len, ==, 1);
+        g_assert_cmpuint(g_array_index(gone, guint64, 0), ==, 9);
+        ptags_registry_free(r);
+
+        ptags_target_clear(&leader_t);
+        ptags_target_clear(&me);
+        g_hash_table_unref(fake.ids);
+        g_unlink(path);
+        g_rmdir(dir);
+}
+
 int main(int argc, char **argv)
 {
         g_test_init(&argc, &argv, NULL);
         g_test_add_func("/registry/save-load-and-removal", test_save_load_and_removal);
         g_test_add_func("/registry/unreadable-carrier", test_unreadable_carrier);
+        g_test_add_func("/registry/carrier-gone-before-pinning", test_carrier_gone_before_pinning);
         return g_test_run();
 }

@@ -733,6 +733,41 @@ class ContainerInheritanceTests(ContainerTestCase):
         self.assertEqual(by_tid.get(thread_id), 400, "a thread created after registration")
         self.assertEqual(self.contid_of(shell.pid), 400)
 
+    def test_kept_while_a_hopping_process_carries_it(self):
+        # A scan is a snapshot: a process that forks and exits between the
+        # scan and its pinning leaves its ID to a child the scan never saw.
+        # Found exited, it used to count as "no carrier left", and the
+        # container went while the chain still carried its ID. (On the
+        # fixture, a child never read before its parent exits inherits
+        # nothing: the kernel's inheritance is tested here only.)
+        script = ("import os, sys, time\n"
+                  "sys.stdin.readline()\n"
+                  "for _ in range(600):\n"
+                  "    if os.fork():\n"
+                  "        os._exit(0)\n"
+                  "    time.sleep(0.001)\n"
+                  "print(os.getpid(), flush=True)\n"
+                  "time.sleep(600)\n")
+        proc = self.world.spawn("target", ["setsid", PYTHON, "-c", script],
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        self.addCleanup(self._kill_group, proc.pid)
+        wait_until(lambda: os.path.basename(os.readlink("/proc/%d/exe" % proc.pid)) != "setsid",
+                   10, "setsid to exec python")
+        self.assertOk(self.register(proc.pid, 170))
+        proc.stdin.write(b"\n")
+        proc.stdin.flush()
+        last = self.read_line(proc)
+        self.addCleanup(kill_quietly, last)
+        self.signals.pump(0.5)
+        self.assertEqual(self.signals.removed, [], "process %d still carries 170" % last)
+        self.assertEqual(self.contid_of(last), 170)
+        self.container(170)
+        self.world.polkit.set_allowed([REGISTER])
+        client, child = self.client_with_child()
+        self.assertError(client.call("RegisterContainer", "uta{sv}", [child, 170, {}]),
+                         "ContainerIdInUse")
+        self.assertEqual(self.contid_of(child), UNSET)
+
 
 class ContainerLoggingTests(test_logging.LoggingTests):
     """The journal entries and audit records of registrations, refused ones

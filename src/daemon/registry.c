@@ -64,6 +64,8 @@ static void container_free(gpointer data)
 
         if (c->retry_source != 0)
                 g_source_remove(c->retry_source);
+        if (c->check_source != 0)
+                g_source_remove(c->check_source);
         g_ptr_array_unref(c->members);
         if (c->namespaces != NULL)
                 g_array_unref(c->namespaces);
@@ -224,6 +226,33 @@ static gboolean registry_save(PtagsRegistry *r, GError **error)
 
 static void container_check(PtagsContainer *c);
 
+/* A process of a container may fork and exit as fast as it likes, and a
+ * check walks every process (more than once when carriers exit under it):
+ * one container's checks are this far apart at least, so no container can
+ * keep the main loop scanning. Meanwhile the container stays, as its ID
+ * may still be carried. */
+#define SCAN_SPACING_MS 100
+
+static gboolean container_check_due(gpointer data)
+{
+        PtagsContainer *c = data; /* alive: freeing it removes this source */
+
+        c->check_source = 0;
+        container_check(c);
+        return G_SOURCE_REMOVE;
+}
+
+static void container_check_soon(PtagsContainer *c)
+{
+        gint64 wait_us = c->last_scan_us + SCAN_SPACING_MS * 1000 - g_get_monotonic_time();
+
+        if (c->last_scan_us == 0 || wait_us <= 0)
+                container_check(c);
+        else if (c->check_source == 0)
+                c->check_source =
+                        g_timeout_add((guint)(wait_us / 1000) + 1, container_check_due, c);
+}
+
 static gboolean member_exited(gint fd, GIOCondition condition, gpointer user_data)
 {
         Member *m = user_data;
@@ -234,7 +263,7 @@ static gboolean member_exited(gint fd, GIOCondition condition, gpointer user_dat
         m->source = 0; /* removed by returning G_SOURCE_REMOVE */
         g_ptr_array_remove_fast(c->members, m);
         if (c->members->len == 0)
-                container_check(c);
+                container_check_soon(c);
         return G_SOURCE_REMOVE;
 }
 
@@ -364,7 +393,7 @@ static void container_drop(PtagsContainer *c)
  * its pinning, leaving the ID to a child the scan did not list. So a
  * carrier found gone calls for another scan, this many at most before the
  * slow retry. */
-#define MAX_RESCANS 8
+#define MAX_RESCANS 3
 
 /* Pin the carriers @found holds for @c; forget @c when a scan lists none
  * but the ones already found gone (zombies, until reaped). @found is NULL
@@ -422,6 +451,7 @@ static gboolean container_retry(gpointer data)
 
 static void container_check(PtagsContainer *c)
 {
+        c->last_scan_us = g_get_monotonic_time();
         g_autoptr(GHashTable) found = scan_backend(c->registry);
 
         container_settle(c, found);

@@ -45,8 +45,10 @@ typedef struct {
         gint64 registered_us; /* realtime */
         GArray *namespaces;   /* PtagsNamespace */
         /* private */
-        GPtrArray *members; /* pinned known processes */
-        guint retry_source; /* a scan to try again */
+        GPtrArray *members;  /* pinned known processes */
+        guint retry_source;  /* a scan to try again */
+        guint check_source;  /* a scan put off (SCAN_SPACING_MS) */
+        gint64 last_scan_us; /* monotonic, of the last check */
         struct _PtagsRegistry *registry;
 } PtagsContainer;
 

@@ -754,12 +754,23 @@ class ContainerInheritanceTests(ContainerTestCase):
         wait_until(lambda: os.path.basename(os.readlink("/proc/%d/exe" % proc.pid)) != "setsid",
                    10, "setsid to exec python")
         self.assertOk(self.register(proc.pid, 170))
+        log_start = os.path.getsize(self.world.daemon_log_path)
+        hop_start = time.monotonic()
         proc.stdin.write(b"\n")
         proc.stdin.flush()
         last = self.read_line(proc)
+        hopped = time.monotonic() - hop_start
         self.addCleanup(kill_quietly, last)
         self.signals.pump(0.5)
         self.assertEqual(self.signals.removed, [], "process %d still carries 170" % last)
+        # Every hop ends the process ptagsd watches, and a scan walks every
+        # process: the scans of one container are spaced (100 ms, up to 4
+        # scans each time), so 600 hops cannot keep ptagsd scanning.
+        with open(self.world.daemon_log_path, "rb") as f:
+            f.seek(log_start)
+            scans = f.read().count(b"container scan:")
+        print("600 hops in %.2f s: %d scans" % (hopped, scans))
+        self.assertLessEqual(scans, 4 * (int(hopped / 0.1) + 2))
         self.assertEqual(self.contid_of(last), 170)
         self.container(170)
         self.world.polkit.set_allowed([REGISTER])

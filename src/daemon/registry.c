@@ -64,8 +64,6 @@ static void container_free(gpointer data)
 
         if (c->retry_source != 0)
                 g_source_remove(c->retry_source);
-        if (c->check_source != 0)
-                g_source_remove(c->check_source);
         g_ptr_array_unref(c->members);
         if (c->namespaces != NULL)
                 g_array_unref(c->namespaces);
@@ -233,24 +231,20 @@ static void container_check(PtagsContainer *c);
  * may still be carried. */
 #define SCAN_SPACING_MS 100
 
-static gboolean container_check_due(gpointer data)
-{
-        PtagsContainer *c = data; /* alive: freeing it removes this source */
-
-        c->check_source = 0;
-        container_check(c);
-        return G_SOURCE_REMOVE;
-}
+static gboolean container_retry(gpointer data);
 
 static void container_check_soon(PtagsContainer *c)
 {
         gint64 wait_us = c->last_scan_us + SCAN_SPACING_MS * 1000 - g_get_monotonic_time();
 
-        if (c->last_scan_us == 0 || wait_us <= 0)
+        if (c->last_scan_us == 0 || wait_us <= 0) {
                 container_check(c);
-        else if (c->check_source == 0)
-                c->check_source =
-                        g_timeout_add((guint)(wait_us / 1000) + 1, container_check_due, c);
+                return;
+        }
+        /* Sooner than any retry already due, which it stands for. */
+        if (c->retry_source != 0)
+                g_source_remove(c->retry_source);
+        c->retry_source = g_timeout_add((guint)(wait_us / 1000) + 1, container_retry, c);
 }
 
 static gboolean member_exited(gint fd, GIOCondition condition, gpointer user_data)

@@ -46,8 +46,7 @@ typedef struct {
         GArray *namespaces;   /* PtagsNamespace */
         /* private */
         GPtrArray *members;  /* pinned known processes */
-        guint retry_source;  /* a scan to try again */
-        guint check_source;  /* a scan put off (SCAN_SPACING_MS) */
+        guint retry_source;  /* the next check, put off or to try again */
         gint64 last_scan_us; /* monotonic, of the last check */
         struct _PtagsRegistry *registry;
 } PtagsContainer;

@@ -577,7 +577,9 @@ class ContainerReadFaultTests(ContainerTestCase):
         does), and nobody else may register the value."""
         # The registered parent forks once and exits on the next line;
         # SIGUSR2 gives the child the faulting name, SIGUSR1 its own back.
-        script = ("import os, signal, sys\n"
+        # (A sleep, not signal.pause(): a signal that comes just before
+        # pause() is handled only after the next one.)
+        script = ("import os, signal, sys, time\n"
                   "sys.stdin.readline()\n"
                   "if os.fork() == 0:\n"
                   "    def rename(name):\n"
@@ -586,7 +588,7 @@ class ContainerReadFaultTests(ContainerTestCase):
                   "    signal.signal(signal.SIGUSR2, rename('contid-eio'))\n"
                   "    print(os.getpid(), flush=True)\n"
                   "    while True:\n"
-                  "        signal.pause()\n"
+                  "        time.sleep(0.05)\n"
                   "sys.stdin.readline()\n")
         proc = self.world.spawn("target", [PYTHON, "-c", script], stdin=subprocess.PIPE,
                                 stdout=subprocess.PIPE)

@@ -62,7 +62,7 @@ PolkitDetails *ptags_authority_details(const PtagsCheckFacts *f)
         g_autofree char *prefix = g_strndup(c->tag, colon ? (gsize)(colon - c->tag) : c->tag_len);
         g_autofree char *value = g_strndup(c->value, c->value_len);
         g_autofree char *pid = g_strdup_printf("%d", (int)f->pid);
-        g_autofree char *uid = g_strdup_printf("%u", (unsigned)f->target->uid);
+        g_autofree char *uid = g_strdup_printf("%u", (unsigned)f->target->uids[0]);
 
         polkit_details_insert(d, "tag", c->tag);
         polkit_details_insert(d, "prefix", prefix);

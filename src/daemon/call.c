@@ -37,7 +37,7 @@ Call *call_new(PtagsService *svc, GDBusMethodInvocation *invocation)
         call->counted = TRUE;
         call->invocation = g_object_ref(invocation);
         call->message = g_object_ref(g_dbus_method_invocation_get_message(invocation));
-        call->sender = g_dbus_method_invocation_get_sender(invocation);
+        call->sender = sender;
         call->method = g_dbus_method_invocation_get_method_name(invocation);
         call->target.pidfd = -1;
         call->exec_mark = PTAGS_NO_EXEC_MARK;

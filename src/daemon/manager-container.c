@@ -412,7 +412,7 @@ static PolkitDetails *target_details(const PtagsTarget *t, const PtagsProcessInf
 {
         PolkitDetails *d = polkit_details_new();
         g_autofree char *pid = g_strdup_printf("%d", (int)t->pid);
-        g_autofree char *uid = g_strdup_printf("%u", (unsigned)info->uid);
+        g_autofree char *uid = g_strdup_printf("%u", (unsigned)info->uids[0]);
 
         polkit_details_insert(d, "pid", pid);
         polkit_details_insert(d, "target-uid", uid);
@@ -606,7 +606,7 @@ static void get_id_start(Call *call)
         }
         /* One's own processes are free to read, like the kernel's
          * same-uid /proc access; others' need inspect. */
-        if (call->caller->uid == 0 || info.uid == call->caller->uid) {
+        if (call->caller->uid == 0 || info.uids[0] == call->caller->uid) {
                 ptags_process_info_clear(&info);
                 get_id_reply(call);
                 return;

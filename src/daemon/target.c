@@ -240,13 +240,7 @@ static int open_proc_dir(pid_t pid)
         return open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
 }
 
-/* Whether process @pid is in ptagsd's own user namespace. The kernel
- * weighs CAP_MAC_ADMIN in the initial namespace, but any user may create a
- * namespace of its own and hold every capability in it, and capget() and
- * /proc show those sets as if they were real. So a process's capabilities
- * count only in ours; one whose namespace cannot be read holds none. Ask
- * after reading them: nothing returns to an ancestor namespace, so a
- * process in ours now was in ours then. */
+/* Whether @ns (a stat of an ns/user file) is ptagsd's own user namespace. */
 static gboolean is_our_user_namespace(const struct stat *ns)
 {
         static struct stat ours;
@@ -260,6 +254,13 @@ static gboolean is_our_user_namespace(const struct stat *ns)
         return ours.st_ino != 0 && ns->st_dev == ours.st_dev && ns->st_ino == ours.st_ino;
 }
 
+/* Whether process @pid is in ptagsd's own user namespace. The kernel
+ * weighs CAP_MAC_ADMIN in the initial namespace, but any user may create a
+ * namespace of its own and hold every capability in it, and capget() and
+ * /proc show those sets as if they were real. So a process's capabilities
+ * count only in ours; one whose namespace cannot be read holds none. Ask
+ * after reading them: nothing returns to an ancestor namespace, so a
+ * process in ours now was in ours then. */
 static gboolean in_our_user_namespace(pid_t pid)
 {
         struct stat ns;
@@ -423,7 +424,6 @@ static gboolean process_info_read(const PtagsTarget *t, PtagsProcessInfo *info, 
         g_autofree char *status = dir >= 0 ? read_proc_text_at(dir, "status") : NULL;
 
         memset(info, 0, sizeof(*info));
-        info->uid = (uid_t)-1;
         for (guint i = 0; i < G_N_ELEMENTS(info->uids); i++)
                 info->uids[i] = (uid_t)-1;
         if (status != NULL) {
@@ -431,7 +431,6 @@ static gboolean process_info_read(const PtagsTarget *t, PtagsProcessInfo *info, 
                 char *end = uid_line != NULL ? (char *)uid_line + 5 : NULL;
                 for (guint i = 0; end != NULL && i < G_N_ELEMENTS(info->uids); i++)
                         info->uids[i] = (uid_t)strtoul(end, &end, 10);
-                info->uid = info->uids[0];
                 /* What /proc/PID/comm holds, one file fewer to read. */
                 info->comm = ptags_status_comm(status);
                 if (info->comm != NULL)
@@ -467,8 +466,8 @@ static gboolean process_info_read(const PtagsTarget *t, PtagsProcessInfo *info, 
                             "process %d has exited", (int)t->pid);
                 return FALSE;
         }
-        if (full && info->uid != (uid_t)-1)
-                info->user = ptags_user_name(info->uid, g_get_monotonic_time());
+        if (full && info->uids[0] != (uid_t)-1)
+                info->user = ptags_user_name(info->uids[0], g_get_monotonic_time());
         return TRUE;
 }
 
@@ -628,11 +627,11 @@ gboolean ptags_status_is_plain_process_of(const char *status, uid_t uid, const g
  * then finds that still running. */
 static gboolean privilege_read(pid_t pid, PtagsPrivilege *out)
 {
+        char path[48];
         struct stat dir, status;
         struct __user_cap_header_struct header = {.version = _LINUX_CAPABILITY_VERSION_3,
                                                   .pid = pid};
         struct __user_cap_data_struct sets[_LINUX_CAPABILITY_U32S_3];
-        char path[48];
 
         snprintf(path, sizeof(path), "/proc/%d", (int)pid);
         if (stat(path, &dir) < 0)

@@ -35,8 +35,7 @@ int ptags_fdinfo_parse_pid(const char *fdinfo);
 
 /* What polkit rules and logs see of a process, read from the real /proc. */
 typedef struct {
-        uid_t uid;     /* real uid */
-        uid_t uids[4]; /* real, effective, saved and file-system uids */
+        uid_t uids[4]; /* real (the one polkit is told), effective, saved, file system */
         char *user;    /* NULL when the uid has no name */
         char *exe;     /* NULL unless read in a mount namespace of root's */
         char *comm;

@@ -80,7 +80,7 @@ static void test_details(void)
 {
         static const char *const lines[] = {"+@app:cam:front", "!app:v=a b=c"};
         ptags_plan *plan = plan_of("app:v=old\n", lines, G_N_ELEMENTS(lines));
-        PtagsProcessInfo info = {.uid = 1000,
+        PtagsProcessInfo info = {.uids = {1000},
                                  .user = "alice",
                                  .exe = "/usr/bin/cam",
                                  .comm = "cam",
@@ -110,7 +110,7 @@ static void test_details(void)
         assert_detail(d, "caller-holds-right", "true");
 
         /* Unknown facts are omitted, never invented. */
-        PtagsProcessInfo bare = {.uid = 0, .comm = "kthread"};
+        PtagsProcessInfo bare = {.uids = {0}, .comm = "kthread"};
         facts.target = &bare;
         facts.self = TRUE;
         facts.caller_holds_right = FALSE;
@@ -135,7 +135,7 @@ static void test_prefix_without_colon(void)
 {
         static const char *const lines[] = {"+camera"};
         ptags_plan *plan = plan_of("", lines, 1);
-        PtagsProcessInfo info = {.uid = 1, .comm = "x"};
+        PtagsProcessInfo info = {.uids = {1}, .comm = "x"};
         PtagsCheckFacts facts = {
                 .change = ptags_plan_change_at(plan, 0), .pid = 1, .target = &info};
         g_autoptr(PolkitDetails) d = ptags_authority_details(&facts);

@@ -46,7 +46,7 @@ static void test_pin_self(void)
 
         PtagsProcessInfo info;
         g_assert_true(ptags_process_info_read(&t, &info, &error));
-        g_assert_cmpuint(info.uid, ==, getuid());
+        g_assert_cmpuint(info.uids[0], ==, getuid());
         g_assert_cmpstr(info.comm, ==, "test-daemon-tar"); /* comm is cut to 15 bytes */
         g_assert_nonnull(info.exe);
         g_assert_true(g_str_has_suffix(info.exe, "test-daemon-target"));

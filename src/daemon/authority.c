@@ -54,6 +54,36 @@ static gboolean keep_after(const ptags_change *c)
         return FALSE;
 }
 
+/* Text read from the target (its comm, its program's path, a user name from
+ * the user database) may be any bytes; polkit carries details as D-Bus
+ * strings, which must be UTF-8. Text that is not counts as unknown. */
+static const char *utf8_or_empty(const char *text)
+{
+        return text != NULL && g_utf8_validate(text, -1, NULL) ? text : "";
+}
+
+static void insert_read_text(PolkitDetails *d, const char *key, const char *text)
+{
+        if (*utf8_or_empty(text) != '\0')
+                polkit_details_insert(d, key, text);
+}
+
+void ptags_authority_insert_target(PolkitDetails *d, pid_t pid, const PtagsProcessInfo *target,
+                                   gboolean self)
+{
+        g_autofree char *pid_text = g_strdup_printf("%d", (int)pid);
+        g_autofree char *uid = g_strdup_printf("%u", (unsigned)target->uids[0]);
+
+        polkit_details_insert(d, "pid", pid_text);
+        polkit_details_insert(d, "target-uid", uid);
+        insert_read_text(d, "target-user", target->user);
+        insert_read_text(d, "target-exe", target->exe);
+        polkit_details_insert(d, "target-comm", utf8_or_empty(target->comm));
+        insert_read_text(d, "target-unit", target->unit);
+        insert_read_text(d, "target-user-unit", target->user_unit);
+        polkit_details_insert(d, "self", self ? "true" : "false");
+}
+
 PolkitDetails *ptags_authority_details(const PtagsCheckFacts *f)
 {
         PolkitDetails *d = polkit_details_new();
@@ -61,25 +91,12 @@ PolkitDetails *ptags_authority_details(const PtagsCheckFacts *f)
         const char *colon = memchr(c->tag, ':', c->tag_len);
         g_autofree char *prefix = g_strndup(c->tag, colon ? (gsize)(colon - c->tag) : c->tag_len);
         g_autofree char *value = g_strndup(c->value, c->value_len);
-        g_autofree char *pid = g_strdup_printf("%d", (int)f->pid);
-        g_autofree char *uid = g_strdup_printf("%u", (unsigned)f->target->uids[0]);
 
         polkit_details_insert(d, "tag", c->tag);
         polkit_details_insert(d, "prefix", prefix);
         polkit_details_insert(d, "value", value);
         polkit_details_insert(d, "keep", keep_after(c) ? "true" : "false");
-        polkit_details_insert(d, "pid", pid);
-        polkit_details_insert(d, "target-uid", uid);
-        if (f->target->user != NULL)
-                polkit_details_insert(d, "target-user", f->target->user);
-        if (f->target->exe != NULL)
-                polkit_details_insert(d, "target-exe", f->target->exe);
-        polkit_details_insert(d, "target-comm", f->target->comm ? f->target->comm : "");
-        if (f->target->unit != NULL)
-                polkit_details_insert(d, "target-unit", f->target->unit);
-        if (f->target->user_unit != NULL)
-                polkit_details_insert(d, "target-user-unit", f->target->user_unit);
-        polkit_details_insert(d, "self", f->self ? "true" : "false");
+        ptags_authority_insert_target(d, f->pid, f->target, f->self);
         polkit_details_insert(d, "caller-holds-right", f->caller_holds_right ? "true" : "false");
         return d;
 }

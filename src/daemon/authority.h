@@ -28,6 +28,11 @@ typedef struct {
 /* (transfer full) */
 PolkitDetails *ptags_authority_details(const PtagsCheckFacts *facts);
 
+/* Adds the target's details (pid, target-*, self) to @d. Text that is not
+ * UTF-8 is left out as unknown (target-comm reads ""). */
+void ptags_authority_insert_target(PolkitDetails *d, pid_t pid, const PtagsProcessInfo *target,
+                                   gboolean self);
+
 /* One pending check of a batch. A change's check keeps its facts and builds
  * the details only when it is sent to polkit, so the checks of a call still
  * waiting for polkit hold no details. */

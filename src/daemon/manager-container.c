@@ -411,19 +411,7 @@ static PolkitDetails *target_details(const PtagsTarget *t, const PtagsProcessInf
                                      gboolean self)
 {
         PolkitDetails *d = polkit_details_new();
-        g_autofree char *pid = g_strdup_printf("%d", (int)t->pid);
-        g_autofree char *uid = g_strdup_printf("%u", (unsigned)info->uids[0]);
-
-        polkit_details_insert(d, "pid", pid);
-        polkit_details_insert(d, "target-uid", uid);
-        if (info->user != NULL)
-                polkit_details_insert(d, "target-user", info->user);
-        if (info->exe != NULL)
-                polkit_details_insert(d, "target-exe", info->exe);
-        polkit_details_insert(d, "target-comm", info->comm ? info->comm : "");
-        if (info->unit != NULL)
-                polkit_details_insert(d, "target-unit", info->unit);
-        polkit_details_insert(d, "self", self ? "true" : "false");
+        ptags_authority_insert_target(d, t->pid, info, self);
         return d;
 }
 

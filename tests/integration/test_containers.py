@@ -447,6 +447,20 @@ class ContainerTests(ContainerTestCase):
         self.assertOk(client.call("RegisterContainer", "uta{sv}", [child, 200, {}]))
         self.assertEqual(self.contid_of(child), 200)
 
+    def test_register_target_text_that_is_not_utf8_is_unknown(self):
+        program = self.world.sleep_named_not_utf8().decode("ascii", "surrogateescape")
+        client, child = self.client_with_child(
+            child="exec \"$(printf '%s')\" 600" % program.replace("\udcff", "\\377"))
+        wait_until(lambda: os.readlink("/proc/%d/exe" % child).endswith("\udcffsleep"), 10,
+                   "the child to run its program")
+        self.assertError(client.call("RegisterContainer", "uta{sv}", [child, 201, {}]),
+                         "NotAuthorized")
+        checks = [c for c in self.world.polkit.checks() if c["action"] == REGISTER]
+        self.assertEqual(len(checks), 1)
+        details = checks[0]["details"]
+        self.assertEqual((details["pid"], details["target-comm"]), (str(child), ""))
+        self.assertNotIn("target-exe", details)
+
     def register_while_it_changes(self, contid, then, changed, what):
         """Register a child shell as @contid while polkit hangs; meanwhile
         the shell runs @then (GATE in it names a FIFO) and @changed(pid)

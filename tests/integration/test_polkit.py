@@ -92,6 +92,22 @@ class PolkitDetailsTests(PtagsTestCase):
                             "polkit told the path the target faked: %r" % details)
         self.assertNotIn("target-exe", details, "an exe that is not the target's program")
 
+    def test_target_text_that_is_not_utf8_is_unknown(self):
+        """A user names their program with bytes that are not UTF-8; its
+        comm and path are not text polkit can carry. ptagsd must neither
+        fail nor send them: the comm reads as unknown, the path is left
+        out."""
+        program = self.world.sleep_named_not_utf8()
+        proc = self.world.spawn("target", UNPRIVILEGED + [program, "600"])
+        wait_until(lambda: os.readlink(b"/proc/%d/exe" % proc.pid) == program, 10,
+                   "target %d to run %r" % (proc.pid, program))
+        self.assertError(self.client.call("AddTag", "usb", [proc.pid, "app:cam", False]),
+                         "NotAuthorized")
+        details = self.only_check()["details"]
+        self.assertDetails(details, pid=str(proc.pid), target_uid=str(NOBODY), target_comm="",
+                           target_user="nobody")
+        self.assertNotIn("target-exe", details)
+
     def test_remove_details_per_matching_tag(self):
         self.assertError(self.client.call("RemoveTag", "us", [self.target, "app:*"]),
                          "NotAuthorized")

@@ -661,6 +661,17 @@ class World:
         wait_until(lambda: sleep_sleeps(proc.pid), 10, "target %d to exec sleep" % proc.pid)
         return proc.pid
 
+    def sleep_named_not_utf8(self):
+        """A copy of sleep whose file name (and so the comm of a process
+        running it, and its /proc/PID/exe path) is not UTF-8. Returns the
+        path as bytes; any user may run it."""
+        workdir = tempfile.mkdtemp(dir=self.tmp)
+        os.chmod(workdir, 0o755)
+        path = os.path.join(os.fsencode(workdir), b"\xffsleep")
+        shutil.copy(shutil.which("sleep"), path)
+        os.chmod(path, 0o755)
+        return path
+
     def spawn_target_at(self, pid, attempts=100, unprivileged=False):
         """A `sleep 600` target (root's, or nobody's when @unprivileged) that
         gets exactly @pid (a freed pid),

@@ -62,6 +62,64 @@ static const char *utf8_or_empty(const char *text)
         return text != NULL && g_utf8_validate(text, -1, NULL) ? text : "";
 }
 
+/* How many characters of a tag, value or comm a prompt shows. */
+#define SHOWN_CHARS 80
+
+/* Whether @c shows as itself in a prompt's message and cannot pass for the
+ * message around the text: no control, format (bidi) or separator
+ * character other than the space, no quotation mark, no backslash. */
+static gboolean shows_as_itself(gunichar c)
+{
+        switch (g_unichar_type(c)) {
+        case G_UNICODE_CONTROL:
+        case G_UNICODE_FORMAT:
+        case G_UNICODE_UNASSIGNED:
+        case G_UNICODE_PRIVATE_USE:
+        case G_UNICODE_SURROGATE:
+        case G_UNICODE_LINE_SEPARATOR:
+        case G_UNICODE_PARAGRAPH_SEPARATOR:
+        case G_UNICODE_INITIAL_PUNCTUATION: /* “ ‘ « ‹ */
+        case G_UNICODE_FINAL_PUNCTUATION:   /* ” ’ » › */
+                return FALSE;
+        case G_UNICODE_SPACE_SEPARATOR:
+                return c == ' ';
+        default:
+                return c != '"' && c != '\\' && c != 0x201A && c != 0x201E; /* ‚ „ */
+        }
+}
+
+/* UTF-8 @text as a prompt shows it: what does not show as itself written
+ * as \u{XXXX}, and cut with "…" after SHOWN_CHARS characters. Rules see the
+ * exact text in the detail beside it. */
+static char *shown_text(const char *text, gsize len)
+{
+        if (len == 0)
+                return g_strdup("");
+
+        GString *shown = g_string_sized_new(MIN(len, SHOWN_CHARS * 2) + 8);
+        const char *end = text + len;
+        guint n = 0;
+
+        for (const char *p = text; p < end; p = g_utf8_next_char(p), n++) {
+                gunichar c = g_utf8_get_char(p);
+                if (n == SHOWN_CHARS) {
+                        g_string_append(shown, "…");
+                        break;
+                }
+                if (shows_as_itself(c))
+                        g_string_append_unichar(shown, c);
+                else
+                        g_string_append_printf(shown, "\\u{%04X}", c);
+        }
+        return g_string_free(shown, FALSE);
+}
+
+static void insert_shown(PolkitDetails *d, const char *key, const char *text, gsize len)
+{
+        g_autofree char *shown = shown_text(text, len);
+        polkit_details_insert(d, key, shown);
+}
+
 static void insert_read_text(PolkitDetails *d, const char *key, const char *text)
 {
         if (*utf8_or_empty(text) != '\0')
@@ -73,12 +131,14 @@ void ptags_authority_insert_target(PolkitDetails *d, pid_t pid, const PtagsProce
 {
         g_autofree char *pid_text = g_strdup_printf("%d", (int)pid);
         g_autofree char *uid = g_strdup_printf("%u", (unsigned)target->uids[0]);
+        const char *comm = utf8_or_empty(target->comm);
 
         polkit_details_insert(d, "pid", pid_text);
         polkit_details_insert(d, "target-uid", uid);
         insert_read_text(d, "target-user", target->user);
         insert_read_text(d, "target-exe", target->exe);
-        polkit_details_insert(d, "target-comm", utf8_or_empty(target->comm));
+        polkit_details_insert(d, "target-comm", comm);
+        insert_shown(d, "shown-target-comm", comm, strlen(comm));
         insert_read_text(d, "target-unit", target->unit);
         insert_read_text(d, "target-user-unit", target->user_unit);
         polkit_details_insert(d, "self", self ? "true" : "false");
@@ -93,8 +153,10 @@ PolkitDetails *ptags_authority_details(const PtagsCheckFacts *f)
         g_autofree char *value = g_strndup(c->value, c->value_len);
 
         polkit_details_insert(d, "tag", c->tag);
+        insert_shown(d, "shown-tag", c->tag, c->tag_len);
         polkit_details_insert(d, "prefix", prefix);
         polkit_details_insert(d, "value", value);
+        insert_shown(d, "shown-value", c->value, c->value_len);
         polkit_details_insert(d, "keep", keep_after(c) ? "true" : "false");
         ptags_authority_insert_target(d, f->pid, f->target, f->self);
         polkit_details_insert(d, "caller-holds-right", f->caller_holds_right ? "true" : "false");

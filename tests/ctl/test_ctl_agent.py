@@ -199,6 +199,20 @@ class TextAgentTests(AgentTestCase):
         self.assertIn("==== AUTHENTICATION COMPLETE ====", term.screen)
         self.assertEqual(self.world.get_tags(self.target.pid), [("app:camera", False, "")])
 
+    def test_prompt_shows_the_tag_quoted_and_escaped(self):
+        """Real polkitd builds the message from shown-tag: a bidi override
+        or a closing quote in a tag cannot rewrite what the prompt says."""
+        term = Terminal(self.world, "--address=" + self.world.address, "add",
+                        str(self.target.pid), "app:\u202ecamera\u201d to \u201cinit")
+        screen = term.read_until("Password: ")
+        self.assertIn("Authentication is required to add tag "
+                      "\u201capp:\\u{202E}camera\\u{201D} to \\u{201C}init\u201d to "
+                      "\u201csleep\u201d (%d)" % self.target.pid, screen)
+        term.type_password("not the password")
+        code, out, err = term.finish()
+        self.assertEqual(code, DENIED, "stderr: %s; terminal: %r" % (err, term.screen))
+        self.assertEqual(self.world.get_tags(self.target.pid), [])
+
     def test_no_ask_password_starts_no_agent(self):
         term = self.add("--no-ask-password")
         code, out, err = term.finish()

@@ -133,6 +133,27 @@ class PolkitDetailsTests(PtagsTestCase):
                            pid=str(self.target), target_uid=str(NOBODY), self_="false",
                            caller_holds_right="false")
 
+    def test_shown_details_cannot_pass_for_the_message(self):
+        """The prompt's message shows shown-tag and shown-value: what does
+        not print (a bidi override, a line separator), quotes and
+        backslashes are escaped, and text past 80 characters is cut. The
+        exact text stays in tag and value, for rules."""
+        tag = "app:\u202ex\u201d to sleep (1) \\ \"q\" \u2028" + "y" * 100
+        value = "v\u2066 \u201eok\u201c"
+        self.assertError(self.client.call("SetValue", "uss", [self.target, "app:a", value]),
+                         "NotAuthorized")
+        details = self.only_check()["details"]
+        self.assertDetails(details, value=value, tag="app:a", shown_tag="app:a",
+                           shown_value="v\\u{2066} \\u{201E}ok\\u{201C}",
+                           shown_target_comm="sleep")
+        self.world.polkit.clear_checks()
+        self.assertError(self.client.call("AddTag", "usb", [self.target, tag, False]),
+                         "NotAuthorized")
+        details = self.only_check()["details"]
+        shown = ("app:\\u{202E}x\\u{201D} to sleep (1) \\u{005C} \\u{0022}q\\u{0022} "
+                 "\\u{2028}" + "y" * (80 - tag.index("y")) + "\u2026")
+        self.assertDetails(details, tag=tag, value="", shown_tag=shown, shown_value="")
+
     def test_rights_tag_uses_rights_action(self):
         self.assertError(self.client.call("AddTag", "usb", [self.target, "ptags:app:add", False]),
                          "NotAuthorized")

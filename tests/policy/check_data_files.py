@@ -27,7 +27,9 @@ ACTION_DEFAULTS = {
 }
 DETAILS = ("tag", "prefix", "value", "keep", "pid", "target-uid", "target-user", "target-exe",
            "target-comm", "target-unit", "target-user-unit", "self", "caller-holds-right",
-           "contid", "container-name")
+           "contid", "container-name", "shown-tag", "shown-value", "shown-target-comm")
+# Text a caller chooses: a message shows it only escaped, as shown-KEY.
+NOT_IN_MESSAGES = ("tag", "value", "target-comm")
 PLACEHOLDER = re.compile(r"\$\(([^)]*)\)")
 
 
@@ -56,9 +58,11 @@ def check_polkit_actions(path):
         for element in ("description", "message"):
             if not texts(actions[action_id], element).get(""):
                 fail("%s has no untranslated %s" % (action_id, element))
-        for key in PLACEHOLDER.findall(texts(actions[action_id], "message")[""]):
+        for key in PLACEHOLDER.findall(" ".join(texts(actions[action_id], "message").values())):
             if key not in DETAILS:
                 fail("%s message uses $(%s), which ptagsd never passes" % (action_id, key))
+            if key in NOT_IN_MESSAGES:
+                fail("%s message uses $(%s) as it is: use $(shown-%s)" % (action_id, key, key))
     comment = source[source.index("<!--", source.index("<!DOCTYPE")):source.index("<policyconfig>")]
     for key in DETAILS:
         if not re.search(r"^\s+%s\s" % re.escape(key), comment, re.M):

@@ -385,6 +385,16 @@ class CompletionTests(CtlTestCase):
                          ["app:camera", "app:micro phone"])
         self.assertEqual(self.complete("ptagsctl exec --tag a -- ptagsc"), ["ptagsctl"])
 
+    def test_tag_names_are_offered_never_run(self):
+        """Tags are chosen by whoever may tag a process, and completion runs
+        in an administrator's shell: a name is text to offer, never code."""
+        ran = os.path.join(self.world.tmp, "completion-ran")
+        names = ["app:$(touch %s)" % ran, "app:`touch %s`" % ran, "app:${PATH:+x}"]
+        pid = self.target(["+" + n for n in names])
+        offered = self.complete("ptagsctl remove %d app:" % pid)
+        self.assertFalse(os.path.exists(ran), "completion ran a tag name as a command")
+        self.assertEqual(offered, sorted(names))
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)

@@ -98,6 +98,7 @@ void call_free(Call *call)
         ptags_set_free(call->current);
         ptags_plan_free(call->plan);
         ptags_process_info_clear(&call->checked_info);
+        g_free(call->checked_rights);
         g_free(call);
 }
 

@@ -47,6 +47,10 @@ struct _Call {
         gboolean rebuilt;
         PtagsProcessInfo checked_info; /* the target as polkit was told about it */
         gboolean checked_info_valid;
+        /* What polkit was told the caller's own process grants: "self", and
+         * per change of the plan, "caller-holds-right" */
+        gboolean checked_self;
+        bool *checked_rights;
         gboolean holds_target_lock;
         gboolean holds_wait_slot; /* waits for the lock in a MaxPolkitCalls place */
         CallStepFn resume;        /* what runs once the target lock is free */

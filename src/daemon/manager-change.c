@@ -183,6 +183,64 @@ static void change_apply(Call *call)
         call_return(call, NULL);
 }
 
+/* What the caller's own process grants it, as polkit is told: whether it is
+ * the target (*@self) and, per change of the plan, whether its tags grant
+ * the change under the kernel's rights model (one bool per change,
+ * transfer full). */
+static bool *caller_rights(Call *call, gboolean *self)
+{
+        /* Only a caller whose process is proven to be the connection's can
+         * be "self" or hold rights through its tags or capabilities. */
+        const PtagsPeer *caller = call->caller;
+        gboolean known = caller->process_known;
+        ptags_set *caller_tags = NULL;
+        if (known && ptags_backend_read(call->svc->backend, caller->target.pidfd,
+                                        caller->target.pid, &caller_tags) < 0)
+                caller_tags = NULL; /* unknown tags grant no rights */
+        *self = known && caller->target.pid == call->target.pid;
+        /* The kernel's rule 1: a writer with CAP_MAC_ADMIN is unrestricted;
+         * one it held already when it was proven to be the connection's. */
+        gboolean unrestricted = known && (caller->proven.caps >> CAP_MAC_ADMIN & 1) &&
+                                ptags_target_has_capability(&caller->target, CAP_MAC_ADMIN);
+        /* Checked after reading, so nothing read came from the process
+         * after it gained a privilege (a setuid exec) or exited. */
+        if (known && !ptags_peer_process_unchanged(caller)) {
+                g_clear_pointer(&caller_tags, ptags_set_free);
+                *self = unrestricted = FALSE;
+        }
+        ptags_writer writer = {caller_tags, unrestricted, *self};
+        /* Each change is judged as the kernel would judge the same lines in
+         * order: a caller changing itself gains or loses rights with the
+         * changes before it (unknown tags, NULL, grant nothing). */
+        bool *holds_right = g_new0(bool, ptags_plan_change_count(call->plan) + 1);
+        ptags_plan_rights(call->plan, &writer, holds_right);
+        ptags_set_free(caller_tags);
+        return holds_right;
+}
+
+/* Whether the caller's process still grants all polkit was told it grants.
+ * The kernel judges a writer's rights when it writes: rights the caller
+ * lost while polkit decided (a launcher took its ptags: tags away) must not
+ * carry a change polkit allowed because of them. */
+static gboolean caller_rights_still_hold(Call *call)
+{
+        size_t n = ptags_plan_change_count(call->plan);
+        gboolean granted = call->checked_self;
+        for (size_t i = 0; i < n && !granted; i++)
+                granted = call->checked_rights[i];
+        if (!granted)
+                return TRUE; /* polkit was told of nothing to lose */
+
+        gboolean self;
+        g_autofree bool *now = caller_rights(call, &self);
+        if (self != call->checked_self)
+                return FALSE;
+        for (size_t i = 0; i < n; i++)
+                if (now[i] != call->checked_rights[i])
+                        return FALSE;
+        return TRUE;
+}
+
 /* Step 6, once polkit said yes: the re-check, then the apply in the same
  * dispatch. */
 static void change_commit(Call *call)
@@ -211,6 +269,7 @@ static void change_commit(Call *call)
                 call_fail(call, error);
                 return;
         }
+        same = same && caller_rights_still_hold(call);
         if (same) {
                 change_apply(call);
                 return;
@@ -218,12 +277,14 @@ static void change_commit(Call *call)
         if (call->rebuilt) {
                 call_fail(call, g_error_new(PTAGS_ERROR, PTAGS_ERROR_FAILED,
                                             "process %d kept changing (its tags or its "
-                                            "program) during authorization; try again",
+                                            "program), or its caller's rights did, during "
+                                            "authorization; try again",
                                             (int)pid));
                 return;
         }
         call->rebuilt = TRUE;
-        g_debug("%s: process %d changed during authorization; re-planning", call->method, (int)pid);
+        g_debug("%s: process %d or its caller's rights changed during authorization; re-planning",
+                call->method, (int)pid);
         if (!change_plan(call, &error)) {
                 call_fail(call, error);
                 return;
@@ -273,31 +334,8 @@ static void change_authorize(Call *call)
                 return;
         }
         call->checked_info_valid = TRUE;
-        /* Only a caller whose process is proven to be the connection's can
-         * be "self" or hold rights through its tags or capabilities. */
-        const PtagsPeer *caller = call->caller;
-        gboolean known = caller->process_known;
-        ptags_set *caller_tags = NULL;
-        if (known && ptags_backend_read(call->svc->backend, caller->target.pidfd,
-                                        caller->target.pid, &caller_tags) < 0)
-                caller_tags = NULL; /* unknown tags grant no rights */
-        gboolean self = known && caller->target.pid == call->target.pid;
-        /* The kernel's rule 1: a writer with CAP_MAC_ADMIN is unrestricted;
-         * one it held already when it was proven to be the connection's. */
-        gboolean unrestricted = known && (caller->proven.caps >> CAP_MAC_ADMIN & 1) &&
-                                ptags_target_has_capability(&caller->target, CAP_MAC_ADMIN);
-        /* Checked after reading, so nothing read came from the process
-         * after it gained a privilege (a setuid exec) or exited. */
-        if (known && !ptags_peer_process_unchanged(caller)) {
-                g_clear_pointer(&caller_tags, ptags_set_free);
-                self = unrestricted = FALSE;
-        }
-        ptags_writer writer = {caller_tags, unrestricted, self};
-        /* Each change is judged as the kernel would judge the same lines in
-         * order: a caller changing itself gains or loses rights with the
-         * changes before it (unknown tags, NULL, grant nothing). */
-        g_autofree bool *holds_right = g_new0(bool, ptags_plan_change_count(call->plan) + 1);
-        ptags_plan_rights(call->plan, &writer, holds_right);
+        g_free(call->checked_rights);
+        call->checked_rights = caller_rights(call, &call->checked_self);
 
         g_autoptr(GPtrArray) checks =
                 g_ptr_array_new_with_free_func((GDestroyNotify)ptags_check_free);
@@ -307,12 +345,11 @@ static void change_authorize(Call *call)
                         .change = c,
                         .pid = call->target.pid,
                         .target = info,
-                        .self = self,
-                        .caller_holds_right = holds_right[i],
+                        .self = call->checked_self,
+                        .caller_holds_right = call->checked_rights[i],
                 };
                 g_ptr_array_add(checks, ptags_check_new_for_change(&facts));
         }
-        ptags_set_free(caller_tags);
 
         /* A caller that leaves the bus cancels its pending checks. */
         call_cancel_if_caller_leaves(call);

@@ -134,6 +134,28 @@ class ConcurrencyTests(TargetWorld):
         self.assertError(client.receive(timeout=15), "Failed")
         self.assertEqual([t[0] for t in self.world.get_tags(self.target)], ["app:a", "r:0", "r:1"])
 
+    def test_caller_rights_revoked_during_authorization_are_asked_about(self):
+        """polkit said yes because the caller's tags granted the change (as
+        the shipped rule does); the caller lost those rights before the
+        apply. The kernel judges a writer's rights when it writes: ptagsd
+        must ask again, with caller-holds-right now false."""
+        polkit = self.world.polkit
+        polkit.set_right_allows([ADD])
+        polkit.set_hang([ADD])
+        client = self.world.spawn_client()
+        self.assertOk(self.world.root_call("Apply", "uas", [client.pid, [
+            "+ptags:app:add", "+ptags:app:others"]]))
+        client.send("AddTag", "usb", [self.target, "app:camera", False])
+        polkit.wait_hanging(1)
+        self.assertEqual(polkit.checks()[0]["details"]["caller-holds-right"], "true")
+        self.assertOk(self.world.root_call("RemoveTag", "us", [client.pid, "ptags:app:*"]))
+        polkit.set_hang([])
+        polkit.release()
+        self.assertError(client.receive(timeout=15), "NotAuthorized")
+        self.assertEqual([c["details"]["caller-holds-right"] for c in polkit.checks()],
+                         ["true", "false"])
+        self.assertEqual([t[0] for t in self.world.get_tags(self.target)], ["app:a"])
+
     def test_set_value_racing_removal(self):
         polkit = self.world.polkit
         polkit.set_allowed([SET_VALUE])

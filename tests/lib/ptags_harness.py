@@ -251,6 +251,9 @@ class PolkitMock:
     def set_denied_tags(self, tags):
         self._call("SetDeniedTags", "as", [list(tags)])
 
+    def set_right_allows(self, actions):
+        self._call("SetRightAllows", "as", [list(actions)])
+
     def set_hang(self, actions):
         self._call("SetHangActions", "as", [list(actions)])
 

@@ -18,6 +18,10 @@
 #   SetInteractiveAnswer(b) what the simulated agent answers (default false)
 #   SetDeniedTags(as)       checks whose "tag" detail is one of these are
 #                           denied whatever the action (per-tag decisions)
+#   SetRightAllows(as)      for these actions, a check whose
+#                           "caller-holds-right" detail is "true" is
+#                           authorized, as the shipped 50-org.ptags.rules
+#                           does for the tag actions
 #   SetHangActions(as)      checks for these actions get no reply until
 #                           ReleaseHangingCalls() (the answer is decided then)
 #   ReleaseHangingCalls()   answer every hanging check
@@ -68,6 +72,7 @@ def load(mock, _parameters):
     mock.ptags_interactive_answer = False
     mock.ptags_hang = set()
     mock.ptags_denied_tags = set()
+    mock.ptags_right_allows = set()
     mock.ptags_hanging = []  # [(ok_cb, err_cb, action_id, flags, cancellation_id, details)]
     mock.ptags_checks = []
     mock.ptags_cancelled = []
@@ -100,6 +105,8 @@ def _answer(mock, action_id, flags, details):
     if mock.ptags_random_prefixes and tag.startswith(mock.ptags_random_prefixes):
         return (mock.ptags_random.random() < mock.ptags_random_p, False, {})
     if action_id in mock.ptags_allowed:
+        return (True, False, {})
+    if action_id in mock.ptags_right_allows and details.get("caller-holds-right") == "true":
         return (True, False, {})
     if action_id in mock.ptags_challenge:
         if flags & ALLOW_USER_INTERACTION:
@@ -174,6 +181,11 @@ def SetInteractiveAnswer(self, answer):
 @dbus.service.method(MOCK_IFACE, in_signature="as", out_signature="")
 def SetDeniedTags(self, tags):
     self.ptags_denied_tags = set(str(t) for t in tags)
+
+
+@dbus.service.method(MOCK_IFACE, in_signature="as", out_signature="")
+def SetRightAllows(self, actions):
+    self.ptags_right_allows = set(str(a) for a in actions)
 
 
 @dbus.service.method(MOCK_IFACE, in_signature="as", out_signature="")

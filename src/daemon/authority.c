@@ -6,6 +6,7 @@
 
 #include "authority.h"
 
+#include "args.h"
 #include "errors.h"
 
 #include <string.h>
@@ -169,7 +170,9 @@ PtagsCheck *ptags_check_new(const char *action_id, PolkitDetails *details, const
 
         check->action_id = action_id;
         check->details = details;
-        check->tag = g_strdup(tag); /* outlives a plan rebuilt meanwhile */
+        /* Errors and logs name it: a tag may be 4000 bytes long. Copied, it
+         * outlives a plan rebuilt meanwhile. */
+        check->tag = ptags_shorten(tag);
         return check;
 }
 

@@ -40,7 +40,7 @@ typedef struct {
         const char *action_id;  /* static */
         PolkitDetails *details; /* owned; NULL for a change's check */
         PtagsCheckFacts facts;  /* a change's check: points into its call */
-        char *tag;              /* owned copy: for messages */
+        char *tag;              /* owned, shortened copy: for messages */
 } PtagsCheck;
 
 typedef struct _PtagsAuthority PtagsAuthority;

@@ -154,6 +154,13 @@ class PolkitDetailsTests(PtagsTestCase):
                  "\\u{2028}" + "y" * (80 - tag.index("y")) + "\u2026")
         self.assertDetails(details, tag=tag, value="", shown_tag=shown, shown_value="")
 
+    def test_refusal_names_a_long_tag_shortened(self):
+        tag = "app:" + "x" * 3996
+        reply = self.client.call("AddTag", "usb", [self.target, tag, False])
+        self.assertError(reply, "NotAuthorized")
+        self.assertLess(len(reply.message), 300, reply.message)
+        self.assertIn("app:xxx", reply.message)
+
     def test_rights_tag_uses_rights_action(self):
         self.assertError(self.client.call("AddTag", "usb", [self.target, "ptags:app:add", False]),
                          "NotAuthorized")

@@ -20,11 +20,14 @@
  *  5. Authorize (change_authorize, authority.c): one polkit check per
  *     change, with the details rules see; root is not asked. The call is
  *     cancelled if its caller leaves the bus.
- *  6. Re-check (change_commit): the target still runs, still holds what the
- *     plan was made from, and is still the program polkit was told about.
- *     If not, plan and authorize once more, holding the target's
+ *  6. Re-check (change_commit): the budgets once more (this may walk every
+ *     process, so it comes first), then the target still runs, still holds
+ *     what the plan was made from, and is still the program polkit was told
+ *     about, and the caller still holds the rights polkit was told of. If
+ *     not, plan and authorize once more, holding the target's
  *     re-authorization lock (call.c) so other callers do not overtake it.
- *     Root skips it: its plan was made in the same dispatch.
+ *     Root skips all but the budgets: its plan was made in the same
+ *     dispatch.
  *  7. Apply (change_apply, backend-*.c): written to the kernel through the
  *     pinned pidfd, whole or not at all.
  *  8. Log: a journal entry and audit records (log.c), for refusals too.
@@ -142,15 +145,9 @@ static gboolean target_still_runs(Call *call)
  * checks of every call run concurrently. */
 static void change_apply(Call *call)
 {
-        GError *error = NULL;
         PtagsLogContext ctx;
         pid_t pid = call->target.pid;
 
-        /* Other processes of the target's user may have grown meanwhile. */
-        if (!change_check_budgets(call, BUDGETS_AT_COMMIT, &error)) {
-                change_refuse(call, error);
-                return;
-        }
         int r = ptags_backend_apply(call->svc->backend, call->target.pidfd, pid, call->plan,
                                     call->exec_mark);
         if (r < 0) {
@@ -241,6 +238,20 @@ static gboolean caller_rights_still_hold(Call *call)
         return TRUE;
 }
 
+/* The budgets again, just before the re-check and the apply: other
+ * processes of the target's user may have grown meanwhile. This may walk
+ * every process, so it comes before the re-check, which must be the last
+ * look at the target before its tags are written. */
+static gboolean change_budgets_at_commit(Call *call)
+{
+        GError *error = NULL;
+
+        if (change_check_budgets(call, BUDGETS_AT_COMMIT, &error))
+                return TRUE;
+        change_refuse(call, error);
+        return FALSE;
+}
+
 /* Step 6, once polkit said yes: the re-check, then the apply in the same
  * dispatch. */
 static void change_commit(Call *call)
@@ -253,7 +264,7 @@ static void change_commit(Call *call)
                         change_refuse(call, error);
                 return;
         }
-        if (!target_still_runs(call))
+        if (!target_still_runs(call) || !change_budgets_at_commit(call))
                 return;
         /* Someone may have changed the target while polkit was asked: what
          * was authorized must still be what will be applied, to the program
@@ -318,7 +329,7 @@ static void change_authorize(Call *call)
         /* polkit always authorizes root: skip the round trip. The plan was
          * made in this very dispatch, so there is nothing to re-check. */
         if (call->caller->uid == 0) {
-                if (target_still_runs(call))
+                if (target_still_runs(call) && change_budgets_at_commit(call))
                         change_apply(call);
                 return;
         }

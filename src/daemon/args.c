@@ -30,19 +30,79 @@ GVariant *ptags_set_to_variant(const ptags_set *set)
         return g_variant_new_array(G_VARIANT_TYPE("(sbs)"), items, n);
 }
 
+/* Whether @c prints as itself: not a control, format (bidi), unassigned,
+ * private-use or separator character other than the space. */
+static gboolean prints(gunichar c)
+{
+        switch (g_unichar_type(c)) {
+        case G_UNICODE_CONTROL:
+        case G_UNICODE_FORMAT:
+        case G_UNICODE_UNASSIGNED:
+        case G_UNICODE_PRIVATE_USE:
+        case G_UNICODE_SURROGATE:
+        case G_UNICODE_LINE_SEPARATOR:
+        case G_UNICODE_PARAGRAPH_SEPARATOR:
+                return FALSE;
+        case G_UNICODE_SPACE_SEPARATOR:
+                return c == ' ';
+        default:
+                return TRUE;
+        }
+}
+
+/* Whether @c shows as itself in a message and cannot pass for the message
+ * around the text: it prints, and is no quotation mark and no backslash. */
+static gboolean shows_as_itself(gunichar c)
+{
+        switch (g_unichar_type(c)) {
+        case G_UNICODE_INITIAL_PUNCTUATION: /* “ ‘ « ‹ */
+        case G_UNICODE_FINAL_PUNCTUATION:   /* ” ’ » › */
+                return FALSE;
+        default:
+                return prints(c) && c != '"' && c != '\\' && c != 0x201A && c != 0x201E; /* ‚ „ */
+        }
+}
+
+char *ptags_shown_text(const char *text, gsize len, guint max_chars)
+{
+        if (len == 0)
+                return g_strdup("");
+
+        GString *shown = g_string_sized_new(MIN(len, max_chars * 2) + 8);
+        const char *end = text + len;
+        guint n = 0;
+
+        for (const char *p = text; p < end; p = g_utf8_next_char(p), n++) {
+                gunichar c = g_utf8_get_char(p);
+                if (n == max_chars) {
+                        g_string_append(shown, "…");
+                        break;
+                }
+                if (shows_as_itself(c))
+                        g_string_append_unichar(shown, c);
+                else
+                        g_string_append_printf(shown, "\\u{%04X}", c);
+        }
+        return g_string_free(shown, FALSE);
+}
+
 char *ptags_shorten(const char *text)
 {
         GString *out = g_string_new(NULL);
         glong chars = 0;
 
-        /* Control bytes are shown escaped so a message stays on one line. */
+        /* Control bytes are shown escaped so a message stays on one line,
+         * and so are the characters that would not print as themselves. */
         for (const char *p = text; *p != '\0' && chars < LABEL_MAX_CHARS;
              p = g_utf8_next_char(p), chars++) {
                 guchar c = (guchar)*p;
+                gunichar u = c < 0x80 ? c : g_utf8_get_char(p);
                 if (c == '\n')
                         g_string_append(out, "\\n");
                 else if (c < 0x20 || c == 0x7f)
                         g_string_append_printf(out, "\\x%02x", c);
+                else if (u >= 0x80 && !prints(u)) /* C1 controls, bidi overrides */
+                        g_string_append_printf(out, "\\u{%04X}", u);
                 else
                         g_string_append_len(out, p, g_utf8_next_char(p) - p);
         }

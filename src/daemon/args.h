@@ -17,6 +17,13 @@
 /* The a(sbs) form of a tag list. (transfer floating) */
 GVariant *ptags_set_to_variant(const ptags_set *set);
 
+/* UTF-8 @text (@len bytes) as a message shows it, so that it cannot pass
+ * for the words around it: characters that do not print (controls, bidi
+ * and other format characters, line breaks), quotation marks and
+ * backslashes written as \u{XXXX}, and cut with "…" after @max_chars
+ * characters. (transfer full) */
+char *ptags_shown_text(const char *text, gsize len, guint max_chars);
+
 /* @text cut to a readable length, control bytes escaped. (transfer full) */
 char *ptags_shorten(const char *text);
 

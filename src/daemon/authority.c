@@ -66,58 +66,9 @@ static const char *utf8_or_empty(const char *text)
 /* How many characters of a tag, value or comm a prompt shows. */
 #define SHOWN_CHARS 80
 
-/* Whether @c shows as itself in a prompt's message and cannot pass for the
- * message around the text: no control, format (bidi) or separator
- * character other than the space, no quotation mark, no backslash. */
-static gboolean shows_as_itself(gunichar c)
-{
-        switch (g_unichar_type(c)) {
-        case G_UNICODE_CONTROL:
-        case G_UNICODE_FORMAT:
-        case G_UNICODE_UNASSIGNED:
-        case G_UNICODE_PRIVATE_USE:
-        case G_UNICODE_SURROGATE:
-        case G_UNICODE_LINE_SEPARATOR:
-        case G_UNICODE_PARAGRAPH_SEPARATOR:
-        case G_UNICODE_INITIAL_PUNCTUATION: /* “ ‘ « ‹ */
-        case G_UNICODE_FINAL_PUNCTUATION:   /* ” ’ » › */
-                return FALSE;
-        case G_UNICODE_SPACE_SEPARATOR:
-                return c == ' ';
-        default:
-                return c != '"' && c != '\\' && c != 0x201A && c != 0x201E; /* ‚ „ */
-        }
-}
-
-/* UTF-8 @text as a prompt shows it: what does not show as itself written
- * as \u{XXXX}, and cut with "…" after SHOWN_CHARS characters. Rules see the
- * exact text in the detail beside it. */
-static char *shown_text(const char *text, gsize len)
-{
-        if (len == 0)
-                return g_strdup("");
-
-        GString *shown = g_string_sized_new(MIN(len, SHOWN_CHARS * 2) + 8);
-        const char *end = text + len;
-        guint n = 0;
-
-        for (const char *p = text; p < end; p = g_utf8_next_char(p), n++) {
-                gunichar c = g_utf8_get_char(p);
-                if (n == SHOWN_CHARS) {
-                        g_string_append(shown, "…");
-                        break;
-                }
-                if (shows_as_itself(c))
-                        g_string_append_unichar(shown, c);
-                else
-                        g_string_append_printf(shown, "\\u{%04X}", c);
-        }
-        return g_string_free(shown, FALSE);
-}
-
 static void insert_shown(PolkitDetails *d, const char *key, const char *text, gsize len)
 {
-        g_autofree char *shown = shown_text(text, len);
+        g_autofree char *shown = ptags_shown_text(text, len, SHOWN_CHARS);
         polkit_details_insert(d, key, shown);
 }
 

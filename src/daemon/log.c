@@ -8,6 +8,7 @@
 
 #include "log.h"
 
+#include "args.h"
 #include "page-writer.h"
 
 #include <errno.h>
@@ -254,12 +255,33 @@ static void journal_entry(const char *message_id, int priority, const PtagsLogCo
         journal_result(sd_journal_sendv((struct iovec *)iov->data, (int)iov->len));
 }
 
+/* How many of a change's lines its MESSAGE quotes; PTAGS_LINES has all. */
+#define MESSAGE_LINES 8
+
+/* The lines of @plan for a MESSAGE a person reads: each quoted, shown
+ * escaped so that no tag can pass for another line or for the words
+ * around it, and only the first MESSAGE_LINES of them. */
+static char *plan_summary(const ptags_plan *plan)
+{
+        g_autoptr(GPtrArray) lines = ptags_plan_lines(plan);
+        GString *text = g_string_new(NULL);
+
+        for (guint i = 0; i < lines->len && i < MESSAGE_LINES; i++) {
+                const char *line = lines->pdata[i];
+                g_autofree char *shown = ptags_shown_text(line, strlen(line), 80);
+                g_string_append_printf(text, "%s\"%s\"", i > 0 ? ", " : "", shown);
+        }
+        if (lines->len > MESSAGE_LINES)
+                g_string_append_printf(text, " and %u more", lines->len - MESSAGE_LINES);
+        return g_string_free(text, FALSE);
+}
+
 void ptags_log_changed(const PtagsLogContext *ctx, const ptags_plan *plan)
 {
-        g_autofree char *one_line = plan_text(plan, " ");
+        g_autofree char *summary = plan_summary(plan);
         g_autofree char *message = g_strdup_printf(
                 "Tags of process %d changed by process %d (uid %u): %s", (int)ctx->pid,
-                (int)ctx->caller_pid, (unsigned)ctx->caller_uid, one_line);
+                (int)ctx->caller_pid, (unsigned)ctx->caller_uid, summary);
 
         g_debug("%s: %s", ctx->method, message);
         journal_entry(PTAGS_MESSAGE_TAGS_CHANGED, LOG_NOTICE, ctx, plan, "success", message, 0);

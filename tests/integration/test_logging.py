@@ -357,6 +357,26 @@ class LoggingTests(PtagsTestCase):
         for line in ("+@log:b", "!log:a=v=1", "-log:root"):
             self.assertIn(line, logged)
 
+    def test_message_quotes_each_line_escaped(self):
+        """MESSAGE is what a person reads: a tag holding spaces, quotes or
+        a bidi override must not read as other lines (the exact lines are
+        in PTAGS_LINES), and a long batch is summarized."""
+        tag = 'log:x" "-ptags:app:add \u202e'
+        self.journal.drain()
+        self.assertOk(self.world.root_call("AddTag", "usb", [self.target, tag, False]))
+        entry = self.entry_about(MESSAGE_CHANGED, self.target, "AddTag")
+        self.assertEqual(entry.one("PTAGS_LINES"), "+" + tag)
+        self.assertTrue(entry.one("MESSAGE").endswith(
+            ': "+log:x\\u{0022} \\u{0022}-ptags:app:add \\u{202E}"'), entry.one("MESSAGE"))
+
+        lines = ["+log:%02d" % i for i in range(20)]
+        self.assertOk(self.world.root_call("Apply", "uas", [self.target, lines]))
+        entry = self.entry_about(MESSAGE_CHANGED, self.target, "Apply")
+        self.assertTrue(entry.one("MESSAGE").endswith(
+            ": " + ", ".join('"%s"' % line for line in lines[:8]) + " and 12 more"),
+            entry.one("MESSAGE"))
+        self.assertEqual(entry.one("PTAGS_LINES").split("\n"), lines)
+
     def test_authorized_unprivileged_change_is_journaled(self):
         client = self.world.spawn_client()
         self.world.polkit.set_allowed([ADD, SET_VALUE])

@@ -67,6 +67,7 @@ static void name_acquired(GDBusConnection *connection, const char *name, gpointe
         Daemon *d = user_data;
 
         d->name_owned = TRUE;
+        ptags_manager_serving(d->service);
         g_message("serving %s with the %s backend", name, d->backend->ops->name);
         sd_notifyf(0, "READY=1\nSTATUS=Serving %s (backend %s)", name, d->backend->ops->name);
 }

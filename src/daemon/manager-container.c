@@ -772,7 +772,21 @@ static void container_gone(const PtagsContainer *c, void *user_data)
         PtagsService *svc = user_data;
 
         ptags_log_container_drop(c->contid, c->owner_pid, c->owner_uid);
-        ptags_manager_emit_container_removed(svc->skeleton, c->contid);
+        /* A signal sent before the name is owned reaches no one who
+         * listens to org.ptags.Manager. */
+        if (svc->removed_before_serving != NULL)
+                g_array_append_val(svc->removed_before_serving, c->contid);
+        else
+                ptags_manager_emit_container_removed(svc->skeleton, c->contid);
+}
+
+void ptags_manager_serving(PtagsService *svc)
+{
+        g_autoptr(GArray) removed = g_steal_pointer(&svc->removed_before_serving);
+
+        for (guint i = 0; removed != NULL && i < removed->len; i++)
+                ptags_manager_emit_container_removed(svc->skeleton,
+                                                     g_array_index(removed, guint64, i));
 }
 
 /* The backend has the operations and the kernel the file (a ptags-lsm
@@ -812,10 +826,12 @@ void ptags_manager_connect_containers(PtagsService *svc)
         ptags_manager_set_features(svc->skeleton, (const char *const *)features);
         g_autofree char *path = ptags_registry_default_path();
         svc->registry = ptags_registry_new(svc->backend, path, container_gone, svc);
+        svc->removed_before_serving = g_array_new(FALSE, FALSE, sizeof(guint64));
         ptags_registry_load(svc->registry);
 }
 
 void ptags_manager_free_containers(PtagsService *svc)
 {
         g_clear_pointer(&svc->registry, ptags_registry_free);
+        g_clear_pointer(&svc->removed_before_serving, g_array_unref);
 }

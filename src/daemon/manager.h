@@ -31,3 +31,7 @@ void ptags_manager_change_in_bus_thread(PtagsService *svc, GDBusMessage *message
  * (manager-container.c); ptags_manager_free_containers undoes it. */
 void ptags_manager_connect_containers(PtagsService *svc);
 void ptags_manager_free_containers(PtagsService *svc);
+
+/* ptagsd owns its bus name: signal what happened before anyone could
+ * hear it. */
+void ptags_manager_serving(PtagsService *svc);

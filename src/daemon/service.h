@@ -22,6 +22,9 @@ struct _PtagsService {
         GHashTable *reauthorizing; /* pid -> GQueue of Call waiting to apply */
         PtagsPeerCache *peers;
         PtagsRegistry *registry; /* audit containers (manager-container.c) */
+        /* IDs dropped before ptagsd owned its name (containers whose
+         * processes ended while it was down), signalled once it does */
+        GArray *removed_before_serving; /* guint64; NULL once serving */
         PtagsLimits limits;
         PtagsClients *clients;
         PtagsByteCache *byte_cache; /* for the per-uid budgets */

@@ -385,6 +385,20 @@ class ContainerTests(ContainerTestCase):
         self.world.kill(kept)
         signals.wait_removed(190)
 
+    def test_removal_while_down_is_signalled_once_serving(self):
+        """A container whose processes all ended while ptagsd was down is
+        dropped when ptagsd starts; orchestrators learn it only from
+        ContainerRemoved, so it must be sent once ptagsd owns its name."""
+        ended = self.world.spawn_target()
+        self.assertOk(self.register(ended, 192))
+        self.world.daemon.kill()
+        self.world.daemon.wait(timeout=10)
+        self.world.kill(ended)
+        signals = ContainerSignals(self.world.conn)
+        self.world.start_daemon()
+        signals.wait_removed(192)
+        self.assertEqual(signals.removed, [192])
+
     def test_ids_in_use_stay_in_use_when_the_registry_is_lost(self):
         # The registry is what tells "in use by another registrant" on the
         # bpf backends. Removed (an administrator clearing /run/ptags) or

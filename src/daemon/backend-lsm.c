@@ -154,12 +154,17 @@ static int lsm_apply(PtagsBackend *b, int pidfd, pid_t pid, const ptags_plan *pl
                 journalled = TRUE;
         }
         int r = ptags_plan_write(plan, PTAGS_WRITE_MAX, write_page, &t, &undo_failed);
-        if (r < 0)
-                g_debug("writing %s failed: %s%s", path, g_strerror(-r),
-                        undo_failed ? " (and the undo failed)" : "");
-        /* Done, or undone: nothing to restore. (A failed undo keeps the
-         * note, so the next start tries once more.) */
-        if (journalled && !undo_failed)
+        if (undo_failed)
+                g_warning("process %d holds part of a change: writing it failed (%s) and so "
+                          "did the undo, as another writer changed its tags meanwhile",
+                          (int)pid, g_strerror(-r));
+        else if (r < 0)
+                g_debug("writing %s failed: %s", path, g_strerror(-r));
+        /* Done, undone, or past undoing: the note is only for a ptagsd
+         * killed midway. Kept after a failed undo, the next start would put
+         * back the tags from before this change, and so silently undo every
+         * change acknowledged since. */
+        if (journalled)
                 unlink(self->intent_path);
         return r;
 }

@@ -25,6 +25,9 @@ struct ptags_bpf {
         bool transient;
         char *pin_dir;
         int lock_fd; /* flock on pin_dir: one owner of the maps at a time */
+        /* "/proc/self/fd/<lock_fd>": pins are made and opened through the
+         * checked descriptor, never through pin_dir again. */
+        char pin_base[32];
         struct bpf_link *links[LINK_COUNT];
         struct bpf_link *retag_link;
         struct bpf_link *find_link;

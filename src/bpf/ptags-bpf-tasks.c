@@ -526,9 +526,7 @@ static int read_iterator(ptags_bpf *b, char **out, size_t *out_len)
                 fd = bpf_iter_create(bpf_link__fd(b->links[LINK_TASKS]));
         } else {
                 /* The pinned file is what administrators read too. */
-                char path[4096];
-                snprintf(path, sizeof(path), "%s/tasks", b->pin_dir);
-                fd = open(path, O_RDONLY | O_CLOEXEC);
+                fd = openat(b->lock_fd, "tasks", O_RDONLY | O_CLOEXEC);
         }
         if (fd < 0)
                 return ptags_bpf_fail(b, -errno, "cannot start the task iterator: %s",

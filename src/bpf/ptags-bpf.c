@@ -102,14 +102,54 @@ static int ensure_bpffs(ptags_bpf *b, const char *pin_dir)
         return 0;
 }
 
+/* bpffs mounted without mode= lets every user create entries in its root,
+ * so a pin directory found there may have been made by anyone before our
+ * first start: its owner could remove our pins or hold the lock below
+ * forever. It is trusted only when it is ours and no one else may write in
+ * it. From then on everything goes through the open descriptor (libbpf
+ * through /proc/self/fd/N), so a rename of the path cannot swap it. */
+static int open_pin_dir(ptags_bpf *b)
+{
+        struct stat st, via_proc;
+        if (mkdir(b->pin_dir, 0700) < 0 && errno != EEXIST)
+                return ptags_bpf_fail(b, -errno, "cannot create %s: %s", b->pin_dir,
+                                      strerror(errno));
+        int fd = open(b->pin_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0 && (errno == ELOOP || errno == ENOTDIR))
+                return ptags_bpf_fail(b, -ENOTDIR,
+                                      "%s is not a directory (a symbolic link or another file): "
+                                      "refusing to pin there",
+                                      b->pin_dir);
+        if (fd < 0)
+                return ptags_bpf_fail(b, -errno, "cannot open %s: %s", b->pin_dir, strerror(errno));
+        b->lock_fd = fd;
+        if (fstat(fd, &st) < 0)
+                return ptags_bpf_fail(b, -errno, "cannot stat %s: %s", b->pin_dir, strerror(errno));
+        if (st.st_uid != geteuid())
+                return ptags_bpf_fail(b, -EPERM,
+                                      "%s is owned by uid %u, not by uid %u that ptagsd runs as: "
+                                      "its owner could remove the pins; remove the directory "
+                                      "(or choose another one)",
+                                      b->pin_dir, (unsigned)st.st_uid, (unsigned)geteuid());
+        if (st.st_mode & (S_IWGRP | S_IWOTH))
+                return ptags_bpf_fail(b, -EPERM,
+                                      "%s is writable by group or others (mode %04o): they could "
+                                      "remove the pins; remove the directory or make it 0700",
+                                      b->pin_dir, (unsigned)(st.st_mode & 07777));
+        snprintf(b->pin_base, sizeof(b->pin_base), "/proc/self/fd/%d", fd);
+        if (stat(b->pin_base, &via_proc) < 0 || via_proc.st_dev != st.st_dev ||
+            via_proc.st_ino != st.st_ino)
+                return ptags_bpf_fail(b, -ENOENT,
+                                      "%s does not lead to %s: /proc must be this process's",
+                                      b->pin_base, b->pin_dir);
+        return 0;
+}
+
 /* Two loaders on the same pins would hand out the same set ids for
  * different sets. The lock dies with its holder (SIGKILL included); a
  * successor started while the old one shuts down waits a little. */
 static int lock_pins(ptags_bpf *b)
 {
-        b->lock_fd = open(b->pin_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (b->lock_fd < 0)
-                return ptags_bpf_fail(b, -errno, "cannot open %s: %s", b->pin_dir, strerror(errno));
         for (int tries = 0; tries < 100; tries++) {
                 if (flock(b->lock_fd, LOCK_EX | LOCK_NB) == 0)
                         return 0;
@@ -192,22 +232,23 @@ int ptags_bpf_attach(ptags_bpf *b)
 static int pin_links(ptags_bpf *b)
 {
         for (int i = 0; i < LINK_COUNT; i++) {
-                char *final = path_join(b->pin_dir, link_names[i], "");
-                char *fresh = path_join(b->pin_dir, link_names[i], "-new");
+                char fresh[32];
+                snprintf(fresh, sizeof(fresh), "%s-new", link_names[i]);
+                char *path = path_join(b->pin_base, fresh, "");
                 int r = 0;
-                if (!final || !fresh) {
+                if (!path) {
                         r = ptags_bpf_fail(b, -ENOMEM, "out of memory");
                 } else {
-                        unlink(fresh);
-                        r = bpf_link__pin(b->links[i], fresh);
+                        unlinkat(b->lock_fd, fresh, 0);
+                        r = bpf_link__pin(b->links[i], path);
                         if (r < 0)
-                                r = ptags_bpf_fail(b, r, "cannot pin %s: %s", fresh, strerror(-r));
-                        else if (rename(fresh, final) < 0)
-                                r = ptags_bpf_fail(b, -errno, "cannot replace %s: %s", final,
-                                                   strerror(errno));
+                                r = ptags_bpf_fail(b, r, "cannot pin %s/%s: %s", b->pin_dir, fresh,
+                                                   strerror(-r));
+                        else if (renameat(b->lock_fd, fresh, b->lock_fd, link_names[i]) < 0)
+                                r = ptags_bpf_fail(b, -errno, "cannot replace %s/%s: %s",
+                                                   b->pin_dir, link_names[i], strerror(errno));
                 }
-                free(final);
-                free(fresh);
+                free(path);
                 if (r < 0)
                         return r;
         }
@@ -235,7 +276,7 @@ static int load(ptags_bpf *b, bool lsm)
         if (!b->transient) {
                 struct bpf_map *maps[] = {b->skel->maps.task_records, b->skel->maps.exec_kept};
                 for (size_t i = 0; i < sizeof(maps) / sizeof(maps[0]); i++) {
-                        char *p = path_join(b->pin_dir, bpf_map__name(maps[i]), "");
+                        char *p = path_join(b->pin_base, bpf_map__name(maps[i]), "");
                         int r = p ? bpf_map__set_pin_path(maps[i], p) : -ENOMEM;
                         free(p);
                         if (r < 0)
@@ -326,21 +367,13 @@ int ptags_bpf_open(const ptags_bpf_options *opts, ptags_bpf **out, char *err, si
                 r = ensure_bpffs(b, b->pin_dir);
                 if (r < 0)
                         goto error;
-                if (mkdir(b->pin_dir, 0700) < 0 && errno != EEXIST) {
-                        r = ptags_bpf_fail(b, -errno, "cannot create %s: %s", b->pin_dir,
-                                           strerror(errno));
+                r = open_pin_dir(b);
+                if (r < 0)
                         goto error;
-                }
                 r = lock_pins(b);
                 if (r < 0)
                         goto error;
-                char *p = path_join(b->pin_dir, "task_records", "");
-                if (!p) {
-                        r = ptags_bpf_fail(b, -ENOMEM, "out of memory");
-                        goto error;
-                }
-                maps_existed = access(p, F_OK) == 0;
-                free(p);
+                maps_existed = faccessat(b->lock_fd, "task_records", F_OK, 0) == 0;
         }
 
         bool lsm_active = ptags_bpf_lsm_active();
@@ -412,7 +445,7 @@ int ptags_bpf_uninstall(const char *pin_dir, const char *state_dir)
         const char *dir = pin_dir ? pin_dir : DEFAULT_PIN_DIR;
         /* Never pull the state from under a running owner: it holds the
          * directory's lock (see lock_pins). */
-        int lock_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        int lock_fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (lock_fd < 0 && errno != ENOENT)
                 return -errno;
         if (lock_fd >= 0 && flock(lock_fd, LOCK_EX | LOCK_NB) < 0) {
@@ -423,16 +456,9 @@ int ptags_bpf_uninstall(const char *pin_dir, const char *state_dir)
         const char *names[] = {"fork",     "exec",      "tasks",        "fork-new",
                                "exec-new", "tasks-new", "task_records", "exec_kept"};
         int r = 0;
-        for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-                char *p = path_join(dir, names[i], "");
-                if (!p) {
-                        r = -ENOMEM;
-                        goto out;
-                }
-                if (unlink(p) < 0 && errno != ENOENT && r == 0)
+        for (size_t i = 0; lock_fd >= 0 && i < sizeof(names) / sizeof(names[0]); i++)
+                if (unlinkat(lock_fd, names[i], 0) < 0 && errno != ENOENT && r == 0)
                         r = -errno;
-                free(p);
-        }
         if (rmdir(dir) < 0 && errno != ENOENT && r == 0)
                 r = -errno;
         char *sets = path_join(state_dir ? state_dir : state_dir_default(), SETS_FILE, "");

@@ -29,7 +29,10 @@ typedef enum {
 
 typedef struct {
         /* Where maps and links are pinned; NULL = /sys/fs/bpf/ptags. A
-         * private directory isolates a test instance from the daemon's. */
+         * private directory isolates a test instance from the daemon's.
+         * Created 0700 when missing; an existing one that is a symbolic
+         * link (-ENOTDIR), another user's or writable by group or others
+         * (-EPERM) is refused. */
         const char *pin_dir;
         /* Where the set table is kept; NULL = $RUNTIME_DIRECTORY, else
          * /run/ptags. */

@@ -3,10 +3,14 @@
 /* bpf-test.c: the BPF backend's kernel-semantics tests (ptags(7) on
  * real kernel hooks). Usage: bpf-test CASE PATH-TO-bpf-child; exit 0 = pass. */
 #include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -508,6 +512,84 @@ static void test_errors(test_instance *t)
         ptags_bpf_close(lsm);
 }
 
+/* Mounts made from here on stay in this test process. */
+static void private_mounts(void)
+{
+        if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+                die("private mount namespace: %s", strerror(errno));
+}
+
+/* Opens a loader on @pin_dir (state in @state_dir) and closes it again;
+ * the open's result, its reason in @err. */
+static int try_open(const char *pin_dir, const char *state_dir, char *err, size_t err_size)
+{
+        ptags_bpf *b = NULL;
+        ptags_bpf_options o = {.pin_dir = pin_dir, .state_dir = state_dir};
+        err[0] = '\0';
+        int r = ptags_bpf_open(&o, &b, err, err_size);
+        ptags_bpf_close(b);
+        return r;
+}
+
+/* A pin directory another user made (bpffs without mode= is 1777, so
+ * anyone can, before ptagsd's first start), or one others may write in,
+ * is refused: its owner could remove the pins or hold the lock. */
+static void test_pin_dir_trust(test_instance *t)
+{
+        char mnt[] = "/tmp/ptags-test-bpffs-XXXXXX", pins[64], state[300], err[512];
+        struct stat st;
+        private_mounts();
+        if (!mkdtemp(mnt) || mount("bpf", mnt, "bpf", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
+                die("scratch bpffs on %s: %s", mnt, strerror(errno));
+        CHECK(stat(mnt, &st) == 0 && (st.st_mode & 07777) == 01777,
+              "a bpffs mounted without mode= is open to everyone (%04o)",
+              (unsigned)(st.st_mode & 07777));
+        snprintf(pins, sizeof(pins), "%s/ptags", mnt);
+        snprintf(state, sizeof(state), "%s-trust", t->state_dir);
+        if (mkdir(state, 0700) < 0)
+                die("mkdir %s: %s", state, strerror(errno));
+
+        pid_t user = fork();
+        if (user == 0) {
+                if (setgid(65534) < 0 || setuid(65534) < 0 || mkdir(pins, 0700) < 0)
+                        _exit(1);
+                _exit(0);
+        }
+        int status;
+        if (waitpid(user, &status, 0) != user || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+                die("uid 65534 could not create %s", pins);
+        int r = try_open(pins, state, err, sizeof(err));
+        CHECK(r == -EPERM && strstr(err, pins) && strstr(err, "owned by uid 65534"),
+              "a pin directory of uid 65534 is refused (%d): %s", r, err);
+        CHECK(rmdir(pins) == 0, "nothing was pinned in it");
+
+        if (mkdir(pins, 0700) < 0 || chmod(pins, 0777) < 0)
+                die("mkdir %s: %s", pins, strerror(errno));
+        r = try_open(pins, state, err, sizeof(err));
+        CHECK(r == -EPERM && strstr(err, pins) && strstr(err, "writable by group or others"),
+              "a pin directory of mode 0777 is refused (%d): %s", r, err);
+        CHECK(rmdir(pins) == 0, "nothing was pinned in it");
+
+        char elsewhere[80];
+        snprintf(elsewhere, sizeof(elsewhere), "%s/elsewhere", mnt);
+        if (mkdir(elsewhere, 0700) < 0 || symlink(elsewhere, pins) < 0)
+                die("symlink %s: %s", pins, strerror(errno));
+        r = try_open(pins, state, err, sizeof(err));
+        CHECK(r == -ENOTDIR && strstr(err, pins), "a symbolic link is refused (%d): %s", r, err);
+        CHECK(unlink(pins) == 0 && rmdir(elsewhere) == 0, "nothing was pinned through it");
+
+        r = try_open(pins, state, err, sizeof(err));
+        CHECK(r == 0, "a directory ptagsd creates itself is used: %s", err);
+        CHECK(stat(pins, &st) == 0 && st.st_uid == geteuid() && (st.st_mode & 07777) == 0700,
+              "it is private (uid %u, %04o)", (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
+        r = try_open(pins, state, err, sizeof(err));
+        CHECK(r == 0, "and used again at the next start: %s", err);
+        CHECK(ptags_bpf_uninstall(pins, state) == 0, "uninstall");
+        rmdir(state);
+        umount2(mnt, MNT_DETACH);
+        rmdir(mnt);
+}
+
 static const struct {
         const char *name;
         void (*run)(test_instance *t);
@@ -521,6 +603,7 @@ static const struct {
         {"find-tagged", test_find_tagged},
         {"errors", test_errors},
         {"contid", test_contid},
+        {"pin-dir-trust", test_pin_dir_trust},
 };
 
 int main(int argc, char **argv)

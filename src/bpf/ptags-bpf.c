@@ -88,6 +88,40 @@ int ptags_bpf_probe(char *why, size_t why_size)
         return 0;
 }
 
+/* The initial pid namespace's inode number on nsfs, fixed since Linux 3.8
+ * (PROC_PID_INIT_INO, which the uapi headers do not export); the others
+ * are allocated above it. */
+#define PID_NS_INIT_INO 0xEFFFFFFCU
+
+/* The programs name tasks by their pids in the initial pid namespace (the
+ * iterators print those, the retag pass matches them), while a pidfd or
+ * /proc gives ptagsd pids of its own namespace: anywhere else the two
+ * differ, and writes to threads and listings would miss tasks or name
+ * other ones. The inode number of our namespace tells reliably: asking
+ * for its parent (NS_GET_PARENT) fails in every namespace alike, since
+ * the kernel never hands out an ancestor of the caller's own namespace,
+ * and the NSpid line of /proc/self/status has one entry whenever /proc
+ * was mounted in our namespace, initial or not. */
+static int check_initial_pid_ns(ptags_bpf *b)
+{
+        struct stat st;
+        struct statfs fs;
+        int fd = open("/proc/self/ns/pid", O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return ptags_bpf_fail(b, -errno,
+                                      "cannot check the pid namespace: /proc/self/ns/pid: %s",
+                                      strerror(errno));
+        bool initial = fstat(fd, &st) == 0 && fstatfs(fd, &fs) == 0 && fs.f_type == NSFS_MAGIC &&
+                       st.st_ino == PID_NS_INIT_INO;
+        close(fd);
+        if (!initial)
+                return ptags_bpf_fail(b, -ENOTSUP,
+                                      "not in the initial pid namespace: the BPF programs see "
+                                      "tasks by their pids there, which differ from the pids "
+                                      "seen here; run ptagsd in the host's pid namespace");
+        return 0;
+}
+
 /* bpffs is not mounted everywhere (containers, minimal systems); mount it, private to root. */
 static int ensure_bpffs(ptags_bpf *b, const char *pin_dir)
 {
@@ -361,6 +395,9 @@ int ptags_bpf_open(const ptags_bpf_options *opts, ptags_bpf **out, char *err, si
                 goto error;
         }
         r = ptags_bpf_probe(last_error, sizeof(last_error));
+        if (r < 0)
+                goto error;
+        r = check_initial_pid_ns(b);
         if (r < 0)
                 goto error;
         if (!b->transient) {

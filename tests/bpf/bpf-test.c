@@ -590,6 +590,48 @@ static void test_pin_dir_trust(test_instance *t)
         rmdir(mnt);
 }
 
+/* Outside the initial pid namespace the programs' pids are not ours: the
+ * open is refused, whether /proc is the new namespace's (as unshare -p -f
+ * --mount-proc leaves it) or still the host's. */
+static void test_pid_namespace(test_instance *t)
+{
+        char err[512] = "";
+        ptags_bpf *b = NULL;
+        ptags_bpf_options transient = {.transient = true};
+        CHECK(ptags_bpf_open(&transient, &b, err, sizeof(err)) == 0,
+              "the initial pid namespace is accepted: %s", err);
+        ptags_bpf_close(b);
+        for (int own_proc = 0; own_proc < 2; own_proc++) {
+                /* No die() or CHECK in there: they belong to this process. */
+                pid_t outer = fork();
+                if (outer == 0) {
+                        if (unshare(CLONE_NEWPID | CLONE_NEWNS) < 0 ||
+                            mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+                                _exit(2);
+                        pid_t inner = fork();
+                        if (inner == 0) {
+                                if (own_proc && mount("proc", "/proc", "proc",
+                                                      MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
+                                        _exit(2);
+                                int r = ptags_bpf_open(&transient, &b, err, sizeof(err));
+                                fprintf(stderr, "  pid %d, %s /proc: %d %s\n", (int)getpid(),
+                                        own_proc ? "its own" : "the host's", r, err);
+                                _exit(r == -ENOTSUP && strstr(err, "pid namespace") ? 0 : 1);
+                        }
+                        int status;
+                        if (inner < 0 || waitpid(inner, &status, 0) != inner)
+                                _exit(2);
+                        _exit(WIFEXITED(status) ? WEXITSTATUS(status) : 2);
+                }
+                int status;
+                if (outer < 0 || waitpid(outer, &status, 0) != outer || !WIFEXITED(status) ||
+                    WEXITSTATUS(status) == 2)
+                        die("cannot run in a new pid namespace");
+                CHECK(WEXITSTATUS(status) == 0, "a new pid namespace with %s /proc is refused",
+                      own_proc ? "its own" : "the host's");
+        }
+}
+
 static const struct {
         const char *name;
         void (*run)(test_instance *t);
@@ -604,6 +646,7 @@ static const struct {
         {"errors", test_errors},
         {"contid", test_contid},
         {"pin-dir-trust", test_pin_dir_trust},
+        {"pid-namespace", test_pid_namespace},
 };
 
 int main(int argc, char **argv)

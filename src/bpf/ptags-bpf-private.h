@@ -52,5 +52,8 @@ int ptags_bpf_exec_map_put(ptags_bpf *b, uint64_t id, uint64_t kept_id);
  * /proc/PID/task directory is 2 plus the process's threads, as Linux makes
  * it: checked on our own process. */
 bool ptags_bpf_nlink_counts_threads(void);
+/* ptags_bpf_list_tasks through this handle's own iterator link, before
+ * it is pinned (the pinned file may still be an earlier daemon's). */
+int ptags_bpf_list_tasks_unpinned(ptags_bpf *b, ptags_bpf_task **out, size_t *n);
 /* Milliseconds on CLOCK_MONOTONIC, never 0. */
 int64_t ptags_bpf_now_ms(void);

@@ -519,10 +519,10 @@ static int read_to_end(ptags_bpf *b, int fd, size_t cap, const char *what, char 
         return r < 0 ? r : ptags_bpf_fail(b, -ENOMEM, "out of memory");
 }
 
-static int read_iterator(ptags_bpf *b, char **out, size_t *out_len)
+static int read_iterator(ptags_bpf *b, bool pinned, char **out, size_t *out_len)
 {
         int fd;
-        if (b->transient) {
+        if (!pinned) {
                 fd = bpf_iter_create(bpf_link__fd(b->links[LINK_TASKS]));
         } else {
                 /* The pinned file is what administrators read too. */
@@ -534,12 +534,12 @@ static int read_iterator(ptags_bpf *b, char **out, size_t *out_len)
         return read_to_end(b, fd, 65536, "task", out, out_len);
 }
 
-int ptags_bpf_list_tasks(ptags_bpf *b, ptags_bpf_task **out, size_t *n)
+static int list_tasks(ptags_bpf *b, bool pinned, ptags_bpf_task **out, size_t *n)
 {
         char *text = NULL;
         size_t len = 0, count = 0, cap = 0;
         ptags_bpf_task *tasks = NULL;
-        int r = read_iterator(b, &text, &len);
+        int r = read_iterator(b, pinned, &text, &len);
         if (r < 0)
                 return r;
         for (size_t pos = 0; pos < len;) {
@@ -576,6 +576,16 @@ int ptags_bpf_list_tasks(ptags_bpf *b, ptags_bpf_task **out, size_t *n)
         *out = tasks;
         *n = count;
         return 0;
+}
+
+int ptags_bpf_list_tasks(ptags_bpf *b, ptags_bpf_task **out, size_t *n)
+{
+        return list_tasks(b, !b->transient, out, n);
+}
+
+int ptags_bpf_list_tasks_unpinned(ptags_bpf *b, ptags_bpf_task **out, size_t *n)
+{
+        return list_tasks(b, false, out, n);
 }
 
 /* True when a tag of the set @text (the kernel's read format, one

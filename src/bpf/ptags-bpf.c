@@ -329,6 +329,35 @@ static int load(ptags_bpf *b, bool lsm)
         return 0;
 }
 
+#define RESET_HINT                                                                                 \
+        "to start over, losing every tag and audit container ID, stop ptagsd and run "             \
+        "ptagsd --remove-state"
+
+/* The set table is gone (deleted, or a state directory other than the last
+ * run's) while the pinned records stay: a fresh table would start again at
+ * id 1, and a record still holding an old id would name whatever set gets
+ * it next, another process's tags and rights included. That is safe only
+ * when no live task holds a set id; otherwise refuse, rather than drop
+ * every record and the tags and container IDs with them unasked. */
+static int check_no_set_held(ptags_bpf *b)
+{
+        ptags_bpf_task *tasks = NULL;
+        size_t n = 0, holders = 0;
+        int r = ptags_bpf_list_tasks_unpinned(b, &tasks, &n);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < n; i++)
+                holders += tasks[i].set_id != PTAGS_SET_EMPTY;
+        free(tasks);
+        if (holders > 0)
+                return ptags_bpf_fail(b, -ENOENT,
+                                      "the set table %s is missing, but %zu tasks still hold set "
+                                      "ids recorded in it (pinned in %s): a new table would give "
+                                      "those ids to other sets; restore the table, or " RESET_HINT,
+                                      b->sets.path, holders, b->pin_dir);
+        return 0;
+}
+
 static int open_state(ptags_bpf *b, const ptags_bpf_options *o, bool maps_existed)
 {
         char *path = NULL;
@@ -354,7 +383,16 @@ static int open_state(ptags_bpf *b, const ptags_bpf_options *o, bool maps_existe
                                               strerror(-r))
                              : 0;
         }
+        if (b->sets.path && access(b->sets.path, F_OK) < 0 && errno == ENOENT) {
+                r = check_no_set_held(b);
+                if (r < 0)
+                        return r;
+        }
         r = ptags_bpf_sets_load(&b->sets, last_error, sizeof(last_error));
+        if (r < 0 && r != -ENOMEM) {
+                size_t len = strlen(last_error);
+                snprintf(last_error + len, sizeof(last_error) - len, "; %s", RESET_HINT);
+        }
         if (r < 0)
                 return r;
         /* A daemon killed between journalling a set and filling the exec
@@ -431,12 +469,7 @@ int ptags_bpf_open(const ptags_bpf_options *opts, ptags_bpf **out, char *err, si
         if (r < 0)
                 goto error;
 
-        r = open_state(b, o, maps_existed);
-        if (r < 0)
-                goto error;
-        r = attach_hooks(b);
-        if (r < 0)
-                goto error;
+        /* Before the state: reopening it walks the tasks. */
         b->links[LINK_TASKS] = bpf_program__attach_iter(b->skel->progs.ptags_iter_dump, NULL);
         b->retag_link = bpf_program__attach_iter(b->skel->progs.ptags_iter_retag, NULL);
         b->find_link = bpf_program__attach_iter(b->skel->progs.ptags_iter_find, NULL);
@@ -445,6 +478,12 @@ int ptags_bpf_open(const ptags_bpf_options *opts, ptags_bpf **out, char *err, si
                                    strerror(errno));
                 goto error;
         }
+        r = open_state(b, o, maps_existed);
+        if (r < 0)
+                goto error;
+        r = attach_hooks(b);
+        if (r < 0)
+                goto error;
         if (!b->transient) {
                 r = pin_links(b);
                 if (r < 0)

@@ -54,6 +54,9 @@ bool ptags_bpf_lsm_active(void);
 
 /* Load, reuse pinned maps (restart keeps every record), attach the new
  * links, then release the previously pinned ones (upgrade without a gap).
+ * Pinned maps whose set table is missing while a task holds a set id are
+ * refused (-ENOENT), like a damaged table (-EBADMSG): a new table would
+ * give those ids to other sets. Outside the initial pid namespace: -ENOTSUP.
  * On failure *out is untouched and @err (may be NULL) gets the reason.
  * (transfer full: ptags_bpf_close) */
 int ptags_bpf_open(const ptags_bpf_options *opts, ptags_bpf **out, char *err, size_t err_size);

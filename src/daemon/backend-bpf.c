@@ -313,7 +313,7 @@ PtagsBackend *ptags_backend_bpf_new(GError **error)
         int r = ptags_bpf_open(&opts, &self->bpf, why, sizeof(why));
         if (r < 0) {
                 g_set_error(error, PTAGS_ERROR, PTAGS_ERROR_NOT_SUPPORTED,
-                            "the bpf backend cannot run on this kernel: %s", why);
+                            "the bpf backend cannot start: %s", why);
                 g_free(self);
                 return NULL;
         }

@@ -632,6 +632,70 @@ static void test_pid_namespace(test_instance *t)
         }
 }
 
+/* The set table lost while the pinned records stay (deleted, or another
+ * state directory): a fresh table would hand out ids that live records
+ * still hold, so a restart is refused until no task holds one. */
+static void test_restart_without_table(test_instance *t)
+{
+        child_proc c, d;
+        char sets[300], err[512] = "";
+        ptags_bpf *b = NULL;
+        ptags_bpf_options o = {.pin_dir = t->pin_dir, .state_dir = t->state_dir};
+        child_spawn(&c);
+        child_spawn(&d);
+        tag(t, c.pid, "app:a\n@rights:x\n");
+        uint64_t held = record_of(t, c.pid).set_id;
+        int d_fd = pidfd_of(d.pid);
+        CHECK(ptags_bpf_write_contid(t->bpf, d_fd, 5) == 0, "a container ID without tags");
+        close(d_fd);
+        ptags_bpf_close(t->bpf);
+        t->bpf = NULL;
+
+        snprintf(sets, sizeof(sets), "%s/sets", t->state_dir);
+        CHECK(unlink(sets) == 0, "unlink %s: %s", sets, strerror(errno));
+        int r = ptags_bpf_open(&o, &b, err, sizeof(err));
+        CHECK(r == -ENOENT && strstr(err, sets) && strstr(err, "--remove-state"),
+              "a missing table while set %llu is held is refused (%d): %s",
+              (unsigned long long)held, r, err);
+        if (r == 0) {
+                ptags_set *other = set_from("other\n");
+                uint64_t id = 0;
+                if (ptags_bpf_intern(b, other, &id) < 0)
+                        die("intern: %s", ptags_bpf_last_error(b));
+                CHECK(id > held,
+                      "a new set got id %llu, given out before the table was lost (pid %d "
+                      "holds %llu)",
+                      (unsigned long long)id, (int)c.pid, (unsigned long long)held);
+                ptags_set_free(other);
+                ptags_bpf_close(b);
+                b = NULL;
+                unlink(sets);
+        }
+        CHECK(access(sets, F_OK) < 0 && errno == ENOENT, "the refusal made no new table");
+        CHECK(try_open(t->pin_dir, t->state_dir, err, sizeof(err)) == -ENOENT,
+              "and the next start too: %s", err);
+
+        /* A damaged table is refused too, with the same way out. */
+        FILE *f = fopen(sets, "we");
+        if (!f || fputs("garbage\n", f) < 0 || fclose(f) != 0)
+                die("writing %s", sets);
+        r = try_open(t->pin_dir, t->state_dir, err, sizeof(err));
+        CHECK(r == -EBADMSG && strstr(err, "--remove-state"), "a damaged table is refused: %s",
+              err);
+        unlink(sets);
+
+        /* Once no task holds a set id, a new table is safe; a container
+         * ID alone (kept in the record, not the table) does not hold one. */
+        child_kill(&c);
+        r = ptags_bpf_open(&o, &t->bpf, err, sizeof(err));
+        CHECK(r == 0, "no set held: a new table is made: %s", err);
+        if (r < 0)
+                die("reopen: %s", err);
+        CHECK(record_of(t, d.pid).contid == 5, "the container ID is kept");
+        CHECK(access(sets, F_OK) == 0, "the new table is there");
+        child_kill(&d);
+}
+
 static const struct {
         const char *name;
         void (*run)(test_instance *t);
@@ -642,6 +706,7 @@ static const struct {
         {"threads", test_threads},
         {"fork-storm", test_fork_storm},
         {"restart", test_restart},
+        {"restart-without-table", test_restart_without_table},
         {"find-tagged", test_find_tagged},
         {"errors", test_errors},
         {"contid", test_contid},

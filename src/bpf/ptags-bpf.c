@@ -212,6 +212,31 @@ static const char *state_dir_default(void)
         return env && *env && !strchr(env, ':') ? env : DEFAULT_STATE;
 }
 
+static bool same_dir(const char *a, const char *b)
+{
+        struct stat sa, sb;
+        if (strcmp(a, b) == 0)
+                return true;
+        return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev &&
+               sa.st_ino == sb.st_ino;
+}
+
+/* The set table in /run/ptags belongs to the pins in /sys/fs/bpf/ptags.
+ * An instance on other pins that used it would delete the system daemon's
+ * table at its first start (new maps make an old table meaningless) or at
+ * its uninstall, and then write the file as well: the system daemon's next
+ * start would find its records without their sets. */
+static int check_state_dir(const char *pin_dir, const char *state_dir)
+{
+        if (same_dir(pin_dir, DEFAULT_PIN_DIR) || !same_dir(state_dir, DEFAULT_STATE))
+                return 0;
+        return ptags_bpf_fail(NULL, -EINVAL,
+                              "%s keeps the set table of the pins in " DEFAULT_PIN_DIR
+                              "; the pins in %s need a state directory of their own "
+                              "(RUNTIME_DIRECTORY)",
+                              state_dir, pin_dir);
+}
+
 static int attach_hooks(ptags_bpf *b)
 {
         struct bpf_program *fork_prog =
@@ -439,6 +464,9 @@ int ptags_bpf_open(const ptags_bpf_options *opts, ptags_bpf **out, char *err, si
         if (r < 0)
                 goto error;
         if (!b->transient) {
+                r = check_state_dir(b->pin_dir, o->state_dir ? o->state_dir : state_dir_default());
+                if (r < 0)
+                        goto error;
                 r = ensure_bpffs(b, b->pin_dir);
                 if (r < 0)
                         goto error;
@@ -519,6 +547,11 @@ void ptags_bpf_close(ptags_bpf *b)
 int ptags_bpf_uninstall(const char *pin_dir, const char *state_dir)
 {
         const char *dir = pin_dir ? pin_dir : DEFAULT_PIN_DIR;
+        if (!state_dir)
+                state_dir = state_dir_default();
+        int r = check_state_dir(dir, state_dir);
+        if (r < 0)
+                return r;
         /* Never pull the state from under a running owner: it holds the
          * directory's lock (see lock_pins). */
         int lock_fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -531,13 +564,12 @@ int ptags_bpf_uninstall(const char *pin_dir, const char *state_dir)
         }
         const char *names[] = {"fork",     "exec",      "tasks",        "fork-new",
                                "exec-new", "tasks-new", "task_records", "exec_kept"};
-        int r = 0;
         for (size_t i = 0; lock_fd >= 0 && i < sizeof(names) / sizeof(names[0]); i++)
                 if (unlinkat(lock_fd, names[i], 0) < 0 && errno != ENOENT && r == 0)
                         r = -errno;
         if (rmdir(dir) < 0 && errno != ENOENT && r == 0)
                 r = -errno;
-        char *sets = path_join(state_dir ? state_dir : state_dir_default(), SETS_FILE, "");
+        char *sets = path_join(state_dir, SETS_FILE, "");
         if (!sets) {
                 r = -ENOMEM;
                 goto out;
@@ -546,7 +578,7 @@ int ptags_bpf_uninstall(const char *pin_dir, const char *state_dir)
                 r = -errno;
         free(sets);
         /* What a compaction killed before its rename leaves behind. */
-        sets = path_join(state_dir ? state_dir : state_dir_default(), SETS_FILE, ".tmp");
+        sets = path_join(state_dir, SETS_FILE, ".tmp");
         if (!sets) {
                 r = -ENOMEM;
                 goto out;

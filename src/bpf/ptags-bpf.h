@@ -35,7 +35,8 @@ typedef struct {
          * (-EPERM) is refused. */
         const char *pin_dir;
         /* Where the set table is kept; NULL = $RUNTIME_DIRECTORY, else
-         * /run/ptags. */
+         * /run/ptags. /run/ptags belongs to the default pin_dir: another
+         * pin_dir with it is refused (-EINVAL). */
         const char *state_dir;
         ptags_bpf_mode mode;
         /* false: nothing pinned, nothing persisted, everything goes away
@@ -64,13 +65,15 @@ int ptags_bpf_open(const ptags_bpf_options *opts, ptags_bpf **out, char *err, si
 void ptags_bpf_close(ptags_bpf *b);
 /* Removes every pin under @pin_dir and the set table in @state_dir (NULLs
  * mean the defaults): the programs are detached once no process holds them.
- * -EBUSY while a loader (a running ptagsd) holds the pins. */
+ * -EBUSY while a loader (a running ptagsd) holds the pins; -EINVAL, with
+ * ptags_bpf_last_error(NULL) saying why, for a private @pin_dir with the
+ * system's state directory (the table there is not that pin_dir's). */
 int ptags_bpf_uninstall(const char *pin_dir, const char *state_dir);
 
 /* "bpf-lsm" or "bpf-tracepoint". (transfer none, static) */
 const char *ptags_bpf_backend_name(const ptags_bpf *b);
-/* The reason for the calling thread's last failure. (transfer none, valid
- * until this thread's next call) */
+/* The reason for the calling thread's last failure; @b may be NULL.
+ * (transfer none, valid until this thread's next call) */
 const char *ptags_bpf_last_error(const ptags_bpf *b);
 
 /* Transient handles only (benchmarks): detach and reattach the hooks. */

@@ -338,6 +338,11 @@ gboolean ptags_backend_bpf_remove_state(GError **error)
                             "the bpf state is in use by a running ptagsd: stop it first");
                 return FALSE;
         }
+        if (r == -EINVAL) {
+                g_set_error(error, PTAGS_ERROR, PTAGS_ERROR_FAILED,
+                            "cannot remove the bpf state: %s", ptags_bpf_last_error(NULL));
+                return FALSE;
+        }
         if (r < 0) {
                 g_set_error(error, PTAGS_ERROR, PTAGS_ERROR_FAILED,
                             "cannot remove the bpf state: %s", g_strerror(-r));

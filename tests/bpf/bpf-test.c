@@ -696,6 +696,73 @@ static void test_restart_without_table(test_instance *t)
         child_kill(&d);
 }
 
+/* A table that holds "sentinel" in @path. */
+static bool sentinel_in(const char *path)
+{
+        char buf[16] = "";
+        FILE *f = fopen(path, "re");
+        size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+        if (f)
+                fclose(f);
+        buf[n] = '\0';
+        return strcmp(buf, "sentinel") == 0;
+}
+
+/* The set table in /run/ptags is the one of the pins in /sys/fs/bpf/ptags:
+ * an instance on other pins must not start on it (a fresh start deletes
+ * the table it finds) nor remove it at uninstall. Runs where a scratch
+ * bpffs and a tmpfs stand in for the system's /sys/fs/bpf and /run. */
+static void test_state_dir_pairing(test_instance *t)
+{
+        char err[512] = "";
+        const char *sets = "/run/ptags/sets", *private_pins = "/sys/fs/bpf/ptags-private";
+        pid_t pid = fork();
+        if (pid < 0)
+                die("fork: %s", strerror(errno));
+        if (pid > 0) {
+                int status;
+                waitpid(pid, &status, 0);
+                CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+                      "the checks in the scratch namespace passed");
+                return;
+        }
+        /* No die() here: it would clean up this test's instance. CHECK
+         * counts in this process, which exits with the count. */
+        if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+            mount("bpf", "/sys/fs/bpf", "bpf", 0, "mode=0700") < 0 ||
+            mount("tmpfs", "/run", "tmpfs", 0, "mode=0755") < 0 || mkdir("/run/ptags", 0700) < 0) {
+                fprintf(stderr, "scratch namespace: %s\n", strerror(errno));
+                _exit(1);
+        }
+        FILE *f = fopen(sets, "we");
+        if (!f || fputs("sentinel", f) < 0 || fclose(f) != 0)
+                _exit(1);
+        unsetenv("RUNTIME_DIRECTORY");
+
+        int r = try_open(private_pins, NULL, err, sizeof(err));
+        CHECK(r == -EINVAL && strstr(err, "/run/ptags") && strstr(err, private_pins),
+              "private pins with the system's state directory are refused (%d): %s", r, err);
+        CHECK(sentinel_in(sets), "the system's table is still there");
+        r = ptags_bpf_uninstall(private_pins, NULL);
+        CHECK(r == -EINVAL && strstr(ptags_bpf_last_error(NULL), "/run/ptags"),
+              "and their uninstall too (%d): %s", r, ptags_bpf_last_error(NULL));
+        CHECK(sentinel_in(sets), "the system's table is still there");
+
+        setenv("RUNTIME_DIRECTORY", t->state_dir, 1);
+        r = try_open(private_pins, NULL, err, sizeof(err));
+        CHECK(r == 0, "with a state directory of their own they work: %s", err);
+        CHECK(ptags_bpf_uninstall(private_pins, NULL) == 0, "and uninstall");
+        CHECK(sentinel_in(sets), "the system's table is still there");
+
+        /* The system's pairing itself: new pins, so the old table goes. */
+        unsetenv("RUNTIME_DIRECTORY");
+        r = try_open(NULL, NULL, err, sizeof(err));
+        CHECK(r == 0, "the default pins use /run/ptags: %s", err);
+        CHECK(!sentinel_in(sets), "and replaced the table their new maps made meaningless");
+        CHECK(ptags_bpf_uninstall(NULL, NULL) == 0, "uninstall");
+        _exit(check_failures());
+}
+
 static const struct {
         const char *name;
         void (*run)(test_instance *t);
@@ -707,6 +774,7 @@ static const struct {
         {"fork-storm", test_fork_storm},
         {"restart", test_restart},
         {"restart-without-table", test_restart_without_table},
+        {"state-dir-pairing", test_state_dir_pairing},
         {"find-tagged", test_find_tagged},
         {"errors", test_errors},
         {"contid", test_contid},

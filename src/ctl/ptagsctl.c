@@ -565,8 +565,11 @@ static void help(void)
               stdout);
 }
 
+/* Long options have codes above any character, so optopt tells an
+ * unusable long option (its code, or 0 when unknown) from a short one. */
 enum {
-        OPT_VERSION = 0x100,
+        OPT_HELP = 0x100,
+        OPT_VERSION,
         OPT_JSON,
         OPT_NO_LEGEND,
         OPT_NO_ASK_PASSWORD,
@@ -612,7 +615,7 @@ static const struct {
 static int parse_options(int argc, char **argv)
 {
         static const struct option options[] = {
-                {"help", no_argument, NULL, 'h'},
+                {"help", no_argument, NULL, OPT_HELP},
                 {"version", no_argument, NULL, OPT_VERSION},
                 {"json", no_argument, NULL, OPT_JSON},
                 {"no-legend", no_argument, NULL, OPT_NO_LEGEND},
@@ -624,12 +627,13 @@ static int parse_options(int argc, char **argv)
                 {"name", required_argument, NULL, OPT_NAME},
                 {},
         };
-        int c;
+        int c, r;
 
         opterr = 0;
         while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0) {
                 switch (c) {
                 case 'h':
+                case OPT_HELP:
                         help();
                         exit(EXIT_OK);
                 case OPT_VERSION:
@@ -665,13 +669,25 @@ static int parse_options(int argc, char **argv)
                         arg.tags[arg.n_tags] = NULL;
                         break;
                 }
-                case '?':
-                        if (optopt != 0)
+                case '?': {
+                        if (optopt > 0 && optopt < OPT_HELP)
                                 return ctl_usage_error(_("Option '-%c' is unknown or lacks its "
                                                          "argument."),
                                                        optopt);
-                        return ctl_usage_error(_("Option '%s' is unknown or lacks its argument."),
-                                               argv[optind - 1]);
+                        const char *given = argv[optind - 1];
+                        /* A long option: optopt holds its code, no character to
+                         * print, so name it as typed, without any "=VALUE". */
+                        char *name = strndup(given, strcspn(given, "="));
+                        if (name == NULL)
+                                return ctl_call_failed(given, -ENOMEM, NULL);
+                        r = optopt != 0 && strchr(given, '=') != NULL
+                                    ? ctl_usage_error(_("Option '%s' takes no argument."), name)
+                                    : ctl_usage_error(_("Option '%s' is unknown or lacks its "
+                                                        "argument."),
+                                                      name);
+                        free(name);
+                        return r;
+                }
                 default:
                         return ctl_usage_error(_("Unexpected option."));
                 }

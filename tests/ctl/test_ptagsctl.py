@@ -323,6 +323,21 @@ class UsageTests(CtlTestCase):
         self.assertExit(run(self.world, "--frobnicate", "status"), USAGE)
         self.assertExit(run(self.world, "list", "1", "--keep"), USAGE)
 
+    def test_bad_long_option_is_named(self):
+        """glibc reports a long option by its code, not a character: the
+        message must name it as typed, never print a control byte."""
+        for argv, message in (
+                (["status", "--address"], "Option '--address' is unknown or lacks its argument."),
+                (["--json=1", "status"], "Option '--json' takes no argument."),
+                (["--help=1"], "Option '--help' takes no argument."),
+                (["--frobnicate=1", "status"], "Option '--frobnicate' is unknown"),
+                (["-x", "status"], "Option '-x' is unknown")):
+            with self.subTest(argv=argv):
+                out = run(self.world, *argv, address=False)
+                self.assertExit(out, USAGE)
+                self.assertIn(message, out.stderr.splitlines()[0])
+                self.assertTrue(out.stderr.replace("\n", "").isprintable(), repr(out.stderr))
+
     def test_system_bus_from_the_environment(self):
         # No --address: DBUS_SYSTEM_BUS_ADDRESS names the bus, as for busctl.
         self.assertExit(run(self.world, "status", address=False), OK)

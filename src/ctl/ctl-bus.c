@@ -17,7 +17,8 @@
 
 /* Far above any polkit dialog a person answers (the daemon's own polkit
  * timeout ends a check sooner); sd-bus's 25 s default is too short for
- * typing a password. */
+ * typing a password. SYSTEMD_BUS_TIMEOUT, which sd-bus reads as systemd's
+ * tools do, replaces it. */
 #define CALL_TIMEOUT_USEC (120ULL * 1000 * 1000)
 
 int ctl_bus_open(const char *address, bool interactive, sd_bus **ret)
@@ -38,6 +39,10 @@ int ctl_bus_open(const char *address, bool interactive, sd_bus **ret)
         }
         if (r >= 0)
                 r = sd_bus_set_allow_interactive_authorization(bus, interactive);
+        /* Every call below passes 0: this timeout, or the variable's. */
+        const char *timeout = getenv("SYSTEMD_BUS_TIMEOUT");
+        if (r >= 0 && (timeout == NULL || *timeout == '\0'))
+                r = sd_bus_set_method_call_timeout(bus, CALL_TIMEOUT_USEC);
         if (r < 0) {
                 sd_bus_unref(bus);
                 return r;
@@ -60,7 +65,7 @@ static int call(sd_bus *bus, const char *method, sd_bus_error *error, sd_bus_mes
         r = sd_bus_message_appendv(m, types, ap);
         va_end(ap);
         if (r >= 0)
-                r = sd_bus_call(bus, m, CALL_TIMEOUT_USEC, error, reply);
+                r = sd_bus_call(bus, m, 0, error, reply);
         sd_bus_message_unref(m);
         return r;
 }
@@ -318,7 +323,7 @@ int ctl_apply(sd_bus *bus, uint32_t pid, char *const *lines, sd_bus_error *error
         if (r >= 0)
                 r = sd_bus_message_append_strv(m, (char **)lines);
         if (r >= 0)
-                r = sd_bus_call(bus, m, CALL_TIMEOUT_USEC, error, NULL);
+                r = sd_bus_call(bus, m, 0, error, NULL);
         sd_bus_message_unref(m);
         return r;
 }
@@ -497,7 +502,7 @@ int ctl_register_container(sd_bus *bus, uint32_t pid, uint64_t contid, const uin
         if (r >= 0)
                 r = append_register_info(m, uuid, name);
         if (r >= 0)
-                r = sd_bus_call(bus, m, CALL_TIMEOUT_USEC, error, NULL);
+                r = sd_bus_call(bus, m, 0, error, NULL);
         sd_bus_message_unref(m);
         if (pidfd >= 0)
                 close(pidfd);

@@ -37,7 +37,12 @@ static const struct {
         {"org.ptags.Error.NoSuchContainer", EXIT_NO_PROCESS},
         {"org.freedesktop.DBus.Error.ServiceUnknown", EXIT_UNREACHABLE},
         {"org.freedesktop.DBus.Error.NameHasNoOwner", EXIT_UNREACHABLE},
+        /* ptagsd died before it answered. */
         {"org.freedesktop.DBus.Error.NoReply", EXIT_UNREACHABLE},
+        /* No answer in time: sd-bus names its own timeout so (never ptagsd,
+         * whose polkit timeout is NotAuthorized). */
+        {"org.freedesktop.DBus.Error.Timeout", EXIT_UNREACHABLE},
+        {"org.freedesktop.DBus.Error.TimedOut", EXIT_UNREACHABLE},
         {"org.freedesktop.DBus.Error.Disconnected", EXIT_UNREACHABLE},
 };
 

@@ -10,7 +10,9 @@ import json
 import os
 import pty
 import re
+import signal
 import subprocess
+import time
 import unittest
 
 import ctl_run
@@ -356,6 +358,34 @@ class UsageTests(CtlTestCase):
         self.world.daemon.wait(timeout=30)
         self.assertExit(run(self.world, "status"), UNREACHABLE)
         self.world.daemon = None  # stopped on purpose
+
+
+    def test_daemon_that_never_answers_is_unreachable(self):
+        """A ptagsd that hangs, or dies before it answers, cannot be
+        reached (6), not "any other failure" (7)."""
+        self.world.daemon.terminate()
+        self.world.daemon.wait(timeout=30)
+        self.world.daemon = None  # stopped on purpose
+        # A stand-in owns ptagsd's name, then stops: calls to it queue up unanswered.
+        stub = self.world.spawn_client(unprivileged=False)
+        self.assertOk(stub.call("RequestName", "su", ["org.ptags.Manager", 4], destination=(
+            "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus")))
+        os.kill(stub.pid, signal.SIGSTOP)
+        env = self.world.child_env({"SYSTEMD_BUS_TIMEOUT": "1s"})
+        for command in (["status"], ["list", "1"], ["--json", "find"]):
+            with self.subTest(command=command):
+                started = time.monotonic()
+                out = run(self.world, *command, env=env)
+                self.assertExit(out, UNREACHABLE, "org.freedesktop.DBus.Error.Timeout")
+                self.assertLess(time.monotonic() - started, 20, "SYSTEMD_BUS_TIMEOUT was ignored")
+        # Gone mid-call: the bus answers NoReply.
+        argv = [ctl_run.ptagsctl_path(), "--address=" + self.world.address, "list", "1"]
+        with subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              env=self.world.child_env()) as pending:
+            time.sleep(0.5)
+            os.kill(stub.pid, signal.SIGKILL)
+            stdout, stderr = pending.communicate(timeout=30)
+        self.assertEqual((pending.returncode, stdout), (UNREACHABLE, ""), stderr)
 
 
 class ReadmeTests(CtlTestCase):

@@ -474,27 +474,38 @@ static int append_register_info(sd_bus_message *m, const uint8_t *uuid, const ch
         return r;
 }
 
-/* A pidfd of @pid, or -1 where there is none to be had (no pidfd_open in
- * this kernel, the process is gone, or the bus cannot carry descriptors):
- * the pid variant of the call then names the failure the same way. */
+/* A pidfd of @pid, or -errno where there is none to be had (-ESRCH: the
+ * process is gone; -ENOSYS: no pidfd_open; -EOPNOTSUPP: the bus cannot
+ * carry descriptors). */
 static int open_pidfd(sd_bus *bus, uint32_t pid)
 {
+        if (sd_bus_can_send(bus, SD_BUS_TYPE_UNIX_FD) <= 0)
+                return -EOPNOTSUPP;
 #ifdef SYS_pidfd_open
-        if (pid != 0 && sd_bus_can_send(bus, SD_BUS_TYPE_UNIX_FD) > 0)
-                return (int)syscall(SYS_pidfd_open, (pid_t)pid, 0);
+        int fd = (int)syscall(SYS_pidfd_open, (pid_t)pid, 0);
+        return fd >= 0 ? fd : -errno;
+#else
+        return -ENOSYS;
 #endif
-        return -1;
 }
 
 int ctl_register_container(sd_bus *bus, uint32_t pid, uint64_t contid, const uint8_t *uuid,
                            const char *name, sd_bus_error *error)
 {
         sd_bus_message *m = NULL;
-        int pidfd = open_pidfd(bus, pid);
-        int r = sd_bus_message_new_method_call(bus, &m, BUS_NAME, OBJECT_PATH, INTERFACE,
-                                               pidfd >= 0 ? "RegisterContainerFd"
-                                                          : "RegisterContainer");
+        int pidfd = -1, r;
 
+        /* Never fall back to the pid: a process that took it meanwhile
+         * would be registered. Pid 0, ptagsctl itself, cannot be reused
+         * (and ptagsd refuses it, named). */
+        if (pid != 0) {
+                pidfd = open_pidfd(bus, pid);
+                if (pidfd < 0)
+                        return pidfd;
+        }
+        r = sd_bus_message_new_method_call(bus, &m, BUS_NAME, OBJECT_PATH, INTERFACE,
+                                           pidfd >= 0 ? "RegisterContainerFd"
+                                                      : "RegisterContainer");
         /* sd-bus sends a duplicate of the descriptor. */
         if (r >= 0)
                 r = pidfd >= 0 ? sd_bus_message_append(m, "ht", pidfd, contid)

@@ -90,8 +90,9 @@ typedef struct {
 } CtlContainer;
 
 /* Registers @pid (0: the caller, which ptagsd refuses) as container
- * @contid, through a pidfd where the kernel and the bus allow one (so a
- * reused pid is never registered); @uuid (16 bytes) and @name may be NULL. */
+ * @contid, always through a pidfd (so a reused pid is never registered):
+ * -ESRCH without asking when the process is gone, another -errno when no
+ * pidfd can be had; @uuid (16 bytes) and @name may be NULL. */
 int ctl_register_container(sd_bus *bus, uint32_t pid, uint64_t contid, const uint8_t *uuid,
                            const char *name, sd_bus_error *error);
 int ctl_get_container_id(sd_bus *bus, uint32_t pid, uint64_t *ret, sd_bus_error *error);

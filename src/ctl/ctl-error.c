@@ -79,6 +79,8 @@ int ctl_call_failed(const char *what, int r, const sd_bus_error *error)
         }
         if (r == -ENOENT || r == -ECONNREFUSED || r == -ECONNRESET || r == -ETIMEDOUT)
                 code = EXIT_UNREACHABLE;
+        else if (r == -ESRCH)
+                code = EXIT_NO_PROCESS;
         fprintf(stderr, "ptagsctl: %s: %s\n", what, strerror(-r));
         return code;
 }

@@ -168,8 +168,9 @@ class ContainerCommandTests(ContainerCtlTestCase):
              "org.ptags.Error.AlreadyRegistered"),
             (["container", "register", str(self.target()), "5", "--name", "bad\x01name"],
              INVALID, "org.freedesktop.DBus.Error.InvalidArgs"),
+            # Gone before ptagsctl holds a pidfd: nothing is asked (see below).
             (["container", "register", str(self.world.dead_pid()), "5"], NO_PROCESS,
-             "org.ptags.Error.NoSuchProcess"),
+             "No such process"),
             (["container", "show", "4242"], NO_PROCESS, "org.ptags.Error.NoSuchContainer"),
             (["container", "show", "pid:%d" % self.target()], NO_PROCESS, "in no container"),
             (["container", "show", "pid:%d" % self.world.dead_pid()], NO_PROCESS,
@@ -183,6 +184,16 @@ class ContainerCommandTests(ContainerCtlTestCase):
         self.assertEqual([(c["contid"], c["leader"]) for c in got["containers"]], [(9, target)])
         self.assertIn("Cannot register the container",
                       run(self.world, "container", "register", str(target), "10").stderr)
+
+    def test_register_of_an_exited_process_asks_nothing(self):
+        """Without a pidfd the call could only name the pid, which a new
+        process may take meanwhile: ptagsctl fails on its own, asking no one."""
+        dead = self.world.dead_pid()
+        out = run(self.world, "container", "register", str(dead), "5")
+        self.assertExit(out, NO_PROCESS, "No such process")
+        self.assertNotIn("org.ptags.Error", out.stderr, "the answer came from ptagsd")
+        self.assertNotIn("RegisterContainer", self.world.read_log("ptagsd.log"))
+        self.assertEqual(self.assertOk(self.world.root_call("ListContainers"))[0], [])
 
     def test_unprivileged_user_is_refused(self):
         mine = self.target()  # nobody's, but not ptagsctl's child

@@ -203,6 +203,8 @@ static void print_container(const CtlContainer *c)
                          i ? " " : "", c->namespaces[i].type, c->namespaces[i].inode);
         }
 
+        /* The registrant chose the name. */
+        char *name = c->name ? ctl_escape(c->name) : NULL;
         const char *labels[8], *values[8];
         size_t n = 0;
 #define FIELD(label, value)                                                                        \
@@ -211,8 +213,8 @@ static void print_container(const CtlContainer *c)
                 values[n++] = (value);                                                             \
         } while (0)
         FIELD(_("Container"), contid);
-        if (c->name)
-                FIELD(_("Name"), c->name);
+        if (name)
+                FIELD(_("Name"), name);
         if (c->has_uuid)
                 FIELD(_("UUID"), uuid);
         if (c->parent != CTL_CONTID_UNSET)
@@ -223,6 +225,7 @@ static void print_container(const CtlContainer *c)
         FIELD(_("Registered"), registered);
 #undef FIELD
         ctl_print_fields(stdout, n, labels, values);
+        free(name);
         /* Last and on its own: the list is long. */
         if (c->n_namespaces > 0)
                 printf("\n%s: %s\n", _("Namespaces"), namespaces);
@@ -347,9 +350,11 @@ static int cmd_list(sd_bus *bus, const CtlContainerOptions *o)
                         snprintf(parent, sizeof(parent), "%" PRIu64, list[i].parent);
                 snprintf(leader, sizeof(leader), "%" PRIu32, list[i].leader);
                 format_user(list[i].owner, false, owner, sizeof(owner));
-                const char *row[] = {contid, list[i].name ? list[i].name : "-", parent, leader,
-                                     owner};
-                r = ctl_table_add_row(t, row);
+                /* The registrant chose the name. */
+                char *name = ctl_escape(list[i].name ? list[i].name : "-");
+                const char *row[] = {contid, name, parent, leader, owner};
+                r = name ? ctl_table_add_row(t, row) : -ENOMEM;
+                free(name);
         }
         if (r >= 0) {
                 if (n > 0 || !o->legend)

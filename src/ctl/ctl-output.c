@@ -19,6 +19,102 @@ struct CtlTable {
         size_t n_rows, allocated;
 };
 
+/* The code point of the UTF-8 sequence at @s and its length in *@n, or
+ * -1 (*@n = 1) for a byte that starts no valid sequence. @s ends with a
+ * NUL, which no continuation byte matches, so no read goes past it. */
+static long utf8_next(const unsigned char *s, size_t *n)
+{
+        static const long min[] = {0, 0, 0x80, 0x800, 0x10000}; /* no overlong forms */
+        size_t len;
+
+        *n = 1;
+        if (s[0] < 0x80)
+                return s[0];
+        if (s[0] >= 0xc2 && s[0] <= 0xdf)
+                len = 2;
+        else if (s[0] >= 0xe0 && s[0] <= 0xef)
+                len = 3;
+        else if (s[0] >= 0xf0 && s[0] <= 0xf4)
+                len = 4;
+        else
+                return -1;
+        long c = s[0] & (0x7f >> len);
+        for (size_t i = 1; i < len; i++) {
+                if ((s[i] & 0xc0) != 0x80)
+                        return -1;
+                c = c << 6 | (s[i] & 0x3f);
+        }
+        if (c < min[len] || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))
+                return -1;
+        *n = len;
+        return c;
+}
+
+/* Whether @c does not print as itself, or could make text on a terminal
+ * read as other text: controls (C0, DEL and C1, whose U+009B is CSI on
+ * xterm), format characters (the bidi overrides and isolates, zero-width
+ * characters), the line and paragraph separators, spaces other than
+ * U+0020 (they look like a column break), private-use characters and
+ * noncharacters. Unassigned characters are not known here: that would
+ * take Unicode's whole table. */
+static bool is_hidden(long c)
+{
+        static const struct {
+                long first, last;
+        } ranges[] = {
+                {0x0000, 0x001f},   {0x007f, 0x00a0},    {0x00ad, 0x00ad},   {0x0600, 0x0605},
+                {0x061c, 0x061c},   {0x06dd, 0x06dd},    {0x070f, 0x070f},   {0x0890, 0x0891},
+                {0x08e2, 0x08e2},   {0x1680, 0x1680},    {0x180e, 0x180e},   {0x2000, 0x200f},
+                {0x2028, 0x202f},   {0x205f, 0x206f},    {0x3000, 0x3000},   {0xe000, 0xf8ff},
+                {0xfdd0, 0xfdef},   {0xfeff, 0xfeff},    {0xfff9, 0xfffb},   {0x110bd, 0x110bd},
+                {0x110cd, 0x110cd}, {0x13430, 0x1343f},  {0x1bca0, 0x1bca3}, {0x1d173, 0x1d17a},
+                {0xe0001, 0xe007f}, {0xf0000, 0x10ffff},
+        };
+
+        if (c >= 0x20 && c < 0x7f)
+                return false;
+        if ((c & 0xfffe) == 0xfffe) /* U+FFFE, U+FFFF and their like in every plane */
+                return true;
+        for (size_t i = 0; i < sizeof(ranges) / sizeof(ranges[0]); i++) {
+                if (c >= ranges[i].first && c <= ranges[i].last)
+                        return true;
+        }
+        return false;
+}
+
+void ctl_print_escaped(FILE *out, const char *s)
+{
+        for (const unsigned char *p = (const unsigned char *)s; *p;) {
+                size_t n;
+                long c = utf8_next(p, &n);
+
+                /* D-Bus strings are valid UTF-8; anything else is not shown raw. */
+                if (c < 0)
+                        fputs("\\u{FFFD}", out);
+                else if (c == '\\' || is_hidden(c))
+                        fprintf(out, "\\u{%04lX}", c);
+                else
+                        fwrite(p, 1, n, out);
+                p += n;
+        }
+}
+
+char *ctl_escape(const char *s)
+{
+        char *text = NULL;
+        size_t size = 0;
+        FILE *f = open_memstream(&text, &size);
+
+        if (f == NULL)
+                return NULL;
+        ctl_print_escaped(f, s);
+        if (fclose(f) != 0) {
+                free(text);
+                return NULL;
+        }
+        return text;
+}
+
 CtlTable *ctl_table_new(size_t n_columns, const char *const *headers)
 {
         CtlTable *t = calloc(1, sizeof(*t));
@@ -146,22 +242,30 @@ void ctl_table_free(CtlTable *t)
 void ctl_json_string(FILE *out, const char *s)
 {
         fputc('"', out);
-        for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-                switch (*p) {
-                case '"':
+        for (const unsigned char *p = (const unsigned char *)s; *p;) {
+                size_t n;
+                long c = utf8_next(p, &n);
+
+                if (c == '"') {
                         fputs("\\\"", out);
-                        break;
-                case '\\':
+                } else if (c == '\\') {
                         fputs("\\\\", out);
-                        break;
-                default:
-                        /* D-Bus strings are valid UTF-8: copy all but
-                         * the control bytes JSON forbids raw. */
-                        if (*p < 0x20 || *p == 0x7f)
-                                fprintf(out, "\\u%04x", *p);
-                        else
-                                fputc(*p, out);
+                } else if (c > 0xffff && is_hidden(c)) {
+                        /* JSON spells a code point above U+FFFF as a UTF-16 pair. */
+                        fprintf(out, "\\u%04lx\\u%04lx", 0xd800 + ((c - 0x10000) >> 10),
+                                0xdc00 + ((c - 0x10000) & 0x3ff));
+                } else if (c >= 0 && is_hidden(c)) {
+                        /* RFC 8259 asks this of C0 controls only; the rest
+                         * (C1, bidi, separators) is escaped too, so JSON on a
+                         * terminal is as safe as a table. Parsers read back
+                         * the exact text. */
+                        fprintf(out, "\\u%04lx", c);
+                } else {
+                        /* Bytes that are not UTF-8 (only a pattern or bus name
+                         * from the command line can hold them) are copied. */
+                        fwrite(p, 1, n, out);
                 }
+                p += n;
         }
         fputc('"', out);
 }
@@ -183,9 +287,14 @@ int ctl_table_add_tags(CtlTable *table, const char *pid, const CtlTagList *list)
 {
         for (size_t i = 0; i < list->n; i++) {
                 const char *keep = list->tags[i].keep ? _("yes") : _("no");
-                const char *row_with_pid[] = {pid, list->tags[i].name, keep, list->tags[i].value};
+                /* Any user who may tag a process chooses these. */
+                char *name = ctl_escape(list->tags[i].name);
+                char *value = ctl_escape(list->tags[i].value);
+                const char *row_with_pid[] = {pid, name, keep, value};
                 const char *const *row = pid ? row_with_pid : row_with_pid + 1;
-                int r = ctl_table_add_row(table, row);
+                int r = name && value ? ctl_table_add_row(table, row) : -ENOMEM;
+                free(name);
+                free(value);
                 if (r < 0)
                         return r;
         }

@@ -20,12 +20,21 @@ size_t ctl_table_rows(const CtlTable *table);
 void ctl_table_print(const CtlTable *table, FILE *out, bool legend);
 void ctl_table_free(CtlTable *table);
 
-/* JSON writers; strings are escaped as RFC 8259 asks. */
+/* Text that others chose (tags, values, container names) as tables and
+ * plain output show it, whether or not @out is a terminal: a backslash and
+ * every character that does not print as itself is written as \u{XXXX}
+ * (see OUTPUT in man/ptagsctl.1). */
+void ctl_print_escaped(FILE *out, const char *s);
+/* The same as a new string; NULL when out of memory. */
+char *ctl_escape(const char *s);
+
+/* JSON writers; strings are escaped as RFC 8259 asks, and the characters
+ * ctl_print_escaped() escapes as \uXXXX too. */
 void ctl_json_string(FILE *out, const char *s);
 /* [{"name": ..., "keep": ..., "value": ...}, ...] */
 void ctl_json_tag_list(FILE *out, const CtlTagList *list);
 /* The people's form of a tag list: a TAG KEEP VALUE table (with PID first
- * when @pid is not NULL). Returns -ENOMEM. */
+ * when @pid is not NULL), names and values escaped. Returns -ENOMEM. */
 int ctl_table_add_tags(CtlTable *table, const char *pid, const CtlTagList *list);
 
 /* "    Label: value" lines, labels right-aligned as hostnamectl does. */

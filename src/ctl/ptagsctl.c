@@ -431,8 +431,10 @@ static void monitor_tags_changed(const CtlTagsChanged *event, void *userdata)
                 fputs("}\n", stdout);
         } else {
                 printf("%" PRIu32 ":", event->pid);
-                for (size_t i = 0; event->lines[i]; i++)
-                        printf(" %s", event->lines[i]);
+                for (size_t i = 0; event->lines[i]; i++) {
+                        putchar(' ');
+                        ctl_print_escaped(stdout, event->lines[i]);
+                }
                 putchar('\n');
         }
         /* One event per line, seen as it happens even through a pipe. */

@@ -138,6 +138,56 @@ class ReadTests(CtlTestCase):
         self.assertExit(run(self.world, "find", "bad*"), INVALID, "InvalidPattern")
 
 
+# Valid tag text (no byte below 0x20, no DEL) that a terminal must never get
+# raw: U+009B is CSI on xterm, U+202E turns the rest of the line around,
+# U+2028 ends it. Anyone allowed to tag a process chooses such text.
+SNEAKY_TAG = "app:\u009b2J\u202ex"
+# U+E0041 (an invisible tag character) beyond the BMP; the rest prints.
+SNEAKY_VALUE = "one\u2028two\\u{0041}\U000e0041\U0001f600\u00e9"
+SHOWN_TAG = "app:\\u{009B}2J\\u{202E}x"
+# The backslash too, so that no text can pass for an escaped character.
+SHOWN_VALUE = "one\\u{2028}two\\u{005C}u{0041}\\u{E0041}\U0001f600\u00e9"
+RAW = ("\u009b", "\u202e", "\u2028")
+
+
+class EscapeTests(CtlTestCase):
+    def assertNoRaw(self, text):
+        self.assertEqual([c for c in RAW if c in text], [], repr(text))
+
+    def test_text_that_does_not_print_is_escaped_but_exact_in_json(self):
+        pid = self.target()
+        lines = ["+" + SNEAKY_TAG, "!%s=%s" % (SNEAKY_TAG, SNEAKY_VALUE)]
+        with ctl_run.monitor(self.world, False, text=True) as mon:
+            self.assertIn("Monitoring", mon.stderr.readline())
+            self.assertOk(self.world.root_call("Apply", "uas", [pid, lines]))
+            event = mon.stdout.readline()
+        self.assertNoRaw(event)
+        self.assertEqual(event, "%d: +%s !%s=%s\n" % (pid, SHOWN_TAG, SHOWN_TAG, SHOWN_VALUE))
+
+        out = run(self.world, "list", str(pid))
+        self.assertExit(out, OK)
+        self.assertNoRaw(out.stdout)
+        rows = out.stdout.split("\n")
+        self.assertEqual(rows[1].split(), [SHOWN_TAG, "no", SHOWN_VALUE])
+        # Widths are those of the escaped text: KEEP stays in its column.
+        self.assertEqual(rows[0].index("KEEP"), rows[1].index(" no ") + 1)
+
+        out = run(self.world, "find", "app:*")
+        self.assertExit(out, OK)
+        self.assertNoRaw(out.stdout)
+        self.assertIn([str(pid), SHOWN_TAG, "no", SHOWN_VALUE],
+                      [row.split() for row in out.stdout.split("\n")])
+
+        # JSON is exact once parsed, and escapes these characters too.
+        out = run(self.world, "--json", "list", str(pid))
+        self.assertExit(out, OK)
+        self.assertNoRaw(out.stdout)
+        self.assertIn("\\u009b", out.stdout)
+        self.assertIn("\\udb40\\udc41", out.stdout)  # U+E0041 as JSON spells it
+        self.assertEqual(json.loads(out.stdout)["tags"],
+                         tags_json([(SNEAKY_TAG, False, SNEAKY_VALUE)]))
+
+
 class ChangeTests(CtlTestCase):
     def test_add_allowed_denied_invalid(self):
         pid = self.target()

@@ -386,9 +386,13 @@ static gboolean read_now(PtagsBusThread *bt, GDBusConnection *connection, GDBusM
         PtagsService *svc = bt->svc;
 
         /* The same admission as the main loop's reads: the caller's uid must
-         * be known and its unread replies within their budget. */
+         * be known and its unread replies within their budget. And in the
+         * same order: a read must not overtake an earlier call of its
+         * connection on its way to the main loop, such as a change it
+         * expects to see. */
         uid_t uid;
-        if (!bt->reads || !ptags_clients_cached_uid(svc->clients, sender, &uid) ||
+        if (!bt->reads || has_passed(sender) ||
+            !ptags_clients_cached_uid(svc->clients, sender, &uid) ||
             !ptags_clients_check_unread(svc->clients, sender, uid, NULL))
                 return FALSE;
 

@@ -152,6 +152,44 @@ class BusThreadChangeTests(PtagsTestCase):
         self.assertEqual([e[1] for e in events], [["!app:v=fd"]] + [["!app:v=" + v] for v in values])
         conn.close_sync(None)
 
+    def test_reads_do_not_overtake_a_change_on_its_way_to_the_main_loop(self):
+        """A read a root client sends after a change the main loop must run
+        (ApplyFd) sees that change, as it would on the main loop: with the
+        main thread stopped nothing is answered, then HasTag and GetTags
+        answer with the new tag."""
+        w = self.world
+        target = w.spawn_target(unprivileged=True)
+        conn = self.connect()
+        self.assertEqual(self.pipeline([("AddTag", "usb", [target, "app:known", False]),
+                                        ("GetTags", "u", [target])], conn), [None, None])
+        results = {}
+
+        def done(source, result, i):
+            try:
+                results[i] = source.call_with_unix_fd_list_finish(result)[0].unpack()
+            except GLib.Error as e:
+                results[i] = e.message
+
+        pidfd = os.pidfd_open(target)  # the fd list below owns it
+        calls = [("ApplyFd", "(has)", (0, ["+app:new"]), Gio.UnixFDList.new_from_array([pidfd])),
+                 ("HasTag", "(us)", (target, "app:new"), None),
+                 ("GetTags", "(u)", (target,), None)]
+        with HeldThread(w.daemon.pid):
+            for i, (method, sig, args, fds) in enumerate(calls):
+                conn.call_with_unix_fd_list(
+                    ptags_client.BUS_NAME, ptags_client.OBJECT_PATH, ptags_client.INTERFACE,
+                    method, GLib.Variant(sig, args), None, Gio.DBusCallFlags.NONE, 25000, fds,
+                    None, done, i)
+            deadline = time.monotonic() + 1.0
+            while time.monotonic() < deadline:
+                GLib.MainContext.default().iteration(False)
+                time.sleep(0.01)
+            self.assertEqual(results, {}, "a read overtook its connection's change")
+        self.wait_replies(results, 3)
+        self.assertEqual(results[1], (True,))
+        self.assertEqual([t[0] for t in results[2][0]], ["app:known", "app:new"])
+        conn.close_sync(None)
+
     def test_a_change_waits_for_its_connections_read_on_the_main_loop(self):
         """Any call of a connection on its way to the main loop (here a
         FindTagged) holds back the root changes that connection sends after

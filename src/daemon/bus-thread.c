@@ -445,6 +445,39 @@ static gboolean change_now(PtagsBusThread *bt, GDBusMessage *msg, const char *se
         return now;
 }
 
+/* Whether @msg carries more file descriptors than its arguments name ('h'):
+ * ptagsd would hold the extra ones for the call's whole life (while polkit
+ * is asked, up to its timeout), multiplying every bound on what a caller
+ * can make it hold by the bus's 16 descriptors a message. */
+static gboolean carries_extra_fds(GDBusMessage *msg)
+{
+        GUnixFDList *fds = g_dbus_message_get_unix_fd_list(msg);
+        const char *signature = g_dbus_message_get_signature(msg);
+        gint handles = 0;
+
+        if (fds == NULL)
+                return FALSE;
+        for (const char *c = signature; c != NULL && *c != '\0'; c++)
+                handles += *c == 'h';
+        return g_unix_fd_list_get_length(fds) > handles;
+}
+
+/* Refuse @msg at once (consumed): its descriptors are closed with it. */
+static void refuse_extra_fds(GDBusConnection *connection, GDBusMessage *msg)
+{
+        if ((g_dbus_message_get_flags(msg) & G_DBUS_MESSAGE_FLAGS_NO_REPLY_EXPECTED) == 0) {
+                g_autoptr(GDBusMessage) reply = g_dbus_message_new_method_error(
+                        msg, "org.freedesktop.DBus.Error.InvalidArgs",
+                        "%u file descriptors sent with %s; ptagsd takes one for each argument "
+                        "of type 'h' and no more",
+                        (guint)g_unix_fd_list_get_length(g_dbus_message_get_unix_fd_list(msg)),
+                        g_dbus_message_get_member(msg) ? g_dbus_message_get_member(msg) : "a call");
+                g_dbus_connection_send_message(connection, reply, G_DBUS_SEND_MESSAGE_FLAGS_NONE,
+                                               NULL, NULL);
+        }
+        g_object_unref(msg);
+}
+
 /* Runs in GDBus's worker thread for every incoming message. */
 static GDBusMessage *filter(GDBusConnection *connection, GDBusMessage *msg, gboolean incoming,
                             gpointer user_data)
@@ -460,6 +493,10 @@ static GDBusMessage *filter(GDBusConnection *connection, GDBusMessage *msg, gboo
         if (!incoming || g_dbus_message_get_message_type(msg) != G_DBUS_MESSAGE_TYPE_METHOD_CALL ||
             sender == NULL)
                 return msg;
+        if (carries_extra_fds(msg)) {
+                refuse_extra_fds(connection, msg);
+                return NULL;
+        }
         gboolean done = FALSE;
         if (g_strcmp0(g_dbus_message_get_path(msg), PTAGS_OBJECT_PATH) == 0 &&
             g_strcmp0(g_dbus_message_get_interface(msg), PTAGS_INTERFACE) == 0) {

@@ -268,8 +268,9 @@ class BadInputTests(PtagsTestCase):
             resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
 
     def test_malformed_calls(self):
-        """Wrong signatures, fd indexes without fds, unknown members and
-        writes to read-only properties: D-Bus errors, nothing changes."""
+        """Wrong signatures, fd indexes without fds, more fds than 'h'
+        arguments, unknown members and writes to read-only properties:
+        D-Bus errors, nothing changes."""
         before = self.snapshot()
         conn = self.world.conn
         props = "org.freedesktop.DBus.Properties"
@@ -280,6 +281,15 @@ class BadInputTests(PtagsTestCase):
                  INVALID_ARGS),
                 ("h index past the fds", ptags_client.call(
                     conn, "ApplyFd", "has", [1, ["+x"]], fds=[file_fd]), INVALID_ARGS),
+                # Extra descriptors would be held for the call's whole life.
+                ("descriptors with a call that takes none", ptags_client.call(
+                    conn, "AddTag", "usb", [self.target, "x", False], fds=[file_fd] * 16),
+                 INVALID_ARGS),
+                ("two descriptors for one h", ptags_client.call(
+                    conn, "ApplyFd", "has", [0, ["+x"]], fds=[file_fd, file_fd]), INVALID_ARGS),
+                ("a descriptor with a property read", ptags_client.call(
+                    conn, "Get", "ss", ["org.ptags.Manager", "MaxTags"], fds=[file_fd],
+                    interface=props), INVALID_ARGS),
                 ("missing argument", ptags_client.call(
                     conn, "AddTag", "us", [self.target, "x"]), INVALID_ARGS),
                 ("wrong type", ptags_client.call(

@@ -342,9 +342,16 @@ gboolean call_adopt_fd(Call *call, GUnixFDList *fds, GVariant *handle, GError **
                             "argument pidfd: no file descriptor was passed");
                 return FALSE;
         }
-        int fd = g_unix_fd_list_get(fds, index, error);
-        if (fd < 0)
+        /* A copy of the descriptor: it fails only when ptagsd is out of
+         * descriptors, which is ptagsd's failure, named as such. */
+        g_autoptr(GError) dup_error = NULL;
+        int fd = g_unix_fd_list_get(fds, index, &dup_error);
+        if (fd < 0) {
+                g_set_error(error, PTAGS_ERROR, PTAGS_ERROR_FAILED,
+                            "argument pidfd: ptagsd cannot take the file descriptor: %s",
+                            dup_error->message);
                 return FALSE;
+        }
         return ptags_target_adopt_pidfd(&call->target, fd, error);
 }
 

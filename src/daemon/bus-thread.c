@@ -437,10 +437,13 @@ static gboolean change_now(PtagsBusThread *bt, GDBusMessage *msg, const char *se
 
         if (peer == NULL || peer->uid != 0 || change_must_pass(msg, sender) || !loop_lock_soon())
                 return FALSE;
-        /* The caller is known without asking the bus (main-loop state). */
-        gboolean now = call_knows_peer(bt->svc, sender);
+        /* The caller is known without asking the bus or waiting behind a
+         * lookup (main-loop state); the change goes on with this answer. */
+        PtagsPeer *known = call_known_peer(bt->svc, sender);
+        gboolean now = known != NULL && known->uid == 0;
         if (now)
-                ptags_manager_change_in_bus_thread(bt->svc, msg);
+                ptags_manager_change_in_bus_thread(bt->svc, msg, g_steal_pointer(&known));
+        g_clear_pointer(&known, ptags_peer_free);
         pthread_mutex_unlock(&loop_lock);
         return now;
 }

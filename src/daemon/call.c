@@ -274,20 +274,31 @@ static PtagsPeer *known_peer(PtagsService *svc, const char *bus_name)
         return cached;
 }
 
-gboolean call_knows_peer(PtagsService *svc, const char *bus_name)
+/* While a lookup of @bus_name runs, later calls wait behind it even when
+ * its answer is already cached: a client's pipelined calls keep their
+ * order. */
+static GQueue *lookup_waiting(PtagsService *svc, const char *bus_name)
 {
-        g_autoptr(PtagsPeer) peer = known_peer(svc, bus_name);
-        return peer != NULL;
+        return svc->looking_up ? g_hash_table_lookup(svc->looking_up, bus_name) : NULL;
+}
+
+PtagsPeer *call_known_peer(PtagsService *svc, const char *bus_name)
+{
+        return lookup_waiting(svc, bus_name) == NULL ? known_peer(svc, bus_name) : NULL;
 }
 
 void call_lookup_peer(Call *call, const char *bus_name, CallStep next)
 {
         PtagsService *svc = call->svc;
 
-        /* While a lookup of @bus_name runs, later calls wait behind it even
-         * when its answer is already cached: a client's pipelined calls
-         * keep their order. */
-        GQueue *waiting = svc->looking_up ? g_hash_table_lookup(svc->looking_up, bus_name) : NULL;
+        /* The bus thread takes a call only with its caller known then: the
+         * same answer, which a lookup now could no longer give (the process
+         * that connected may have exited meanwhile). */
+        if (call->in_bus_thread && call->caller != NULL) {
+                peer_known(call, next);
+                return;
+        }
+        GQueue *waiting = lookup_waiting(svc, bus_name);
         PtagsPeer *cached = waiting == NULL ? known_peer(svc, bus_name) : NULL;
         if (cached != NULL) {
                 call->caller = cached;

@@ -85,9 +85,11 @@ gboolean call_read_current(Call *call, GError **error);
 /* The same for a change, whose plan is computed from call->current, with
  * call->exec_mark: the target's exec mark when they were read. */
 gboolean call_read_base(Call *call, GError **error);
-/* Whether call_lookup_peer() knows @bus_name without asking the bus. */
-gboolean call_knows_peer(PtagsService *svc, const char *bus_name);
-/* Look up @bus_name into call->caller (and the target when target_is_caller). */
+/* The peer call_lookup_peer() would find for @bus_name without asking the
+ * bus or waiting behind a lookup, or NULL. (transfer full) */
+PtagsPeer *call_known_peer(PtagsService *svc, const char *bus_name);
+/* Look up @bus_name into call->caller (and the target when target_is_caller).
+ * A bus-thread call keeps the caller it was given (call_known_peer). */
 void call_lookup_peer(Call *call, const char *bus_name, CallStep next);
 /* Pin the target of a "u pid" method, resolving pid 0 through the caller. */
 void call_pin_pid(Call *call, guint32 pid, CallStep next);

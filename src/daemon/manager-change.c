@@ -479,11 +479,13 @@ static gboolean change_args(Call *call, GVariant *params, guint32 *pid, GError *
         return TRUE;
 }
 
-void ptags_manager_change_in_bus_thread(PtagsService *svc, GDBusMessage *message)
+void ptags_manager_change_in_bus_thread(PtagsService *svc, GDBusMessage *message, PtagsPeer *caller)
 {
         Call *call = call_new_in_bus_thread(svc, message);
         GError *error = NULL;
         guint32 pid = 0;
+
+        call->caller = caller;
 
         if (!change_args(call, g_dbus_message_get_body(message), &pid, &error)) {
                 call_fail(call, error);

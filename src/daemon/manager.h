@@ -23,9 +23,11 @@ void ptags_service_free(PtagsService *svc);
 /* Connect the change methods (manager-change.c) to the service's skeleton. */
 void ptags_manager_connect_changes(PtagsService *svc);
 /* Run the change @message (AddTag, RemoveTag, SetValue, SetKeep or Apply,
- * of the signature it declares) to its reply in the bus thread, holding the
- * main loop's lock; only for a call that never waits (bus-thread.c). */
-void ptags_manager_change_in_bus_thread(PtagsService *svc, GDBusMessage *message);
+ * of the signature it declares) from @caller (transfer full, known:
+ * call_known_peer) to its reply in the bus thread, holding the main loop's
+ * lock; only for a call that never waits (bus-thread.c). */
+void ptags_manager_change_in_bus_thread(PtagsService *svc, GDBusMessage *message,
+                                        PtagsPeer *caller);
 
 /* Load the container registry and connect the container methods
  * (manager-container.c); ptags_manager_free_containers undoes it. */

@@ -20,7 +20,9 @@ static void test_line_label(void)
         g_autofree char *utf8 = ptags_line_label(0, "+caf\xc3\xa9");
         g_assert_cmpstr(utf8, ==, "line 1 (\"+caf\xc3\xa9\")");
         /* A C1 control (CSI) and a bidi override do not reach a terminal. */
-        g_autofree char *unprinted = ptags_line_label(0, "+a\xc2\x9b" "2J\xe2\x80\xae" "b");
+        g_autofree char *unprinted = ptags_line_label(0, "+a\xc2\x9b"
+                                                         "2J\xe2\x80\xae"
+                                                         "b");
         g_assert_cmpstr(unprinted, ==, "line 1 (\"+a\\u{009B}2J\\u{202E}b\")");
 }
 

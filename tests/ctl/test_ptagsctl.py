@@ -477,18 +477,27 @@ class CompletionTests(CtlTestCase):
         self.assertIn(str(pid), self.complete("ptagsctl list %s" % str(pid)[:-1]))
         self.assertIn("self", self.complete("ptagsctl list "))
         self.assertEqual(self.complete("ptagsctl remove %d app:" % pid),
-                         ["app:camera", "app:micro phone"])
+                         ["app:camera", "app:micro\\ phone"])
         self.assertEqual(self.complete("ptagsctl exec --tag a -- ptagsc"), ["ptagsctl"])
 
     def test_tag_names_are_offered_never_run(self):
         """Tags are chosen by whoever may tag a process, and completion runs
-        in an administrator's shell: a name is text to offer, never code."""
+        in an administrator's shell: a name is text to offer, quoted so
+        that the command line it lands on names the tag, and runs nothing
+        either on Tab or on Enter."""
         ran = os.path.join(self.world.tmp, "completion-ran")
-        names = ["app:$(touch %s)" % ran, "app:`touch %s`" % ran, "app:${PATH:+x}"]
-        pid = self.target(["+" + n for n in names])
+        names = ["app:$(touch %s)" % ran, "app:`touch %s`" % ran, "app:${PATH:+x}",
+                 "app:a b;touch %s" % ran]
+        pid = self.target(["+" + n for n in names] + ["+app:back\\slash"])
         offered = self.complete("ptagsctl remove %d app:" % pid)
         self.assertFalse(os.path.exists(ran), "completion ran a tag name as a command")
-        self.assertEqual(offered, sorted(names))
+        self.assertEqual(len(offered), len(names), offered)
+        # What the shell makes of each word completion puts on the line.
+        words = [subprocess.run(["bash", "--norc", "-c", 'eval "set -- $1"; printf "%s" "$*"',
+                                 "bash", word], stdout=subprocess.PIPE, text=True,
+                                check=True).stdout for word in offered]
+        self.assertFalse(os.path.exists(ran), "a completed name ran as a command")
+        self.assertEqual(sorted(words), sorted(names))
 
 
 if __name__ == "__main__":

@@ -364,7 +364,7 @@ static int load(ptags_bpf *b, bool lsm)
  * it next, another process's tags and rights included. That is safe only
  * when no live task holds a set id; otherwise refuse, rather than drop
  * every record and the tags and container IDs with them unasked. */
-static int check_no_set_held(ptags_bpf *b)
+static int check_no_set_held(ptags_bpf *b, const char *state)
 {
         ptags_bpf_task *tasks = NULL;
         size_t n = 0, holders = 0;
@@ -376,10 +376,10 @@ static int check_no_set_held(ptags_bpf *b)
         free(tasks);
         if (holders > 0)
                 return ptags_bpf_fail(b, -ENOENT,
-                                      "the set table %s is missing, but %zu tasks still hold set "
-                                      "ids recorded in it (pinned in %s): a new table would give "
+                                      "the set table %s %s, but %zu tasks still hold set ids "
+                                      "recorded in it (pinned in %s): a new table would give "
                                       "those ids to other sets; restore the table, or " RESET_HINT,
-                                      b->sets.path, holders, b->pin_dir);
+                                      b->sets.path, state, holders, b->pin_dir);
         return 0;
 }
 
@@ -409,7 +409,7 @@ static int open_state(ptags_bpf *b, const ptags_bpf_options *o, bool maps_existe
                              : 0;
         }
         if (b->sets.path && access(b->sets.path, F_OK) < 0 && errno == ENOENT) {
-                r = check_no_set_held(b);
+                r = check_no_set_held(b, "is missing");
                 if (r < 0)
                         return r;
         }
@@ -420,6 +420,13 @@ static int open_state(ptags_bpf *b, const ptags_bpf_options *o, bool maps_existe
         }
         if (r < 0)
                 return r;
+        /* Emptied or cut before its first set (a truncated file reads as an
+         * empty table): the same as missing. */
+        if (b->sets.first == NULL) {
+                r = check_no_set_held(b, "lists no set");
+                if (r < 0)
+                        return r;
+        }
         /* A daemon killed between journalling a set and filling the exec
          * map left a hole; refilling is idempotent. */
         for (ptags_bpf_set_entry *e = b->sets.first; e; e = e->next) {

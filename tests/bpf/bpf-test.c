@@ -675,6 +675,17 @@ static void test_restart_without_table(test_instance *t)
         CHECK(try_open(t->pin_dir, t->state_dir, err, sizeof(err)) == -ENOENT,
               "and the next start too: %s", err);
 
+        /* So is an emptied one, which reads as a table without sets. */
+        int empty = open(sets, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        if (empty < 0)
+                die("creating %s: %s", sets, strerror(errno));
+        close(empty);
+        r = try_open(t->pin_dir, t->state_dir, err, sizeof(err));
+        CHECK(r == -ENOENT && strstr(err, "lists no set") && strstr(err, "--remove-state"),
+              "an empty table while set %llu is held is refused (%d): %s", (unsigned long long)held,
+              r, err);
+        unlink(sets);
+
         /* A damaged table is refused too, with the same way out. */
         FILE *f = fopen(sets, "we");
         if (!f || fputs("garbage\n", f) < 0 || fclose(f) != 0)

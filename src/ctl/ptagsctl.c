@@ -672,10 +672,20 @@ static int parse_options(int argc, char **argv)
                         break;
                 }
                 case '?': {
-                        if (optopt > 0 && optopt < OPT_HELP)
+                        if (optopt > 0 && optopt < 0x7f && optopt > ' ')
                                 return ctl_usage_error(_("Option '-%c' is unknown or lacks its "
                                                          "argument."),
                                                        optopt);
+                        /* A short option byte that does not print (glibc gives
+                         * one from 0x80 up as a negative char). */
+                        if (optopt < 0 || (optopt > 0 && optopt < OPT_HELP)) {
+                                char shown[8];
+                                snprintf(shown, sizeof(shown), "-\\x%02x",
+                                         (unsigned)(unsigned char)optopt);
+                                return ctl_usage_error(_("Option '%s' is unknown or lacks its "
+                                                         "argument."),
+                                                       shown);
+                        }
                         const char *given = argv[optind - 1];
                         /* A long option: optopt holds its code, no character to
                          * print, so name it as typed, without any "=VALUE". */

@@ -383,7 +383,9 @@ class UsageTests(CtlTestCase):
                 (["--json=1", "status"], "Option '--json' takes no argument."),
                 (["--help=1"], "Option '--help' takes no argument."),
                 (["--frobnicate=1", "status"], "Option '--frobnicate' is unknown"),
-                (["-x", "status"], "Option '-x' is unknown")):
+                (["-x", "status"], "Option '-x' is unknown"),
+                # A byte from 0x80 up, which glibc gives as a negative char.
+                (["--json", "-\u00e9", "status"], "Option '-\\xc3' is unknown")):
             with self.subTest(argv=argv):
                 out = run(self.world, *argv, address=False)
                 self.assertExit(out, USAGE)

@@ -479,11 +479,14 @@ static int append_register_info(sd_bus_message *m, const uint8_t *uuid, const ch
  * carry descriptors). */
 static int open_pidfd(sd_bus *bus, uint32_t pid)
 {
-        if (sd_bus_can_send(bus, SD_BUS_TYPE_UNIX_FD) <= 0)
-                return -EOPNOTSUPP;
+        int r = sd_bus_can_send(bus, SD_BUS_TYPE_UNIX_FD);
+        if (r <= 0)
+                return r < 0 ? r : -EOPNOTSUPP;
 #ifdef SYS_pidfd_open
         int fd = (int)syscall(SYS_pidfd_open, (pid_t)pid, 0);
-        return fd >= 0 ? fd : -errno;
+        /* A thread id (EINVAL before Linux 6.9, ENOENT since) or a number
+         * past any pid (EINVAL) names no process, as ptagsd would say. */
+        return fd >= 0 ? fd : errno == EINVAL || errno == ENOENT ? -ESRCH : -errno;
 #else
         return -ENOSYS;
 #endif

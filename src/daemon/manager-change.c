@@ -238,10 +238,8 @@ static gboolean caller_rights_still_hold(Call *call)
         return TRUE;
 }
 
-/* The budgets again, just before the re-check and the apply: other
- * processes of the target's user may have grown meanwhile. This may walk
- * every process, so it comes before the re-check, which must be the last
- * look at the target before its tags are written. */
+/* The budgets again, just before the apply: other processes of the
+ * target's user may have grown meanwhile. */
 static gboolean change_budgets_at_commit(Call *call)
 {
         GError *error = NULL;
@@ -264,8 +262,14 @@ static void change_commit(Call *call)
                         change_refuse(call, error);
                 return;
         }
-        if (!target_still_runs(call) || !change_budgets_at_commit(call))
+        if (!target_still_runs(call))
                 return;
+        /* The budgets may walk every process, so they come before the
+         * re-check, which must be the last look at the target before its
+         * tags are written. Their verdict is on the plan polkit allowed:
+         * it counts only if that plan still holds. */
+        g_autoptr(GError) over_budget = NULL;
+        change_check_budgets(call, BUDGETS_AT_COMMIT, &over_budget);
         /* Someone may have changed the target while polkit was asked: what
          * was authorized must still be what will be applied, to the program
          * polkit was told about. An exec (or a new uid, exe or cgroup) is
@@ -281,6 +285,10 @@ static void change_commit(Call *call)
                 return;
         }
         same = same && caller_rights_still_hold(call);
+        if (same && over_budget != NULL) {
+                change_refuse(call, g_steal_pointer(&over_budget));
+                return;
+        }
         if (same) {
                 change_apply(call);
                 return;

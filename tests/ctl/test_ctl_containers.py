@@ -11,14 +11,13 @@ import os
 import re
 import select
 import shutil
-import sys
 import tempfile
 import time
 import unittest
 
 import ctl_run
 from ctl_run import run, run_json
-from ptags_harness import NOBODY_UID, HarnessError, wait_until
+from ptags_harness import NOBODY_UID, HarnessError
 from test_ptagsctl import DENIED, INVALID, NO_PROCESS, OK, USAGE, CtlTestCase
 
 UNSET = 2**64 - 1
@@ -214,13 +213,7 @@ class ContainerCommandTests(ContainerCtlTestCase):
     def test_register_of_a_thread_id_names_no_process(self):
         """A thread id is not a process id: no such process, as ptagsd
         itself says of one."""
-        proc = self.world.spawn("threads", [sys.executable, "-c",
-                                            "import threading, time; threading.Thread("
-                                            "target=time.sleep, args=(600,)).start(); "
-                                            "time.sleep(600)"])
-        task = "/proc/%d/task" % proc.pid
-        wait_until(lambda: len(os.listdir(task)) == 2, 10, "a second thread")
-        tid = [int(t) for t in os.listdir(task) if int(t) != proc.pid][0]
+        _, tid = self.world.spawn_with_a_thread()
         out = run(self.world, "container", "register", str(tid), "5")
         self.assertExit(out, NO_PROCESS, "No such process")
         self.assertEqual(self.assertOk(self.world.root_call("ListContainers"))[0], [])

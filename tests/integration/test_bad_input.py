@@ -13,7 +13,7 @@ import unittest
 
 import ptags_client
 from gi.repository import GLib
-from ptags_harness import PtagsTestCase, rss_kib, wait_until
+from ptags_harness import PtagsTestCase, rss_kib
 
 INVALID_ARGS = "org.freedesktop.DBus.Error.InvalidArgs"
 LONG_TAG = "a" * 4001
@@ -185,22 +185,15 @@ class BadInputTests(PtagsTestCase):
         """A thread id is not a process id: ptagsd either serves the thread's
         process (threads share one list) or says NoSuchProcess, never a
         generic Failed; and a change through it lands on that process only."""
-        proc = self.world.spawn("target", [
-            "/usr/bin/python3", "-c",
-            "import threading, time\n"
-            "threading.Thread(target=time.sleep, args=(600,)).start()\n"
-            "time.sleep(600)\n"])
-        tasks = "/proc/%d/task" % proc.pid
-        wait_until(lambda: len(os.listdir(tasks)) == 2, 10, "the target's second thread")
-        tid = [int(t) for t in os.listdir(tasks) if int(t) != proc.pid][0]
-        self.assertOk(self.world.root_call("AddTag", "usb", [proc.pid, "proc", False]))
+        pid, tid = self.world.spawn_with_a_thread()
+        self.assertOk(self.world.root_call("AddTag", "usb", [pid, "proc", False]))
         for method, sig, args in [("GetTags", "u", [tid]), ("HasTag", "us", [tid, "proc"]),
                                   ("AddTag", "usb", [tid, "via-tid", False])]:
             with self.subTest(method=method):
                 reply = self.world.root_call(method, sig, args)
                 if not reply.ok:
                     self.assertError(reply, "NoSuchProcess")
-        names = [t[0] for t in self.world.get_tags(proc.pid)]
+        names = [t[0] for t in self.world.get_tags(pid)]
         self.assertIn(names, (["proc"], ["proc", "via-tid"]))
         # A pidfd of that one thread (PIDFD_THREAD, Linux 6.9) is refused:
         # the change went to the thread alone.
@@ -214,7 +207,7 @@ class BadInputTests(PtagsTestCase):
                     self.assertIn("thread %d" % tid, reply.message)
         finally:
             os.close(thread_fd)
-        self.assertNotIn("via-thread-fd", [t[0] for t in self.world.get_tags(proc.pid)])
+        self.assertNotIn("via-thread-fd", [t[0] for t in self.world.get_tags(pid)])
 
     def test_bad_fds(self):
         def fds_for(label):

@@ -664,6 +664,17 @@ class World:
         wait_until(lambda: sleep_sleeps(proc.pid), 10, "target %d to exec sleep" % proc.pid)
         return proc.pid
 
+    def spawn_with_a_thread(self):
+        """A root python process with a second thread, both sleeping.
+        Returns (pid, the second thread's id)."""
+        proc = self.spawn("threads", [sys.executable, "-c",
+                                      "import threading, time\n"
+                                      "threading.Thread(target=time.sleep, args=(600,)).start()\n"
+                                      "time.sleep(600)\n"])
+        tasks = "/proc/%d/task" % proc.pid
+        wait_until(lambda: len(os.listdir(tasks)) == 2, 10, "a second thread of %d" % proc.pid)
+        return proc.pid, [int(t) for t in os.listdir(tasks) if int(t) != proc.pid][0]
+
     def sleep_named_not_utf8(self):
         """A copy of sleep whose file name (and so the comm of a process
         running it, and its /proc/PID/exe path) is not UTF-8. Returns the

@@ -156,6 +156,20 @@ static void wait_for_scans(FakeBackend *f, guint scans)
         g_assert_cmpuint(f->scans, ==, scans);
 }
 
+/* A registry at @path holding container @contid, registered by this
+ * process (pinned into @me) with @leader (pinned into @leader_t). */
+static PtagsRegistry *registry_of_one(FakeBackend *fake, const char *path, GArray *gone,
+                                      guint64 contid, pid_t leader, PtagsTarget *leader_t,
+                                      PtagsTarget *me)
+{
+        g_assert_true(ptags_target_pin_pid(leader_t, leader, NULL));
+        g_assert_true(ptags_target_pin_pid(me, getpid(), NULL));
+        PtagsRegistry *r = ptags_registry_new(&fake->parent, path, record_gone, gone);
+        g_assert_nonnull(ptags_registry_add(r, contid, PTAGS_CONTID_UNSET, leader_t, 1000, me, NULL,
+                                            NULL, NULL, NULL));
+        return r;
+}
+
 /* A live process that a scan lists with the ID but whose ID then cannot be
  * read may still carry it: its container is kept when the last pinned
  * member exits, and an unnamed ID it carries is adopted at load. */
@@ -171,11 +185,7 @@ static void test_unreadable_carrier(void)
         pid_t leader = spawn_sleeper(), carrier = spawn_sleeper();
         PtagsTarget leader_t, me;
 
-        g_assert_true(ptags_target_pin_pid(&leader_t, leader, NULL));
-        g_assert_true(ptags_target_pin_pid(&me, getpid(), NULL));
-        PtagsRegistry *r = ptags_registry_new(&fake.parent, path, record_gone, gone);
-        g_assert_nonnull(ptags_registry_add(r, 8, PTAGS_CONTID_UNSET, &leader_t, 1000, &me, NULL,
-                                            NULL, NULL, NULL));
+        PtagsRegistry *r = registry_of_one(&fake, path, gone, 8, leader, &leader_t, &me);
         fake_set(&fake, carrier, 8);
         g_hash_table_add(fake.unreadable, GINT_TO_POINTER(carrier));
         kill(leader, SIGKILL);
@@ -219,11 +229,7 @@ static void test_carrier_gone_before_pinning(void)
         PtagsTarget leader_t, me;
         guint64 nine = 9;
 
-        g_assert_true(ptags_target_pin_pid(&leader_t, leader, NULL));
-        g_assert_true(ptags_target_pin_pid(&me, getpid(), NULL));
-        PtagsRegistry *r = ptags_registry_new(&fake.parent, path, record_gone, gone);
-        g_assert_nonnull(ptags_registry_add(r, 9, PTAGS_CONTID_UNSET, &leader_t, 1000, &me, NULL,
-                                            NULL, NULL, NULL));
+        PtagsRegistry *r = registry_of_one(&fake, path, gone, 9, leader, &leader_t, &me);
         /* The first scan still lists the exited leader; the next, its child. */
         fake_set(&fake, leader, 9);
         fake.then = g_hash_table_new_full(NULL, NULL, NULL, g_free);

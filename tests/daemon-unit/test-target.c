@@ -749,30 +749,48 @@ static char *move_to_new_cgroup(pid_t pid)
         return NULL;
 }
 
-/* The re-check after polkit answered: the same program stays the same; an
- * exec or a move to another cgroup (so perhaps another unit) does not. */
-/* A process that changes its effective uid without an exec is another
- * process as far as polkit's answer goes: the re-check must notice it. */
-static void test_same_process_info_after_setuid(void)
+/* A child that runs @then once a byte arrives on *@go (the write end, the
+ * caller's to write and close), and exits if it returns. */
+static pid_t fork_held(int *go, void (*then)(void))
 {
-        int go[2];
-        g_assert_cmpuint(getuid(), ==, 0); /* the test needs root, as CI has */
-        g_assert_cmpint(pipe(go), ==, 0);
+        int fds[2];
+        g_assert_cmpint(pipe(fds), ==, 0);
         pid_t child = fork();
         g_assert_cmpint(child, >=, 0);
         if (child == 0) {
                 char c;
-                close(go[1]);
-                /* Gone with the test, even one that fails (a new euid
-                 * clears the parent-death signal, so it is set after). */
-                if (read(go[0], &c, 1) == 1 && setresuid(0, 65534, 0) == 0 &&
-                    prctl(PR_SET_PDEATHSIG, SIGKILL) == 0) {
-                        alarm(60);
-                        pause();
-                }
+                close(fds[1]);
+                if (read(fds[0], &c, 1) == 1)
+                        then();
                 _exit(1);
         }
-        close(go[0]);
+        close(fds[0]);
+        *go = fds[1];
+        return child;
+}
+
+/* Gone with the test, even one that fails (a new euid clears the
+ * parent-death signal, so it is set after). */
+static void become_nobody(void)
+{
+        if (setresuid(0, 65534, 0) == 0 && prctl(PR_SET_PDEATHSIG, SIGKILL) == 0) {
+                alarm(60);
+                pause();
+        }
+}
+
+static void exec_sleep(void)
+{
+        execl("/bin/sleep", "sleep", "60", (char *)NULL);
+}
+
+/* A process that changes its effective uid without an exec is another
+ * process as far as polkit's answer goes: the re-check must notice it. */
+static void test_same_process_info_after_setuid(void)
+{
+        int go;
+        g_assert_cmpuint(getuid(), ==, 0); /* the test needs root, as CI has */
+        pid_t child = fork_held(&go, become_nobody);
 
         PtagsTarget t;
         g_autoptr(GError) error = NULL;
@@ -781,8 +799,8 @@ static void test_same_process_info_after_setuid(void)
         g_assert_true(ptags_process_info_read(&t, &seen, &error));
         g_assert_true(ptags_process_info_same(&t, &seen, &error));
 
-        g_assert_cmpint(write(go[1], "x", 1), ==, 1);
-        close(go[1]);
+        g_assert_cmpint(write(go, "x", 1), ==, 1);
+        close(go);
         g_autofree char *path = g_strdup_printf("/proc/%d/status", (int)child);
         gboolean changed = FALSE;
         for (int i = 0; i < 500 && !changed; i++) {
@@ -802,20 +820,12 @@ static void test_same_process_info_after_setuid(void)
         ptags_target_clear(&t);
 }
 
+/* The re-check after polkit answered: the same program stays the same; an
+ * exec or a move to another cgroup (so perhaps another unit) does not. */
 static void test_same_process_info(void)
 {
-        int go[2];
-        g_assert_cmpint(pipe(go), ==, 0);
-        pid_t child = fork();
-        g_assert_cmpint(child, >=, 0);
-        if (child == 0) {
-                char c;
-                close(go[1]);
-                if (read(go[0], &c, 1) == 1)
-                        execl("/bin/sleep", "sleep", "60", (char *)NULL);
-                _exit(1);
-        }
-        close(go[0]);
+        int go;
+        pid_t child = fork_held(&go, exec_sleep);
 
         PtagsTarget t;
         g_autoptr(GError) error = NULL;
@@ -839,8 +849,8 @@ static void test_same_process_info(void)
                 g_test_message("not root: the cgroup move is not tried");
         }
 
-        g_assert_cmpint(write(go[1], "x", 1), ==, 1);
-        close(go[1]);
+        g_assert_cmpint(write(go, "x", 1), ==, 1);
+        close(go);
         g_autofree char *exe_link = g_strdup_printf("/proc/%d/exe", (int)child);
         for (int i = 0; i < 500; i++) {
                 g_autofree char *exe = g_file_read_link(exe_link, NULL);

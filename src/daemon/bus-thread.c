@@ -229,6 +229,12 @@ static gboolean pin_pid(PtagsBusThread *bt, const char *sender, guint32 pid, Pin
                 return pin_to_peer(p, ptags_peer_cache_get(bt->svc->peers, sender));
         if (pid > G_MAXINT)
                 return FALSE;
+        /* A caller in another pid namespace would mean another process by
+         * @pid, and the slow path refuses it: so it decides for a caller
+         * not known yet too. */
+        g_autoptr(PtagsPeer) caller = ptags_peer_cache_get(bt->svc->peers, sender);
+        if (caller == NULL || caller->other_pid_namespace)
+                return FALSE;
         pthread_mutex_lock(&bt->cache_lock);
         PtagsTarget slot = bt->pidfds[pid % PIDFD_SLOTS];
         pthread_mutex_unlock(&bt->cache_lock);

@@ -214,11 +214,32 @@ typedef struct {
         CallStep next;
 } PeerWait;
 
+/* NotSupported for a caller in another pid namespace than ptagsd's, where
+ * the pid numbers of @call name other processes. */
+static GError *pid_namespace_error(const Call *call)
+{
+        if (call->pid_arg == 0)
+                return g_error_new(PTAGS_ERROR, PTAGS_ERROR_NOT_SUPPORTED,
+                                   "the reply would list process ids of ptagsd's pid namespace, "
+                                   "and the caller is in another one, where they name other "
+                                   "processes");
+        return g_error_new(PTAGS_ERROR, PTAGS_ERROR_NOT_SUPPORTED,
+                           "argument pid (%u): the caller is in a pid namespace other than "
+                           "ptagsd's, where this number names another process; name the "
+                           "process by a pidfd (the methods ending in Fd), or as 0 for the "
+                           "caller itself",
+                           call->pid_arg);
+}
+
 /* @call->caller is known: continue with @next, or fail. */
 static void peer_known(Call *call, CallStep next)
 {
         GError *error = NULL;
 
+        if ((call->pid_arg != 0 || call->answers_pids) && call->caller->other_pid_namespace) {
+                call_fail(call, pid_namespace_error(call));
+                return;
+        }
         if (call->target_is_caller && !call->caller->process_known) {
                 call_fail(call, ptags_peer_unknown_error(call->caller, call->sender,
                                                          "argument pid (0, the calling process)"));
@@ -331,17 +352,14 @@ void call_pin_pid(Call *call, guint32 pid, CallStep next)
 {
         GError *error = NULL;
 
-        if (pid == 0) {
-                call->target_is_caller = TRUE;
-                call_lookup_peer(call, call->sender, next);
-                return;
-        }
-        if (!ptags_check_pid(pid, &error) ||
-            !ptags_target_pin_pid(&call->target, (pid_t)pid, &error)) {
+        call->target_is_caller = pid == 0;
+        call->pid_arg = pid;
+        if (pid != 0 && (!ptags_check_pid(pid, &error) ||
+                         !ptags_target_pin_pid(&call->target, (pid_t)pid, &error))) {
                 call_fail(call, error);
                 return;
         }
-        next(call);
+        call_lookup_peer(call, call->sender, next);
 }
 
 gboolean call_adopt_fd(Call *call, GUnixFDList *fds, GVariant *handle, GError **error)

@@ -39,6 +39,12 @@ struct _Call {
         char *arg;            /* that argument's text */
         char *value;          /* SetValue's value, else NULL */
         gboolean target_is_caller;
+        /* Pid numbers the call names (its pid argument, when not 0) or
+         * answers with (FindTagged): ptagsd's, which a caller in another
+         * pid namespace would read as other processes; call_lookup_peer
+         * refuses such a caller. */
+        guint32 pid_arg;
+        gboolean answers_pids;
         PtagsPeer *caller;
         PtagsTarget target;
         ptags_set *current;
@@ -91,7 +97,8 @@ PtagsPeer *call_known_peer(PtagsService *svc, const char *bus_name);
 /* Look up @bus_name into call->caller (and the target when target_is_caller).
  * A bus-thread call keeps the caller it was given (call_known_peer). */
 void call_lookup_peer(Call *call, const char *bus_name, CallStep next);
-/* Pin the target of a "u pid" method, resolving pid 0 through the caller. */
+/* Pin the target of a "u pid" method, then learn the caller, who names
+ * itself as pid 0 and must share ptagsd's pid namespace to name others. */
 void call_pin_pid(Call *call, guint32 pid, CallStep next);
 /* Take the pidfd of an "h" argument from the message's fd list. */
 gboolean call_adopt_fd(Call *call, GUnixFDList *fds, GVariant *handle, GError **error);

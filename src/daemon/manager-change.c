@@ -7,11 +7,12 @@
  *
  *  1. Check the arguments (handle_*, args.c): synchronously, before any I/O,
  *     so bad input gets the same named error whatever the process state.
- *  2. Pin the target (change_begin, target.c): a pidfd, so a pid freed and
+ *  2. Pin the target (call_pin_pid, target.c): a pidfd, so a pid freed and
  *     reused later can never be the one changed; pid 0 is the caller's own
  *     process, and only when the bus's identity proves it (peer-cache.c).
  *  3. Learn the caller (call_lookup_peer): uid and process, cached per
- *     unique name until it leaves the bus.
+ *     unique name until it leaves the bus. A caller in a pid namespace
+ *     other than ptagsd's may name only itself (0) or a pidfd.
  *  4. Plan in the caller uid's turn (change_start, change_read_and_plan):
  *     read the target's tags, resolve the lines against them (the model
  *     library), drop what changes nothing, check the budgets (checked
@@ -410,21 +411,6 @@ static void change_start(Call *call)
                 call_take_turn(call, call->caller->uid, change_read_and_plan);
 }
 
-/* Pin a "u pid" target (0 = the caller), then learn who the caller is.
- * Takes @call, whose arguments passed their checks. */
-static void change_begin(Call *call, guint32 pid)
-{
-        GError *error = NULL;
-
-        if (pid == 0) {
-                call->target_is_caller = TRUE;
-        } else if (!ptags_target_pin_pid(&call->target, (pid_t)pid, &error)) {
-                call_fail(call, error);
-                return;
-        }
-        call_lookup_peer(call, call->sender, change_start);
-}
-
 /* AddTag, RemoveTag, SetValue and SetKeep: one line made of @line_prefix,
  * the argument @arg named @arg_name, and "=@value" for SetValue. */
 static gboolean single_line_check(guint32 pid, const char *arg_name, const char *arg,
@@ -499,7 +485,7 @@ void ptags_manager_change_in_bus_thread(PtagsService *svc, GDBusMessage *message
                 call_fail(call, error);
                 return;
         }
-        change_begin(call, pid);
+        call_pin_pid(call, pid, change_start);
 }
 
 /* Refuse a call whose arguments failed their checks: FALSE and the
@@ -527,7 +513,7 @@ static void single_line_change(PtagsService *svc, GDBusMethodInvocation *inv, gu
         if (call == NULL)
                 return;
         single_line_set(call, arg_name, arg, line_prefix, value);
-        change_begin(call, pid);
+        call_pin_pid(call, pid, change_start);
 }
 
 static gboolean handle_add_tag(PtagsManager *object, GDBusMethodInvocation *inv, guint32 pid,
@@ -571,7 +557,7 @@ static gboolean handle_apply(PtagsManager *object, GDBusMethodInvocation *inv, g
         if (call == NULL)
                 return TRUE;
         call->lines = g_strdupv((char **)lines);
-        change_begin(call, pid);
+        call_pin_pid(call, pid, change_start);
         return TRUE;
 }
 

@@ -30,7 +30,6 @@ void ptags_containers_set_max_per_uid(guint max)
 
 typedef struct {
         guint64 contid;
-        guint32 pid_arg;
         gboolean has_uuid;
         guint8 uuid[16];
         char *name;
@@ -455,7 +454,7 @@ static void register_start(Call *call)
                 }
         }
         if (call->target.pidfd < 0 &&
-            !ptags_target_pin_pid(&call->target, (pid_t)a->pid_arg, &error)) {
+            !ptags_target_pin_pid(&call->target, (pid_t)call->pid_arg, &error)) {
                 register_fail(call, error);
                 return;
         }
@@ -520,7 +519,7 @@ static gboolean handle_register(PtagsManager *object, GDBusMethodInvocation *inv
 
         if (call == NULL)
                 return TRUE;
-        args_of(call)->pid_arg = pid;
+        call->pid_arg = pid;
         GError *error = NULL;
         if (!ptags_check_pid(pid, &error)) {
                 call_fail(call, error);
@@ -579,12 +578,11 @@ static void get_id_authorized(GObject *source, GAsyncResult *res, gpointer user_
 
 static void get_id_start(Call *call)
 {
-        ContainerArgs *a = args_of(call);
         GError *error = NULL;
         PtagsProcessInfo info;
 
         if (call->target.pidfd < 0 &&
-            !ptags_target_pin_pid(&call->target, (pid_t)a->pid_arg, &error)) {
+            !ptags_target_pin_pid(&call->target, (pid_t)call->pid_arg, &error)) {
                 call_fail(call, error);
                 return;
         }
@@ -626,7 +624,7 @@ static gboolean handle_get_id(PtagsManager *object, GDBusMethodInvocation *inv, 
 
         if (call == NULL || not_supported(call))
                 return TRUE;
-        args_of(call)->pid_arg = pid;
+        call->pid_arg = pid;
         GError *error = NULL;
         if (!ptags_check_pid(pid, &error)) {
                 call_fail(call, error);

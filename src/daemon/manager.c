@@ -317,13 +317,21 @@ static void find_step(Call *call)
         call_return(call, g_variant_new_tuple(&array, 1));
 }
 
+static void admit_find_step(Call *call)
+{
+        call_admit_read(call, find_step);
+}
+
 static gboolean handle_find_tagged(PtagsManager *object, GDBusMethodInvocation *inv,
                                    const char *pattern, PtagsService *svc)
 {
         Call *call = read_call_new(svc, inv, NULL, pattern);
 
-        if (call != NULL)
-                call_admit_read(call, find_step);
+        if (call == NULL)
+                return TRUE;
+        /* The reply is made of pids, which the caller must read as ptagsd does. */
+        call->answers_pids = TRUE;
+        call_lookup_peer(call, call->sender, admit_find_step);
         return TRUE;
 }
 

@@ -240,18 +240,29 @@ static int open_proc_dir(pid_t pid)
         return open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
 }
 
-/* Whether @ns (a stat of an ns/user file) is ptagsd's own user namespace. */
-static gboolean is_our_user_namespace(const struct stat *ns)
+typedef enum { NS_USER, NS_PID, N_NS_KINDS } NsKind;
+
+/* Whether @ns (a stat of a /proc/PID/ns/ file) is ptagsd's own namespace
+ * of that @kind. */
+static gboolean is_our_namespace(NsKind kind, const struct stat *ns)
 {
-        static struct stat ours;
+        static const char *const own[N_NS_KINDS] = {"/proc/self/ns/user", "/proc/self/ns/pid"};
+        static struct stat ours[N_NS_KINDS];
         static gsize read_once;
 
         if (g_once_init_enter(&read_once)) {
-                if (stat("/proc/self/ns/user", &ours) < 0)
-                        ours.st_ino = 0;
+                for (int i = 0; i < N_NS_KINDS; i++)
+                        if (stat(own[i], &ours[i]) < 0)
+                                ours[i].st_ino = 0;
                 g_once_init_leave(&read_once, 1);
         }
-        return ours.st_ino != 0 && ns->st_dev == ours.st_dev && ns->st_ino == ours.st_ino;
+        return ours[kind].st_ino != 0 && ns->st_dev == ours[kind].st_dev &&
+               ns->st_ino == ours[kind].st_ino;
+}
+
+static gboolean is_our_user_namespace(const struct stat *ns)
+{
+        return is_our_namespace(NS_USER, ns);
 }
 
 /* Whether process @pid is in ptagsd's own user namespace. The kernel
@@ -706,6 +717,12 @@ static gboolean peer_process_proven(PtagsPeer *peer, const char *unique_name, gb
         if (!by_bus && !ptags_bus_joins_may_have_opened(unique_name,
                                                         ptags_lineage_start_time(peer->target.pid)))
                 return FALSE;
+        /* No process leaves its pid namespace, so what is read here before
+         * the last check that the process runs is its own for good. One
+         * that cannot be read counts as ptagsd's, as before it was asked. */
+        struct stat ns;
+        g_autofree char *ns_path = g_strdup_printf("/proc/%d/ns/pid", (int)peer->target.pid);
+        peer->other_pid_namespace = stat(ns_path, &ns) == 0 && !is_our_namespace(NS_PID, &ns);
         return ptags_target_alive(&peer->target);
 }
 
@@ -713,6 +730,7 @@ static void peer_forget_process(PtagsPeer *peer)
 {
         ptags_target_clear(&peer->target);
         peer->process_known = FALSE;
+        peer->other_pid_namespace = FALSE;
 }
 
 typedef struct {

@@ -99,6 +99,9 @@ typedef struct {
         pid_t reported_pid; /* what the bus said, for messages and logs only */
         gboolean process_known;
         PtagsPrivilege proven; /* the process's when it was proven */
+        /* The proven process is in a pid namespace other than ptagsd's:
+         * every pid number means another process to it than to ptagsd. */
+        gboolean other_pid_namespace;
         gint ref_count;
 } PtagsPeer;
 

@@ -19,11 +19,13 @@ def ptagsctl_path():
     return path
 
 
-def run(world, *args, uid=None, stdin=None, input=None, address=True, timeout=30, env=None):
+def run(world, *args, uid=None, stdin=None, input=None, address=True, timeout=30, env=None,
+        wrapper=()):
     """ptagsctl ARGS against @world's bus (through --address when @address,
     else through DBUS_SYSTEM_BUS_ADDRESS alone), as root or as @uid (no
-    groups, no capabilities). Returns a CompletedProcess with text output."""
-    argv = unprivileged_prefix(uid) + [ptagsctl_path()]
+    groups, no capabilities), started by the command @wrapper when given.
+    Returns a CompletedProcess with text output."""
+    argv = unprivileged_prefix(uid) + list(wrapper) + [ptagsctl_path()]
     if address:
         argv.append("--address=" + world.address)
     argv += list(args)

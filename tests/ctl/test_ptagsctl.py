@@ -137,6 +137,21 @@ class ReadTests(CtlTestCase):
                          "No process holds a matching tag.\n")
         self.assertExit(run(self.world, "find", "bad*"), INVALID, "InvalidPattern")
 
+    def test_pids_in_a_pid_namespace_of_its_own_are_refused_but_self(self):
+        """In a container with a pid namespace of its own, a PID names
+        another process to ptagsd: refused by name (exit 7), and find too,
+        as its answer would name other processes; self still works."""
+        pid = self.target(["+app:a"])
+        own_ns = ["unshare", "--pid", "--fork", "--kill-child"]
+        for args in (["list", str(pid)], ["check", str(pid), "app:a"], ["find", "app:*"],
+                     ["add", str(pid), "app:b"]):
+            with self.subTest(args=args):
+                out = run(self.world, *args, wrapper=own_ns)
+                self.assertExit(out, 7, "org.ptags.Error.NotSupported")
+                self.assertIn("pid namespace", out.stderr)
+        self.assertEqual(self.world.get_tags(pid), [("app:a", False, "")])
+        self.assertExit(run(self.world, "list", "self", wrapper=own_ns), OK)
+
 
 # Valid tag text (no byte below 0x20, no DEL) that a terminal must never get
 # raw: U+009B is CSI on xterm, U+202E turns the rest of the line around,

@@ -101,6 +101,59 @@ class ReadMethodTests(PtagsTestCase):
         self.assertEqual(self.world.polkit.checks(), [], "uid 0 must not need polkit")
 
 
+class OtherPidNamespaceTests(PtagsTestCase):
+    """A caller in a pid namespace of its own (a container, a sandboxed app)
+    numbers processes its own way: a pid it names is another process to
+    ptagsd, and the pids FindTagged answers with are others to it. ptagsd
+    refuses both by name, and serves it through pidfds and pid 0."""
+
+    def setUp(self):
+        super().setUp()
+        self.target = self.world.spawn_target(unprivileged=True)
+        self.assertOk(self.world.root_call("AddTag", "usb", [self.target, "app:a", False]))
+        self.client = self.world.spawn_client(unprivileged=False, pid_namespace=True)
+        self.assertEqual(self.client.pid, 1, "the client runs as pid 1 of its own namespace")
+
+    def test_pids_it_names_or_would_be_told_are_refused(self):
+        calls = [("GetTags", "u", [self.target]), ("HasTag", "us", [self.target, "app:a"]),
+                 ("FindTagged", "s", ["app:*"]),
+                 ("AddTag", "usb", [self.target, "app:b", False]),
+                 ("RemoveTag", "us", [self.target, "app:a"]),
+                 ("SetValue", "uss", [self.target, "app:a", "v"]),
+                 ("SetKeep", "usb", [self.target, "app:a", True]),
+                 ("Apply", "uas", [self.target, ["+app:c"]]),
+                 ("GetContainerId", "u", [self.target]),
+                 ("RegisterContainer", "uta{sv}", [self.target, 77, {}])]
+        before = self.world.get_tags(self.target)
+        # Twice: first while ptagsd learns who the caller is, then once it
+        # knows (reads and root's changes are then answered in its bus thread).
+        for round_ in (1, 2):
+            for method, sig, args in calls:
+                with self.subTest(round=round_, method=method):
+                    reply = self.client.call(method, sig, args)
+                    self.assertError(reply, "NotSupported")
+                    self.assertIn("pid namespace", reply.message)
+        self.assertEqual(self.world.get_tags(self.target), before)
+        self.assertEqual(
+            self.assertOk(self.world.root_call("GetContainerId", "u", [self.target]))[0],
+            2**64 - 1, "no container was registered")
+
+    def test_pidfds_and_pid_0_serve_it(self):
+        self.assertOk(self.world.root_call("AddTag", "usb",
+                                           [self.client.host_pid, "app:mine", False]))
+        mine = [["app:mine", False, ""]]
+        self.assertEqual(self.assertOk(self.client.call("GetTags", "u", [0]))[0], mine)
+        self.assertEqual(self.assertOk(self.client.call("HasTag", "us", [0, "app:mine"]))[0],
+                         True)
+        # pidfd_of is a pid of the client's namespace: 1 is the client itself.
+        self.assertEqual(self.assertOk(self.client.call("GetTagsFd", "h", [0], pidfd_of=1))[0],
+                         mine)
+        self.assertOk(self.client.call("ApplyFd", "has", [0, ["+app:b"]], pidfd_of=1))
+        self.assertOk(self.client.call("AddTag", "usb", [0, "app:c", False]))
+        self.assertEqual([t[0] for t in self.world.get_tags(self.client.host_pid)],
+                         ["app:b", "app:c", "app:mine"])
+
+
 class ChangeMethodTests(PtagsTestCase):
     """For each change: denied, challenge without and with interaction, then
     allowed; the target changes only on the allowed call."""

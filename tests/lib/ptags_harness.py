@@ -171,6 +171,7 @@ class ClientProcess:
         if not hello.get("ready"):
             raise HarnessError("client did not start: %r" % hello)
         self.pid = hello["pid"]
+        self.host_pid = self.pid
         self.unique_name = hello["unique_name"]
 
     def _read_line(self, timeout, what):
@@ -731,19 +732,28 @@ class World:
                 return
         raise HarnessError("pid %d is not a child of this world" % pid)
 
-    def spawn_client(self, unprivileged=True, uid=NOBODY_UID, undumpable=False):
+    def spawn_client(self, unprivileged=True, uid=NOBODY_UID, undumpable=False,
+                     pid_namespace=False):
         """A ClientProcess connected to the bus (as @uid, nobody by default;
         as root when not @unprivileged); @undumpable: one that made itself
-        not dumpable before connecting."""
+        not dumpable before connecting; @pid_namespace: one that runs as
+        pid 1 of a pid namespace of its own, as in a container (its
+        host_pid is then the pid ptagsd sees)."""
         script = os.path.join(self.tmp, "ptags_client.py")
         if not os.path.exists(script):
             shutil.copy(os.path.join(LIB_DIR, "ptags_client.py"), script)
             os.chmod(script, stat.S_IRUSR | stat.S_IWUSR | stat.S_IRGRP | stat.S_IROTH)
-        argv = (unprivileged_argv(uid, uid) if unprivileged else []) + [
+        if pid_namespace and unprivileged:
+            raise HarnessError("a pid namespace takes root (unshare --pid)")
+        argv = (unprivileged_argv(uid, uid) if unprivileged else []) + (
+            ["unshare", "--pid", "--fork", "--kill-child"] if pid_namespace else []) + [
             PYTHON, "-I", script, self.address] + (["--undumpable"] if undumpable else [])
         proc = self.spawn("client", argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
         client = ClientProcess(proc)
         self._clients.append(client)
+        if pid_namespace:
+            with open("/proc/%d/task/%d/children" % (proc.pid, proc.pid)) as f:
+                client.host_pid = int(f.read().split()[0])
         return client
 
     def busctl(self, args, unprivileged=True, timeout=20):

@@ -18,8 +18,6 @@
 #include <unistd.h>
 
 #define NAME_MAX_BYTES 256
-/* Replies stay far below dbus-daemon's 32 MiB message limit. */
-#define LIST_MAX_BYTES (8u * 1024u * 1024u)
 
 static guint max_per_uid = PTAGS_CONTAINERS_PER_UID_DEFAULT;
 
@@ -710,13 +708,14 @@ static void list_reply(Call *call, gboolean all)
         GVariant *reply =
                 g_variant_ref_sink(g_variant_new("(@a(ta{sv}))", g_variant_builder_end(&b)));
         gsize size = g_variant_get_size(reply);
-        if (size > LIST_MAX_BYTES) {
+        if (size > PTAGS_MAX_MESSAGE_BYTES) {
                 g_variant_unref(reply);
                 call_fail(call, g_error_new(PTAGS_ERROR, PTAGS_ERROR_LIMIT_EXCEEDED,
                                             "the list of containers would take %" G_GSIZE_FORMAT
-                                            " bytes, more than the %u a reply may; read them "
-                                            "one by one with GetContainer",
-                                            size, LIST_MAX_BYTES));
+                                            " bytes, more than the MaxMessageBytes limit of %u "
+                                            "of one reply; read them one by one with "
+                                            "GetContainer",
+                                            size, PTAGS_MAX_MESSAGE_BYTES));
                 return;
         }
         call_return(call, reply);

@@ -41,8 +41,20 @@ static PtagsBackend *new_bpf(GError **error)
 #endif
 }
 
+gboolean ptags_backend_name_check(const char *which, GError **error)
+{
+        if (which == NULL || strcmp(which, "auto") == 0 || strcmp(which, "ptags-lsm") == 0 ||
+            strcmp(which, "bpf") == 0)
+                return TRUE;
+        g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
+                    "--backend=%s: expected auto, ptags-lsm or bpf", which);
+        return FALSE;
+}
+
 PtagsBackend *ptags_backend_select(const char *which, const char *proc_root, GError **error)
 {
+        if (!ptags_backend_name_check(which, error))
+                return NULL;
         if (which == NULL || strcmp(which, "auto") == 0) {
                 if (proc_root != NULL || kernel_has_ptags_lsm())
                         return ptags_backend_lsm_new(proc_root, error);
@@ -64,9 +76,5 @@ PtagsBackend *ptags_backend_select(const char *which, const char *proc_root, GEr
         }
         if (strcmp(which, "ptags-lsm") == 0)
                 return ptags_backend_lsm_new(proc_root, error);
-        if (strcmp(which, "bpf") == 0)
-                return new_bpf(error);
-        g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
-                    "--backend=%s: expected auto, ptags-lsm or bpf", which);
-        return NULL;
+        return new_bpf(error);
 }

@@ -25,46 +25,43 @@
  * ordinary users get a little, root (all system services) much more. */
 static const PtagsLimitInfo infos[] = {
         {"max-process-bytes", "MaxProcessBytes", G_STRUCT_OFFSET(PtagsLimits, process_bytes), 1,
-         PTAGS_MAX_MESSAGE_BYTES / 2, 256 * KiB,
-         "Bytes of tags and values one process may hold (default 262144)"},
+         PTAGS_MAX_MESSAGE_BYTES / 2, 256 * KiB, "Bytes of tags and values one process may hold"},
         {"max-user-bytes", "MaxUserBytes", G_STRUCT_OFFSET(PtagsLimits, user_bytes), 1, G_MAXINT,
-         4 * MiB, "Bytes all processes of one user other than root may hold (default 4194304)"},
+         4 * MiB, "Bytes all processes of one user other than root may hold"},
         {"max-root-bytes", "MaxRootBytes", G_STRUCT_OFFSET(PtagsLimits, root_bytes), 1, G_MAXINT,
-         32 * MiB, "Bytes all processes of root may hold (default 33554432)"},
+         32 * MiB, "Bytes all processes of root may hold"},
         /* polkit answers in 2-5 ms per check with 8 in flight per call, so
          * 1024 checks take a few seconds, far inside the 25 s timeout. */
         {"max-polkit-changes", "MaxPolkitChanges", G_STRUCT_OFFSET(PtagsLimits, polkit_changes), 1,
-         PTAGS_PLAN_MAX_CHANGES, 1024, "Changes needing polkit in one call (default 1024)"},
+         PTAGS_PLAN_MAX_CHANGES, 1024, "Changes needing polkit in one call"},
         /* Each call waiting for polkit holds its message, plan, checks and
          * pidfd (32 calls of 200 changes of 250-byte tags: 23 MB of heap, so
          * about 3.5 KB per change); only the bus would bound how many
          * (dbus-daemon: 128 per connection, 256 connections per user). */
         {"max-polkit-calls", "MaxPolkitCalls", G_STRUCT_OFFSET(PtagsLimits, polkit_calls), 1, 1024,
-         32, "Calls one user other than root may have waiting for polkit (default 32)"},
+         32, "Calls one user other than root may have waiting for polkit"},
         /* dbus-daemon queues at most 127 MiB for one connection: stay far below. */
         {"max-unread-reply-bytes", "MaxUnreadReplyBytes",
          G_STRUCT_OFFSET(PtagsLimits, unread_reply_bytes), 64 * KiB, 64 * MiB, 4 * MiB,
-         "Bytes of replies one connection may leave unread before its reads are refused "
-         "(default 4194304)"},
+         "Bytes of replies one connection may leave unread before its reads are refused"},
         {"max-user-unread-reply-bytes", "MaxUserUnreadReplyBytes",
          G_STRUCT_OFFSET(PtagsLimits, user_unread_reply_bytes), 64 * KiB, 64 * MiB, 16 * MiB,
-         "The same for all connections of one user other than root (default 16777216)"},
+         "The same for all connections of one user other than root"},
         {"max-expensive-calls", "MaxExpensiveCalls", G_STRUCT_OFFSET(PtagsLimits, expensive_calls),
-         1, 1024, 32,
-         "Reads and changes being planned one user may have queued or running (default 32)"},
+         1, 1024, 32, "Reads and changes being planned one user may have queued or running"},
         /* The bus bounds the calls awaiting a reply (dbus-daemon: 128 per
          * connection), not those that await none; until ptagsd knows the
          * sender's uid, this is the only bound on what its calls hold. */
         {"max-connection-calls", "MaxConnectionCalls",
          G_STRUCT_OFFSET(PtagsLimits, connection_calls), 1, 4096, 128,
-         "Calls one connection may have in progress at once (default 128)"},
+         "Calls one connection may have in progress at once"},
         /* A refusal writes a journal entry and an audit record per change:
          * 64 a second keeps a flood far below journald's default rate limit
          * (10000 entries in 30 s per service). */
         {"max-refusal-records", "MaxRefusalRecords", G_STRUCT_OFFSET(PtagsLimits, refusal_records),
          1, 65536, 64,
          "Records a second the refusals of one user other than root may write, in bursts of 16 "
-         "seconds' worth (default 64)"},
+         "seconds' worth"},
 };
 
 const PtagsLimitInfo *ptags_limit_infos(gsize *n)

@@ -41,7 +41,7 @@ typedef struct {
         const char *property; /* the D-Bus property */
         gsize offset;         /* of its guint in PtagsLimits */
         guint min, max, fallback;
-        const char *help;
+        const char *help; /* what it bounds; --help adds the numbers */
 } PtagsLimitInfo;
 
 /* Every budget, in the order of the options. (transfer none, static) */

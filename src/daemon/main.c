@@ -109,7 +109,8 @@ static gboolean parse_limit(const char *option, const char *value, gpointer data
         return FALSE;
 }
 
-/* The budget options, one per entry of budgets.h's table. (transfer full) */
+/* The budget options, one per entry of budgets.h's table, each described
+ * with its default and range. (transfer full) */
 static GOptionGroup *limit_options(PtagsLimits *limits)
 {
         gsize n;
@@ -117,12 +118,19 @@ static GOptionGroup *limit_options(PtagsLimits *limits)
         GOptionGroup *group = g_option_group_new("limits", "Budgets (see the D-Bus properties):",
                                                  "Show the budget options", limits, NULL);
         g_autofree GOptionEntry *entries = g_new0(GOptionEntry, n + 1);
+        /* The group keeps pointers to the texts: they last as long as ptagsd. */
+        static GPtrArray *texts;
 
+        if (texts == NULL)
+                texts = g_ptr_array_new_with_free_func(g_free);
         for (gsize i = 0; i < n; i++) {
+                char *text = g_strdup_printf("%s (default %u, from %u to %u)", infos[i].help,
+                                             infos[i].fallback, infos[i].min, infos[i].max);
+                g_ptr_array_add(texts, text);
                 entries[i].long_name = infos[i].option;
                 entries[i].arg = G_OPTION_ARG_CALLBACK;
                 entries[i].arg_data = (gpointer)parse_limit;
-                entries[i].description = infos[i].help;
+                entries[i].description = text;
                 entries[i].arg_description = "N";
         }
         g_option_group_add_entries(group, entries);
@@ -247,6 +255,10 @@ int main(int argc, char **argv)
 #endif
                 /* The ptags-lsm backend keeps nothing outside the kernel. */
                 return 0;
+        }
+        if (!ptags_backend_name_check(backend_name, &error)) {
+                g_printerr("ptagsd: %s\n", error->message);
+                return 2;
         }
         if (polkit_timeout <= 0) {
                 g_printerr("ptagsd: --polkit-timeout must be a positive number of seconds\n");

@@ -6,6 +6,7 @@
 # These run the real executable next to the world's own instance.
 
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -46,19 +47,20 @@ class DaemonLifecycleTests(PtagsTestCase):
     def test_bad_options_are_refused(self):
         self.stop_world_daemon()
         # Each refusal must name what was wrong, not some other failure
-        # (such as the bus name being taken).
+        # (such as the bus name being taken), with the documented exit
+        # status: 2 for a bad option, 1 for a backend that cannot start.
         cases = (
-            (["--backend=nope"], "nope"),
-            (["--polkit-timeout=0"], "--polkit-timeout"),
-            (["--polkit-timeout=-5"], "--polkit-timeout"),
-            (["--polkit-timeout=x"], "polkit-timeout"),
-            (["--backend=ptags-lsm", "--proc-root=/nonexistent"], "/nonexistent"),
-            (["--no-such-option"], "--no-such-option"),
+            (["--backend=nope"], "nope", 2),
+            (["--polkit-timeout=0"], "--polkit-timeout", 2),
+            (["--polkit-timeout=-5"], "--polkit-timeout", 2),
+            (["--polkit-timeout=x"], "polkit-timeout", 2),
+            (["--backend=ptags-lsm", "--proc-root=/nonexistent"], "/nonexistent", 1),
+            (["--no-such-option"], "--no-such-option", 2),
         )
-        for args, named in cases:
+        for args, named, status in cases:
             with self.subTest(args=args):
                 result = self.run_ptagsd(*args)
-                self.assertNotEqual(result.returncode, 0, result.stdout)
+                self.assertEqual(result.returncode, status, result.stderr)
                 self.assertIn("ptagsd", result.stderr, "the refusal must say why")
                 self.assertIn(named, result.stderr, "the refusal must name the bad option")
                 self.assertNotIn("already serves", result.stderr)
@@ -69,6 +71,25 @@ class DaemonLifecycleTests(PtagsTestCase):
         self.world.start_daemon()
         target = self.world.spawn_target()
         self.assertOk(self.world.root_call("AddTag", "usb", [target, "good", False]))
+
+
+    def test_help_limits_shows_each_budgets_default_and_range(self):
+        """Each budget option is described with the default the running
+        ptagsd shows as its property, and the range it accepts: the value
+        just past either end is refused as a bad option."""
+        out = self.run_ptagsd("--help-limits")
+        self.assertEqual(out.returncode, 0, out.stderr)
+        rows = re.findall(r"--(max-[a-z-]+)=N .*\(default (\d+), from (\d+) to (\d+)\)",
+                          out.stdout)
+        self.assertGreaterEqual(len(rows), 10, out.stdout)
+        for option, default, low, high in rows:
+            with self.subTest(option=option):
+                prop = "".join(w.capitalize() for w in option.split("-"))
+                self.assertEqual(self.world.get_property(prop), int(default))
+                for bad in (int(low) - 1, int(high) + 1):
+                    refused = self.run_ptagsd("--%s=%d" % (option, bad))
+                    self.assertEqual(refused.returncode, 2, refused.stderr)
+                    self.assertIn(option, refused.stderr)
 
 
 class ReadinessTests(PtagsTestCase):

@@ -672,12 +672,16 @@ static void get_container_start(Call *call)
 {
         PtagsContainer *c = ptags_registry_lookup(call->svc->registry, args_of(call)->contid);
 
-        if (c == NULL || call->caller->uid == 0 || c->owner_uid == call->caller->uid) {
+        if (call->caller->uid == 0 || (c != NULL && c->owner_uid == call->caller->uid)) {
                 get_container_reply(call);
                 return;
         }
-        g_autofree char *id = g_strdup_printf("%" G_GUINT64_FORMAT, c->contid);
-        authorize_one(call, PTAGS_ACTION_CONTAINER_INSPECT, container_details(id, c->name), TRUE,
+        /* An ID no live container has is asked about like another's, so
+         * that only a caller who may inspect others' containers learns
+         * which IDs are in use. */
+        g_autofree char *id = g_strdup_printf("%" G_GUINT64_FORMAT, args_of(call)->contid);
+        authorize_one(call, PTAGS_ACTION_CONTAINER_INSPECT,
+                      container_details(id, c != NULL ? c->name : NULL), TRUE,
                       get_container_authorized);
 }
 

@@ -554,12 +554,16 @@ class ContainerTests(ContainerTestCase):
         self.assertEqual([c["action"] for c in self.world.polkit.checks()], [])
         self.assertError(client.call("GetContainerId", "u", [target]), "NotAuthorized")
         self.assertError(client.call("GetContainer", "t", [210]), "NotAuthorized")
+        # An ID nobody registered looks the same, or the answer would tell
+        # which IDs others use.
+        self.assertError(client.call("GetContainer", "t", [211]), "NotAuthorized")
         self.assertEqual(self.assertOk(client.call("ListContainers"))[0], [])
         self.assertEqual({c["action"] for c in self.world.polkit.checks()}, {INSPECT})
         self.world.polkit.set_allowed([INSPECT])
         self.assertEqual(self.assertOk(client.call("GetContainerId", "u", [target]))[0], 210)
         self.assertEqual(self.assertOk(client.call("GetContainer", "t", [210]))[0]["leader"],
                          target)
+        self.assertError(client.call("GetContainer", "t", [211]), "NoSuchContainer")
         listed = self.assertOk(client.call("ListContainers"))[0]
         self.assertEqual([c for c, _ in listed], [210])
 

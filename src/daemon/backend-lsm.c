@@ -171,7 +171,8 @@ static int lsm_apply(PtagsBackend *b, int pidfd, pid_t pid, const ptags_plan *pl
 
 /* A multi-page change a killed ptagsd left midway: put the process's tags
  * back as they were before it, one line per write so that each line stands
- * alone. Changes made by others since are lost with it. */
+ * alone; but for the tags an exec since may have dropped
+ * (ptags_restore_target). Changes made by others since are lost with it. */
 static void lsm_recover(BackendLsm *self)
 {
         pid_t pid = 0;
@@ -189,14 +190,20 @@ static void lsm_recover(BackendLsm *self)
         } else if (lsm_read(&self->parent, pidfd, pid, &now) == 0) {
                 g_autofree char *path = attr_path(self, pid);
                 WriteTarget t = {path, pidfd};
-                g_autoptr(GPtrArray) lines = ptags_restore_lines(now, before);
+                ptags_set *want = ptags_restore_target(now, before);
+                g_autoptr(GPtrArray) lines = ptags_restore_lines(now, want);
                 for (guint i = 0; i < lines->len; i++) {
                         g_autofree char *line = g_strconcat(lines->pdata[i], "\n", NULL);
                         write_page(line, strlen(line), &t);
                 }
                 g_message("process %d: restored its tags as they were before a change "
-                          "interrupted by ptagsd's exit (%u lines)",
-                          (int)pid, lines->len);
+                          "interrupted by ptagsd's exit (%u lines)%s",
+                          (int)pid, lines->len,
+                          ptags_set_equal(want, before)
+                                  ? ""
+                                  : "; tags without the keep flag are not given back, as it "
+                                    "may have executed a program since");
+                ptags_set_free(want);
         }
         if (pidfd >= 0)
                 close(pidfd);

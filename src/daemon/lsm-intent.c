@@ -64,6 +64,21 @@ int ptags_intent_read(const char *path, pid_t *pid, guint64 *start_time, ptags_s
         return 0;
 }
 
+ptags_set *ptags_restore_target(const ptags_set *now, const ptags_set *before)
+{
+        ptags_set *want = ptags_set_copy(before);
+
+        if (want == NULL)
+                g_error("out of memory");
+        for (size_t i = 0; i < ptags_set_count(now); i++) {
+                const ptags_entry *e = ptags_set_at(now, i);
+                if (!e->keep && ptags_set_find(before, e->name, strlen(e->name)) != NULL)
+                        return want;
+        }
+        ptags_set_exec_filter(want);
+        return want;
+}
+
 GPtrArray *ptags_restore_lines(const ptags_set *now, const ptags_set *want)
 {
         GPtrArray *lines = g_ptr_array_new_with_free_func(g_free);

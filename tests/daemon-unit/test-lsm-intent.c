@@ -45,6 +45,42 @@ static void test_restore_lines(void)
         }
 }
 
+/* A process that may have executed a program since the note gets back
+ * only what an exec keeps: the tags before, filtered as the kernel filters
+ * them at exec, unless a tag exec drops is still there from before. */
+static void test_restore_target(void)
+{
+        static const struct {
+                const char *now, *before, *want;
+        } cases[] = {
+                /* The change removed app:cam (exec would have too): not
+                 * given back; the kept tag is, and what the change added
+                 * without the keep flag goes. */
+                {"", "app:cam\n@k=v\n", "@k=v\n"},
+                {"new\n", "app:cam\n@k\n", "@k\n"},
+                {"@k\n@new\n", "app:cam=1\n@k\n", "@k\n"},
+                /* other, dropped by any exec, is still there: no exec, all back. */
+                {"other\n", "app:cam\nother\n", "app:cam\nother\n"},
+                {"@k\nother=changed\n", "app:cam\n@k\nother=x\n", "app:cam\n@k\nother=x\n"},
+                /* Kept tags alone tell nothing: filtered. */
+                {"@k\n", "app:cam\n@k\n", "@k\n"},
+                /* Nothing to give back. */
+                {"", "", ""},
+        };
+        for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
+                ptags_set *now = set_of(cases[i].now), *before = set_of(cases[i].before);
+                ptags_set *want = set_of(cases[i].want);
+                ptags_set *got = ptags_restore_target(now, before);
+                g_autofree char *text = ptags_set_format(got, NULL);
+                if (!ptags_set_equal(got, want))
+                        g_error("case %zu: got \"%s\", want \"%s\"", i, text, cases[i].want);
+                ptags_set_free(got);
+                ptags_set_free(want);
+                ptags_set_free(before);
+                ptags_set_free(now);
+        }
+}
+
 static void test_intent_round_trip(void)
 {
         g_autofree char *dir = g_dir_make_tmp("ptags-intent-XXXXXX", NULL);
@@ -74,6 +110,7 @@ int main(int argc, char **argv)
 {
         g_test_init(&argc, &argv, NULL);
         g_test_add_func("/lsm-intent/restore-lines", test_restore_lines);
+        g_test_add_func("/lsm-intent/restore-target", test_restore_target);
         g_test_add_func("/lsm-intent/round-trip", test_intent_round_trip);
         return g_test_run();
 }

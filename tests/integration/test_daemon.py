@@ -92,6 +92,44 @@ class DaemonLifecycleTests(PtagsTestCase):
                     self.assertIn(option, refused.stderr)
 
 
+class CrashNoteTests(PtagsTestCase):
+    """On ptags-lsm a change longer than one kernel page takes several
+    writes, so ptagsd first notes the target's tags; a ptagsd killed midway
+    puts them back at its next start. The process may have executed a
+    program meanwhile, and the kernel then dropped its tags without the keep
+    flag: those come back only while a tag exec drops, held before, is still
+    there to show it did not."""
+
+    backends = ("ptags-lsm",)
+
+    def restart_with_note(self, pid, before):
+        self.world.daemon.terminate()
+        self.assertEqual(self.world.daemon.wait(timeout=30), 0)
+        wait_until(lambda: not self.world.name_has_owner("org.ptags.Manager"), 10,
+                   "org.ptags.Manager to be released")
+        with open("/proc/%d/stat" % pid) as f:
+            start = f.read().rsplit(")", 1)[1].split()[19]
+        note = os.path.join(self.world.daemon_env["RUNTIME_DIRECTORY"], "lsm-intent")
+        with open(note, "w") as f:
+            f.write("%d %s\n%s" % (pid, start, before))
+        self.world.start_daemon()
+        self.assertFalse(os.path.exists(note), "the note is used once")
+
+    def test_tags_an_exec_drops_are_not_given_back(self):
+        target = self.world.spawn_target(unprivileged=True)
+        # As after an exec: only the kept tag is left.
+        self.assertOk(self.world.root_call("Apply", "uas", [target, ["+@k", "!k=v"]]))
+        self.restart_with_note(target, "app:cam\n@k=v\n")
+        self.assertEqual(self.world.get_tags(target), [("k", True, "v")])
+
+    def test_tags_come_back_when_the_process_did_not_execute(self):
+        target = self.world.spawn_target(unprivileged=True)
+        self.assertOk(self.world.root_call("Apply", "uas", [target, ["+@k", "+other"]]))
+        self.restart_with_note(target, "app:cam\n@k=v\nother\n")
+        self.assertEqual(self.world.get_tags(target),
+                         [("app:cam", False, ""), ("k", True, "v"), ("other", False, "")])
+
+
 class ReadinessTests(PtagsTestCase):
     """ptagsd tells systemd it is ready (Type=dbus units use it for status,
     Type=notify ones to order start-up) only once it serves the bus name."""

@@ -497,7 +497,12 @@ void ptags_authority_check_all_async(PtagsAuthority *a, const char *sender, uid_
         if (a->polkit != NULL)
                 batch_start(b, a->polkit);
         else
-                polkit_authority_get_async(b->cancellable, authority_ready, b);
+                /* Not this batch's cancellable: every batch waiting meanwhile
+                 * shares the one authority being set up, and libpolkit keeps
+                 * the first set-up's error for all of them, so one caller
+                 * leaving would fail every other caller's checks. A decided
+                 * batch just ignores the authority when it comes. */
+                polkit_authority_get_async(NULL, authority_ready, b);
 }
 
 gboolean ptags_authority_check_all_finish(GAsyncResult *result, GError **error)

@@ -39,6 +39,10 @@ typedef struct {
         PtagsProcessInfo seen;
         gboolean reauthorized;
         CallStep read_start; /* a read's first step once admitted */
+        /* GetContainer: the container polkit was asked about (none: 0
+         * and -1). */
+        gint64 judged_registered_us;
+        pid_t judged_leader;
 } ContainerArgs;
 
 static void container_args_free(gpointer p)
@@ -633,15 +637,31 @@ static gboolean handle_get_id(PtagsManager *object, GDBusMethodInvocation *inv, 
         return TRUE;
 }
 
+/* Which container @c (NULL: none) is, to tell it from a later one of the
+ * same ID. */
+static void judge(ContainerArgs *a, const PtagsContainer *c)
+{
+        a->judged_registered_us = c != NULL ? c->registered_us : 0;
+        a->judged_leader = c != NULL ? c->leader : -1;
+}
+
 static void get_container_reply(Call *call)
 {
-        PtagsContainer *c = ptags_registry_lookup(call->svc->registry, args_of(call)->contid);
+        ContainerArgs *a = args_of(call);
+        PtagsContainer *c = ptags_registry_lookup(call->svc->registry, a->contid);
 
-        /* It may have ended while polkit was asked. */
-        if (c == NULL) {
-                call_fail(call, g_error_new(PTAGS_ERROR, PTAGS_ERROR_NO_SUCH_CONTAINER,
-                                            "argument contid: no live container %" G_GUINT64_FORMAT,
-                                            args_of(call)->contid));
+        /* It may have ended while polkit was asked, and its ID may have
+         * been registered again since: polkit judged the one before. */
+        if (c == NULL || c->registered_us != a->judged_registered_us ||
+            c->leader != a->judged_leader) {
+                call_fail(call,
+                          g_error_new(
+                                  PTAGS_ERROR, PTAGS_ERROR_NO_SUCH_CONTAINER,
+                                  a->judged_leader == -1
+                                          ? "argument contid: no live container %" G_GUINT64_FORMAT
+                                          : "argument contid: container %" G_GUINT64_FORMAT
+                                            " ended while polkit was asked about it",
+                                  a->contid));
                 return;
         }
         call_return(call, g_variant_new("(@a{sv})", ptags_container_to_variant(c)));
@@ -672,6 +692,7 @@ static void get_container_start(Call *call)
 {
         PtagsContainer *c = ptags_registry_lookup(call->svc->registry, args_of(call)->contid);
 
+        judge(args_of(call), c);
         if (call->caller->uid == 0 || (c != NULL && c->owner_uid == call->caller->uid)) {
                 get_container_reply(call);
                 return;

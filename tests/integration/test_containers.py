@@ -544,6 +544,30 @@ class ContainerTests(ContainerTestCase):
         self.assertEqual(ids, {230, UNSET})
         self.assertEqual(len(self.assertOk(self.world.root_call("ListContainers"))[0]), 1)
 
+    def test_inspect_answers_about_the_container_polkit_judged(self):
+        """polkit judges the container an ID names when GetContainer comes
+        in (its name is a detail rules may read). If that container ends and
+        its ID is registered again while polkit decides, the answer must not
+        show the new one."""
+        first = self.world.spawn_target()
+        self.assertOk(self.register(first, 212, name="public"))
+        client = self.world.spawn_client()
+        self.world.polkit.set_allowed([INSPECT])
+        self.world.polkit.set_hang([INSPECT])
+        client.send("GetContainer", "t", [212])
+        self.world.polkit.wait_hanging(1)
+        self.world.kill(first)
+        self.signals.wait_removed(212)
+        second = self.world.spawn_target()
+        self.assertOk(self.register(second, 212, name="secret"))
+        self.world.polkit.set_hang([])
+        self.world.polkit.release()
+        reply = client.receive()
+        self.assertError(reply, "NoSuchContainer")
+        self.assertIn("ended while polkit was asked", reply.message)
+        self.assertEqual(self.assertOk(client.call("GetContainer", "t", [212]))[0]["name"],
+                         "secret", "asked again, polkit judges the new one")
+
     def test_inspect_needs_polkit_for_others(self):
         target = self.world.spawn_target()
         self.assertOk(self.register(target, 210))

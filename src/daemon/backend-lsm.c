@@ -18,6 +18,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -25,6 +26,7 @@ typedef struct {
         PtagsBackend parent;
         char *proc_root;   /* where attr/ptags files live: "/proc" or a test fixture */
         char *intent_path; /* the crash journal of multi-page changes */
+        int state_lock;    /* the runtime directory, flock()ed while we run */
 } BackendLsm;
 
 /* The daemon's own rights: add, remove and set any tag (rights tags too) of
@@ -336,6 +338,8 @@ static void lsm_free(PtagsBackend *b)
 
         g_free(self->proc_root);
         g_free(self->intent_path);
+        if (self->state_lock >= 0)
+                close(self->state_lock);
         g_free(self);
 }
 
@@ -372,6 +376,41 @@ static gboolean grant_daemon_rights(BackendLsm *self, GError **error)
         return FALSE;
 }
 
+/* The runtime directory (crash note, container registry) belongs to one
+ * ptagsd at a time: a second one, started by hand beside the service,
+ * would otherwise act on the running one's crash note and registry before
+ * it finds the bus name taken. The lock dies with its holder (SIGKILL
+ * included); a successor started while the old one shuts down waits a
+ * little. The descriptor, or -1 with @error set. */
+static int lock_runtime_directory(GError **error)
+{
+        g_autofree char *dir = ptags_runtime_path("");
+        int fd = -1;
+
+        if (g_mkdir_with_parents(dir, 0700) == 0)
+                fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+        if (fd < 0) {
+                g_set_error(error, PTAGS_ERROR, PTAGS_ERROR_FAILED, "%s: %s", dir,
+                            g_strerror(errno));
+                return -1;
+        }
+        int e = EWOULDBLOCK;
+        for (int tries = 0; tries < 100 && e == EWOULDBLOCK; tries++) {
+                if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+                        return fd;
+                e = errno;
+                if (e == EWOULDBLOCK)
+                        g_usleep(50000);
+        }
+        if (e == EWOULDBLOCK)
+                g_set_error(error, PTAGS_ERROR, PTAGS_ERROR_FAILED,
+                            "%s is in use by another ptagsd", dir);
+        else
+                g_set_error(error, PTAGS_ERROR, PTAGS_ERROR_FAILED, "%s: %s", dir, g_strerror(e));
+        close(fd);
+        return -1;
+}
+
 PtagsBackend *ptags_backend_lsm_new(const char *proc_root, GError **error)
 {
         g_autofree BackendLsm *self = g_new0(BackendLsm, 1);
@@ -385,7 +424,10 @@ PtagsBackend *ptags_backend_lsm_new(const char *proc_root, GError **error)
                 g_free(self->proc_root);
                 return NULL;
         }
-        if (!grant_daemon_rights(self, error)) {
+        self->state_lock = lock_runtime_directory(error);
+        if (self->state_lock < 0 || !grant_daemon_rights(self, error)) {
+                if (self->state_lock >= 0)
+                        close(self->state_lock);
                 g_free(self->proc_root);
                 return NULL;
         }

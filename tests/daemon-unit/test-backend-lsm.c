@@ -16,6 +16,7 @@
 typedef struct {
         char *root;
         char *own_attr;
+        char *run; /* RUNTIME_DIRECTORY: never the host's /run/ptags */
 } Fixture;
 
 static void fixture_set_up(Fixture *f, gconstpointer data)
@@ -28,6 +29,8 @@ static void fixture_set_up(Fixture *f, gconstpointer data)
         g_assert_cmpint(g_mkdir_with_parents(dir, 0700), ==, 0);
         f->own_attr = g_build_filename(dir, "ptags", NULL);
         g_assert_true(g_file_set_contents(f->own_attr, "", 0, NULL));
+        f->run = g_build_filename(f->root, "run", NULL);
+        g_setenv("RUNTIME_DIRECTORY", f->run, TRUE);
 }
 
 static void fixture_tear_down(Fixture *f, gconstpointer data)
@@ -38,6 +41,9 @@ static void fixture_tear_down(Fixture *f, gconstpointer data)
         g_unlink(f->own_attr);
         g_rmdir(attr_dir);
         g_rmdir(pid_dir);
+        g_rmdir(f->run);
+        g_unsetenv("RUNTIME_DIRECTORY");
+        g_free(f->run);
         g_rmdir(f->root);
         g_free(f->own_attr);
         g_free(f->root);

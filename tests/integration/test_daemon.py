@@ -5,6 +5,7 @@
 #
 # These run the real executable next to the world's own instance.
 
+import fcntl
 import os
 import re
 import shutil
@@ -19,7 +20,10 @@ from ptags_harness import PtagsTestCase, wait_until
 
 class DaemonLifecycleTests(PtagsTestCase):
     def run_ptagsd(self, *args):
-        return subprocess.run([self.world.ptagsd, *args], env=self.world.child_env(),
+        """ptagsd as the world's runs, on the same state (runtime directory,
+        pins) unless told otherwise."""
+        return subprocess.run([self.world.ptagsd, *args],
+                              env=self.world.child_env(self.world.daemon_env),
                               stdin=subprocess.DEVNULL, capture_output=True, text=True,
                               timeout=30)
 
@@ -102,18 +106,51 @@ class CrashNoteTests(PtagsTestCase):
 
     backends = ("ptags-lsm",)
 
-    def restart_with_note(self, pid, before):
-        self.world.daemon.terminate()
-        self.assertEqual(self.world.daemon.wait(timeout=30), 0)
-        wait_until(lambda: not self.world.name_has_owner("org.ptags.Manager"), 10,
-                   "org.ptags.Manager to be released")
+    def write_note(self, pid, before):
+        """The crash note of a change to @pid, which held @before; its path."""
         with open("/proc/%d/stat" % pid) as f:
             start = f.read().rsplit(")", 1)[1].split()[19]
         note = os.path.join(self.world.daemon_env["RUNTIME_DIRECTORY"], "lsm-intent")
         with open(note, "w") as f:
             f.write("%d %s\n%s" % (pid, start, before))
+        return note
+
+    def restart_with_note(self, pid, before):
+        self.world.daemon.terminate()
+        self.assertEqual(self.world.daemon.wait(timeout=30), 0)
+        wait_until(lambda: not self.world.name_has_owner("org.ptags.Manager"), 10,
+                   "org.ptags.Manager to be released")
+        note = self.write_note(pid, before)
         self.world.start_daemon()
         self.assertFalse(os.path.exists(note), "the note is used once")
+
+    def test_a_second_ptagsd_leaves_the_note_alone(self):
+        """Two ptagsd started at once both find the bus name free; the one
+        that comes second must not act on the other's state (its crash
+        note, its registry) before it learns it lost the name. The state
+        is locked: here by the test, as a ptagsd still starting holds it."""
+        target = self.world.spawn_target(unprivileged=True)
+        self.world.daemon.terminate()
+        self.assertEqual(self.world.daemon.wait(timeout=30), 0)
+        wait_until(lambda: not self.world.name_has_owner("org.ptags.Manager"), 10,
+                   "org.ptags.Manager to be released")
+        run_dir = self.world.daemon_env["RUNTIME_DIRECTORY"]
+        lock = os.open(run_dir, os.O_RDONLY | os.O_DIRECTORY)
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        note = self.write_note(target, "@app:noted\n")
+        result = subprocess.run(
+            [self.world.ptagsd, "--backend=ptags-lsm", "--proc-root=" + self.world.mount],
+            env=self.world.child_env(self.world.daemon_env), stdin=subprocess.DEVNULL,
+            capture_output=True, text=True, timeout=30)
+        self.assertEqual(result.returncode, 1, result.stderr)
+        self.assertIn("in use by another ptagsd", result.stderr)
+        self.assertFalse(self.world.name_has_owner("org.ptags.Manager"))
+        self.assertTrue(os.path.exists(note), "the other ptagsd's note was used")
+        self.assertEqual(self.world.fixture_tags(target), b"")
+        # The other one, done: its state is free for the next ptagsd.
+        os.unlink(note)
+        os.close(lock)
+        self.world.start_daemon()
 
     def test_tags_an_exec_drops_are_not_given_back(self):
         target = self.world.spawn_target(unprivileged=True)

@@ -575,6 +575,18 @@ static void get_id_authorized(GObject *source, GAsyncResult *res, gpointer user_
                 call_fail(call, error);
                 return;
         }
+        /* polkit judged the program, uid and unit it was told of: a target
+         * that executed another (a setuid one, say) or moved meanwhile is
+         * not the one allowed. */
+        if (!ptags_process_info_same(&call->target, &args_of(call)->seen, &error)) {
+                call_fail(call, error != NULL ? error
+                                              : g_error_new(PTAGS_ERROR, PTAGS_ERROR_NOT_AUTHORIZED,
+                                                            "process %d changed (its program, user "
+                                                            "or unit) while polkit was asked about "
+                                                            "it; ask again",
+                                                            (int)call->target.pid));
+                return;
+        }
         get_id_reply(call);
 }
 
@@ -601,7 +613,7 @@ static void get_id_start(Call *call)
         }
         PolkitDetails *d =
                 target_details(&call->target, &info, call->caller->target.pid == call->target.pid);
-        ptags_process_info_clear(&info);
+        args_of(call)->seen = info;
         authorize_one(call, PTAGS_ACTION_CONTAINER_INSPECT, d, TRUE, get_id_authorized);
 }
 

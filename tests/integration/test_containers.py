@@ -568,6 +568,27 @@ class ContainerTests(ContainerTestCase):
         self.assertEqual(self.assertOk(client.call("GetContainer", "t", [212]))[0]["name"],
                          "secret", "asked again, polkit judges the new one")
 
+    def test_container_id_of_a_process_that_executes_meanwhile_is_not_told(self):
+        """polkit judges GetContainerId by the target's program, user and
+        unit; one that executes another program while polkit decides (a
+        setuid one, say) is not the process it allowed."""
+        shell = self.shell("read go; exec sleep 600")
+        self.assertOk(self.register(shell.pid, 213))
+        client = self.world.spawn_client()
+        self.world.polkit.set_allowed([INSPECT])
+        self.world.polkit.set_hang([INSPECT])
+        client.send("GetContainerId", "u", [shell.pid])
+        self.world.polkit.wait_hanging(1)
+        shell.stdin.write(b"go\n")
+        shell.stdin.flush()
+        wait_until(lambda: os.path.basename(os.readlink("/proc/%d/exe" % shell.pid)) == "sleep",
+                   10, "the target to execute sleep")
+        self.world.polkit.set_hang([])
+        self.world.polkit.release()
+        self.assertError(client.receive(), "NotAuthorized")
+        # Asked again, polkit judges the program it runs now.
+        self.assertEqual(self.assertOk(client.call("GetContainerId", "u", [shell.pid]))[0], 213)
+
     def test_inspect_needs_polkit_for_others(self):
         target = self.world.spawn_target()
         self.assertOk(self.register(target, 210))

@@ -61,6 +61,10 @@ struct _Call {
         gboolean holds_wait_slot; /* waits for the lock in a MaxPolkitCalls place */
         CallStepFn resume;        /* what runs once the target lock is free */
         gboolean summarize_lines; /* TagsChanged lists no lines: too many bytes */
+        /* The commit's budget check counted the plan against the target's
+         * uid, @expect_uid: once applied, the byte cache is told. */
+        gboolean expects_bytes;
+        uid_t expect_uid;
         GCancellable *cancellable;
         gboolean watched; /* on svc->leaving (call_cancel_if_caller_leaves) */
         gboolean counted; /* in svc->in_progress (call_new) */

@@ -32,6 +32,9 @@ gboolean change_check_budgets(Call *call, BudgetsStage stage, GError **error)
         size_t changes = ptags_plan_change_count(call->plan);
         int pid = (int)call->target.pid;
 
+        if (stage == BUDGETS_AT_COMMIT)
+                call->expects_bytes = FALSE;
+
         /* Root is never asked about (polkit always allows uid 0). */
         if (call->caller != NULL && call->caller->uid != 0 && changes > l->polkit_changes) {
                 g_set_error(error, PTAGS_ERROR, PTAGS_ERROR_LIMIT_EXCEEDED,
@@ -92,12 +95,15 @@ gboolean change_check_budgets(Call *call, BudgetsStage stage, GError **error)
                             (unsigned)uid, others + after, property, limit);
                 return FALSE;
         }
-        /* The target is about to hold @after (it is in others' sums). Not
-         * before polkit has allowed it: a refused change would otherwise
+        /* The target will hold @after (it is in others' sums) once this
+         * plan is applied: change_apply tells the byte cache then. Not
+         * before: a change refused, re-planned or failing would otherwise
          * count until the next fresh walk, against a uid its caller need
          * not even own. */
-        if (stage == BUDGETS_AT_COMMIT)
-                ptags_byte_cache_expect(call->svc->byte_cache, call->target.pid, uid, after);
+        if (stage == BUDGETS_AT_COMMIT) {
+                call->expects_bytes = TRUE;
+                call->expect_uid = uid;
+        }
         return TRUE;
 }
 

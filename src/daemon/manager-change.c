@@ -156,8 +156,10 @@ static void change_apply(Call *call)
                 return;
         }
         log_context(call, &ctx);
-        ptags_byte_cache_applied(call->svc->byte_cache, pid,
-                                 ptags_set_bytes(ptags_plan_result(call->plan)));
+        guint64 bytes = ptags_set_bytes(ptags_plan_result(call->plan));
+        if (call->expects_bytes)
+                ptags_byte_cache_expect(call->svc->byte_cache, pid, call->expect_uid, bytes);
+        ptags_byte_cache_applied(call->svc->byte_cache, pid, bytes);
         ptags_log_changed(&ctx, call->plan);
         if (!ptags_target_alive(&call->target)) {
                 call_fail(call,

@@ -4,6 +4,8 @@
  * and reads/writes per-task records; the set table lives in ptags-bpf-sets.c. */
 #include "ptags-bpf.h"
 
+#include "config.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -355,31 +357,39 @@ static int load(ptags_bpf *b, bool lsm)
 }
 
 #define RESET_HINT                                                                                 \
-        "to start over, losing every tag and audit container ID, stop ptagsd and run "             \
-        "ptagsd --remove-state"
+        "to start over, losing every tag and audit container ID, stop ptagsd and run " LIBEXECDIR  \
+        "/ptagsd --remove-state"
 
 /* The set table is gone (deleted, or a state directory other than the last
- * run's) while the pinned records stay: a fresh table would start again at
- * id 1, and a record still holding an old id would name whatever set gets
- * it next, another process's tags and rights included. That is safe only
- * when no live task holds a set id; otherwise refuse, rather than drop
- * every record and the tags and container IDs with them unasked. */
-static int check_no_set_held(ptags_bpf *b, const char *state)
+ * run's), emptied, or older than the pinned records (a backup put back):
+ * a record holding an id the table lacks would name whatever set gets that
+ * id next, another process's tags and rights included. So every set id a
+ * live task holds must be listed; otherwise refuse, rather than drop every
+ * record and the tags and container IDs with them unasked. */
+static int check_held_sets_listed(ptags_bpf *b, const char *state)
 {
         ptags_bpf_task *tasks = NULL;
         size_t n = 0, holders = 0;
+        uint64_t example = 0;
         int r = ptags_bpf_list_tasks_unpinned(b, &tasks, &n);
         if (r < 0)
                 return r;
-        for (size_t i = 0; i < n; i++)
-                holders += tasks[i].set_id != PTAGS_SET_EMPTY;
+        for (size_t i = 0; i < n; i++) {
+                uint64_t id = tasks[i].set_id;
+                if (id != PTAGS_SET_EMPTY && ptags_bpf_sets_by_id(&b->sets, id) == NULL) {
+                        holders++;
+                        example = id;
+                }
+        }
         free(tasks);
         if (holders > 0)
                 return ptags_bpf_fail(b, -ENOENT,
-                                      "the set table %s %s, but %zu tasks still hold set ids "
-                                      "recorded in it (pinned in %s): a new table would give "
-                                      "those ids to other sets; restore the table, or " RESET_HINT,
-                                      b->sets.path, state, holders, b->pin_dir);
+                                      "the set table %s %s, but %zu tasks hold set ids it does "
+                                      "not list (%llu among them; pinned in %s): it would give "
+                                      "those ids to other sets; put back the table as ptagsd "
+                                      "left it, or " RESET_HINT,
+                                      b->sets.path, state, holders, (unsigned long long)example,
+                                      b->pin_dir);
         return 0;
 }
 
@@ -408,8 +418,9 @@ static int open_state(ptags_bpf *b, const ptags_bpf_options *o, bool maps_existe
                                               strerror(-r))
                              : 0;
         }
+        /* Before a missing table is made anew. */
         if (b->sets.path && access(b->sets.path, F_OK) < 0 && errno == ENOENT) {
-                r = check_no_set_held(b, "is missing");
+                r = check_held_sets_listed(b, "is missing");
                 if (r < 0)
                         return r;
         }
@@ -421,12 +432,11 @@ static int open_state(ptags_bpf *b, const ptags_bpf_options *o, bool maps_existe
         if (r < 0)
                 return r;
         /* Emptied or cut before its first set (a truncated file reads as an
-         * empty table): the same as missing. */
-        if (b->sets.first == NULL) {
-                r = check_no_set_held(b, "lists no set");
-                if (r < 0)
-                        return r;
-        }
+         * empty table) is the same as missing. */
+        r = check_held_sets_listed(b, b->sets.first == NULL ? "lists no set"
+                                                            : "lacks sets tasks hold");
+        if (r < 0)
+                return r;
         /* A daemon killed between journalling a set and filling the exec
          * map left a hole; refilling is idempotent. */
         for (ptags_bpf_set_entry *e = b->sets.first; e; e = e->next) {

@@ -99,21 +99,6 @@ static void measure_startup(test_instance *t, double *ms, long *rss_before, long
         waitpid(pid, &status, 0);
 }
 
-static void copy_file(const char *from, const char *to)
-{
-        char buf[65536];
-        FILE *in = fopen(from, "re"), *out = fopen(to, "we");
-        if (!in || !out)
-                die("copy %s to %s: %s", from, to, strerror(errno));
-        size_t n;
-        while ((n = fread(buf, 1, sizeof(buf), in)) > 0)
-                if (fwrite(buf, 1, n, out) != n)
-                        die("copy: %s", strerror(errno));
-        fclose(in);
-        if (fclose(out) != 0)
-                die("copy: %s", strerror(errno));
-}
-
 /* Loading the table file alone (from a copy, so nothing is rewritten). */
 static double measure_load(test_instance *t)
 {

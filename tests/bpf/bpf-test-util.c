@@ -245,3 +245,18 @@ void tag(test_instance *t, pid_t pid, const char *text)
         if (r < 0)
                 die("tagging %d: %s", (int)pid, ptags_bpf_last_error(t->bpf));
 }
+
+void copy_file(const char *from, const char *to)
+{
+        char buf[65536];
+        FILE *in = fopen(from, "re"), *out = fopen(to, "we");
+        if (!in || !out)
+                die("copy %s to %s: %s", from, to, strerror(errno));
+        size_t n;
+        while ((n = fread(buf, 1, sizeof(buf), in)) > 0)
+                if (fwrite(buf, 1, n, out) != n)
+                        die("copy: %s", strerror(errno));
+        fclose(in);
+        if (fclose(out) != 0)
+                die("copy: %s", strerror(errno));
+}

@@ -66,3 +66,5 @@ bool tags_are(test_instance *t, pid_t pid, const char *text);
 ptags_bpf_record record_of(test_instance *t, pid_t pid);
 /* Writes @text as the tags of every thread of @pid, dying on failure. */
 void tag(test_instance *t, pid_t pid, const char *text);
+/* Copy the file @from to @to (made or truncated); dies on failure. */
+void copy_file(const char *from, const char *to);

@@ -641,8 +641,14 @@ static void test_restart_without_table(test_instance *t)
         char sets[300], err[512] = "";
         ptags_bpf *b = NULL;
         ptags_bpf_options o = {.pin_dir = t->pin_dir, .state_dir = t->state_dir};
+        char older[310];
         child_spawn(&c);
         child_spawn(&d);
+        snprintf(sets, sizeof(sets), "%s/sets", t->state_dir);
+        snprintf(older, sizeof(older), "%s.older", sets);
+        /* A copy of the table from before c's set was made: a backup. */
+        tag(t, c.pid, "app:before\n");
+        copy_file(sets, older);
         tag(t, c.pid, "app:a\n@rights:x\n");
         uint64_t held = record_of(t, c.pid).set_id;
         int d_fd = pidfd_of(d.pid);
@@ -651,9 +657,15 @@ static void test_restart_without_table(test_instance *t)
         ptags_bpf_close(t->bpf);
         t->bpf = NULL;
 
-        snprintf(sets, sizeof(sets), "%s/sets", t->state_dir);
+        /* The backup put back lacks the set c holds. */
+        CHECK(rename(older, sets) == 0, "rename %s: %s", older, strerror(errno));
+        int r = try_open(t->pin_dir, t->state_dir, err, sizeof(err));
+        CHECK(r == -ENOENT && strstr(err, "lacks sets") && strstr(err, "--remove-state"),
+              "an older table while set %llu is held is refused (%d): %s",
+              (unsigned long long)held, r, err);
+
         CHECK(unlink(sets) == 0, "unlink %s: %s", sets, strerror(errno));
-        int r = ptags_bpf_open(&o, &b, err, sizeof(err));
+        r = ptags_bpf_open(&o, &b, err, sizeof(err));
         CHECK(r == -ENOENT && strstr(err, sets) && strstr(err, "--remove-state"),
               "a missing table while set %llu is held is refused (%d): %s",
               (unsigned long long)held, r, err);

@@ -499,10 +499,44 @@ static gboolean not_supported(Call *call)
         return TRUE;
 }
 
+/* The most @info may take: a 16-byte uuid and a name of NAME_MAX_BYTES,
+ * framed (GVariant's serialized size, about what the message spends). */
+#define INFO_MAX_BYTES 512
+
+/* @info's shape, checked before the call waits for anything: the bus lets
+ * an a{sv} repeat a key up to 32 MiB, and the call would hold that message
+ * while polkit decides. Its values are checked once the caller is known
+ * (parse_info), so a refusal there is logged naming the caller. */
+static gboolean info_shape_ok(GVariant *info, GError **error)
+{
+        gsize size = g_variant_get_size(info), n = g_variant_n_children(info);
+
+        if (size > INFO_MAX_BYTES || n > 2) {
+                g_set_error(error, G_DBUS_ERROR, G_DBUS_ERROR_INVALID_ARGS,
+                            "argument info: %zu entries in %zu bytes; it holds at most a uuid "
+                            "(16 bytes) and a name (%d bytes)",
+                            n, size, NAME_MAX_BYTES);
+                return FALSE;
+        }
+        if (n == 2) {
+                const char *first = NULL, *second = NULL;
+                g_variant_get_child(info, 0, "{&sv}", &first, NULL);
+                g_variant_get_child(info, 1, "{&sv}", &second, NULL);
+                if (g_str_equal(first, second)) {
+                        g_autofree char *shown = ptags_shorten(first);
+                        g_set_error(error, G_DBUS_ERROR, G_DBUS_ERROR_INVALID_ARGS,
+                                    "argument info: key \"%s\" given twice", shown);
+                        return FALSE;
+                }
+        }
+        return TRUE;
+}
+
 static Call *register_call_new(PtagsService *svc, GDBusMethodInvocation *inv, guint64 contid,
                                GVariant *info)
 {
         Call *call = call_new(svc, inv);
+        GError *error = NULL;
 
         if (call == NULL)
                 return NULL;
@@ -510,6 +544,10 @@ static Call *register_call_new(PtagsService *svc, GDBusMethodInvocation *inv, gu
         a->contid = contid;
         if (not_supported(call))
                 return NULL;
+        if (!info_shape_ok(info, &error)) {
+                call_fail(call, error);
+                return NULL;
+        }
         a->info = g_variant_ref(info);
         return call;
 }

@@ -225,14 +225,43 @@ class ContainerTests(ContainerTestCase):
         # An unknown key is named shortened and escaped: it was echoed whole
         # into the reply and the journal (a key of 32 MiB made a reply over
         # MaxMessageBytes, and control bytes reached the log).
-        key = "\x1b[2J" + "k" * 100000
+        key = "\x1b[2J" + "k" * 200
         reply = self.world.root_call("RegisterContainer", "uta{sv}",
                                      [target, 102, {key: GLib.Variant("s", "red")}])
         self.assertError(reply, invalid)
-        self.assertLess(len(reply.message), 400, reply.message[:400])
+        self.assertLess(len(reply.message), 200, reply.message)
         self.assertIn('"\\x1b[2Jkkk', reply.message)
+        # A key of 100000 bytes is refused for its size before it is read.
+        reply = self.world.root_call("RegisterContainer", "uta{sv}",
+                                     [target, 102, {"k" * 100000: GLib.Variant("s", "red")}])
+        self.assertError(reply, invalid)
+        self.assertLess(len(reply.message), 200, reply.message[:400])
+        # A key given twice, or many times: the bus allows an a{sv} of up
+        # to 32 MiB, which a call would hold while polkit decides.
+        twice = self.world.root_call("RegisterContainer", "uta{sv}",
+                                     [target, 102, [("name", GLib.Variant("s", "a")),
+                                                    ("name", GLib.Variant("s", "b"))]])
+        self.assertError(twice, invalid)
+        self.assertIn('"name" given twice', twice.message)
+        many = self.world.root_call("RegisterContainer", "uta{sv}",
+                                    [target, 102, [("name", GLib.Variant("s", "x" * 256))] * 20000])
+        self.assertError(many, invalid)
+        self.assertIn("20000 entries", many.message)
         self.assertEqual(self.contid_of(target), UNSET)
         self.assertOk(self.register(target, 102, name="x" * 256, uuid=b"\x01" * 16))
+
+    def test_info_is_refused_before_waiting_for_polkit(self):
+        """A call waiting for polkit holds its whole message, and the bus
+        lets an a{sv} repeat a key up to 32 MiB: 32 such calls of one user
+        held gigabytes. A bad info is refused before anything waits."""
+        target = self.world.spawn_target()
+        self.world.polkit.set_hang([REGISTER])
+        out = self.world.busctl(["call", ptags_client.BUS_NAME, ptags_client.OBJECT_PATH,
+                                 ptags_client.INTERFACE, "RegisterContainer", "uta{sv}",
+                                 str(target), "103", "2000"] + ["name", "s", "x" * 256] * 2000)
+        self.assertNotEqual(out.returncode, 0)
+        self.assertIn("2000 entries", out.stderr)
+        self.assertEqual(self.world.polkit.checks(), [], "polkit was asked")
 
     def test_register_by_pidfd(self):
         target = self.world.spawn_target()

@@ -30,7 +30,7 @@ pkg=$(basename "$vmlinuz")
 #    task storage and the bpf LSM are built into Debian's kernel: no modules.
 ninja -C "$build" src/bpf/ptags.skel.h >/dev/null
 cflags=(-static -O2 -std=gnu11 -D_GNU_SOURCE -pthread -I"$build/src/bpf" -I"$top/src/bpf"
-        -I"$top/src/model")
+        -I"$top/src/model" -I"$build")
 for t in bpf-test bpf-sets-test; do
   cc "${cflags[@]}" -o $t "$top"/tests/bpf/$t.c "$top"/tests/bpf/bpf-test-util.c \
      "$top"/src/bpf/ptags-bpf*.c "$top"/src/model/*.c -lbpf -lelf -lz

@@ -233,7 +233,7 @@ static gboolean pin_pid(PtagsBusThread *bt, const char *sender, guint32 pid, Pin
          * @pid, and the slow path refuses it: so it decides for a caller
          * not known yet too. */
         g_autoptr(PtagsPeer) caller = ptags_peer_cache_get(bt->svc->peers, sender);
-        if (caller == NULL || caller->other_pid_namespace)
+        if (caller == NULL || caller->pid_namespace == PTAGS_PID_NAMESPACE_OTHER)
                 return FALSE;
         pthread_mutex_lock(&bt->cache_lock);
         PtagsTarget slot = bt->pidfds[pid % PIDFD_SLOTS];

@@ -214,8 +214,8 @@ typedef struct {
         CallStep next;
 } PeerWait;
 
-/* NotSupported for a caller in another pid namespace than ptagsd's, where
- * the pid numbers of @call name other processes. */
+/* NotSupported for a caller in a pid namespace other than ptagsd's,
+ * where the pid numbers of @call name other processes. */
 static GError *pid_namespace_error(const Call *call)
 {
         if (call->pid_arg == 0)
@@ -236,7 +236,11 @@ static void peer_known(Call *call, CallStep next)
 {
         GError *error = NULL;
 
-        if ((call->pid_arg != 0 || call->answers_pids) && call->caller->other_pid_namespace) {
+        /* A caller whose namespace is unknown (its connection's opener is
+         * gone) is served as before namespaces were asked about: reads
+         * need no identity, and polkit judges changes by their target. */
+        if ((call->pid_arg != 0 || call->answers_pids) &&
+            call->caller->pid_namespace == PTAGS_PID_NAMESPACE_OTHER) {
                 call_fail(call, pid_namespace_error(call));
                 return;
         }
@@ -348,18 +352,27 @@ void call_lookup_peer(Call *call, const char *bus_name, CallStep next)
         ptags_peer_cache_lookup_async(svc->peers, bus_name, NULL, peer_resolved, lookup);
 }
 
-void call_pin_pid(Call *call, guint32 pid, CallStep next)
+/* The caller is known and numbers processes as ptagsd does: pin the
+ * process its pid argument names. */
+static void pin_named_pid(Call *call)
 {
         GError *error = NULL;
 
-        call->target_is_caller = pid == 0;
-        call->pid_arg = pid;
-        if (pid != 0 && (!ptags_check_pid(pid, &error) ||
-                         !ptags_target_pin_pid(&call->target, (pid_t)pid, &error))) {
+        if (call->pid_arg != 0 &&
+            (!ptags_check_pid(call->pid_arg, &error) ||
+             !ptags_target_pin_pid(&call->target, (pid_t)call->pid_arg, &error))) {
                 call_fail(call, error);
                 return;
         }
-        call_lookup_peer(call, call->sender, next);
+        call->pin_next(call);
+}
+
+void call_pin_pid(Call *call, guint32 pid, CallStep next)
+{
+        call->target_is_caller = pid == 0;
+        call->pid_arg = pid;
+        call->pin_next = next;
+        call_lookup_peer(call, call->sender, pin_named_pid);
 }
 
 gboolean call_adopt_fd(Call *call, GUnixFDList *fds, GVariant *handle, GError **error)

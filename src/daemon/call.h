@@ -45,6 +45,7 @@ struct _Call {
          * refuses such a caller. */
         guint32 pid_arg;
         gboolean answers_pids;
+        CallStepFn pin_next; /* call_pin_pid's next step */
         PtagsPeer *caller;
         PtagsTarget target;
         ptags_set *current;
@@ -101,8 +102,9 @@ PtagsPeer *call_known_peer(PtagsService *svc, const char *bus_name);
 /* Look up @bus_name into call->caller (and the target when target_is_caller).
  * A bus-thread call keeps the caller it was given (call_known_peer). */
 void call_lookup_peer(Call *call, const char *bus_name, CallStep next);
-/* Pin the target of a "u pid" method, then learn the caller, who names
- * itself as pid 0 and must share ptagsd's pid namespace to name others. */
+/* Learn the caller, then pin the target of a "u pid" method: the caller
+ * names itself as pid 0, and others only from ptagsd's pid namespace
+ * (NotSupported from another). */
 void call_pin_pid(Call *call, guint32 pid, CallStep next);
 /* Take the pidfd of an "h" argument from the message's fd list. */
 gboolean call_adopt_fd(Call *call, GUnixFDList *fds, GVariant *handle, GError **error);

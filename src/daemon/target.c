@@ -548,6 +548,7 @@ PtagsPeer *ptags_peer_new_unknown(const PtagsPeer *peer)
         PtagsPeer *copy = peer_new(peer->uid);
 
         copy->reported_pid = peer->reported_pid;
+        copy->pid_namespace = peer->pid_namespace;
         return copy;
 }
 
@@ -717,20 +718,33 @@ static gboolean peer_process_proven(PtagsPeer *peer, const char *unique_name, gb
         if (!by_bus && !ptags_bus_joins_may_have_opened(unique_name,
                                                         ptags_lineage_start_time(peer->target.pid)))
                 return FALSE;
-        /* No process leaves its pid namespace, so what is read here before
-         * the last check that the process runs is its own for good. One
-         * that cannot be read counts as ptagsd's, as before it was asked. */
-        struct stat ns;
-        g_autofree char *ns_path = g_strdup_printf("/proc/%d/ns/pid", (int)peer->target.pid);
-        peer->other_pid_namespace = stat(ns_path, &ns) == 0 && !is_our_namespace(NS_PID, &ns);
         return ptags_target_alive(&peer->target);
+}
+
+/* The pid namespace of the process pinned in @t, the connection's own
+ * (@by_bus: the bus's ProcessFD) or the one at the pid the bus reported,
+ * if it started before the connection joined, and so may have opened it.
+ * No process leaves its pid namespace, so what is read while the process
+ * still runs is its own for good. */
+static PtagsPidNamespace peer_pid_namespace(const PtagsTarget *t, const char *unique_name,
+                                            gboolean by_bus)
+{
+        struct stat ns;
+        char path[48];
+
+        if (!by_bus &&
+            !ptags_bus_joins_may_have_opened(unique_name, ptags_lineage_start_time(t->pid)))
+                return PTAGS_PID_NAMESPACE_UNKNOWN;
+        snprintf(path, sizeof(path), "/proc/%d/ns/pid", (int)t->pid);
+        if (stat(path, &ns) < 0 || !ptags_target_alive(t))
+                return PTAGS_PID_NAMESPACE_UNKNOWN;
+        return is_our_namespace(NS_PID, &ns) ? PTAGS_PID_NAMESPACE_OURS : PTAGS_PID_NAMESPACE_OTHER;
 }
 
 static void peer_forget_process(PtagsPeer *peer)
 {
         ptags_target_clear(&peer->target);
         peer->process_known = FALSE;
-        peer->other_pid_namespace = FALSE;
 }
 
 typedef struct {
@@ -787,11 +801,15 @@ static void credentials_done(GObject *source, GAsyncResult *res, gpointer user_d
         if (g_variant_lookup(creds, "ProcessFD", "h", &fd_index) && fds != NULL) {
                 /* The bus vouches for this one: it is the connection's. */
                 int fd = g_unix_fd_list_get(fds, fd_index, NULL);
-                peer->process_known = fd >= 0 &&
-                                      ptags_target_adopt_pidfd(&peer->target, fd, NULL) &&
-                                      peer_process_proven(peer, lookup->unique_name, TRUE, NULL, 0);
+                if (fd >= 0 && ptags_target_adopt_pidfd(&peer->target, fd, NULL)) {
+                        peer->pid_namespace =
+                                peer_pid_namespace(&peer->target, lookup->unique_name, TRUE);
+                        peer->process_known =
+                                peer_process_proven(peer, lookup->unique_name, TRUE, NULL, 0);
+                }
         } else if (peer->reported_pid > 0 &&
                    ptags_target_pin_pid(&peer->target, peer->reported_pid, NULL)) {
+                peer->pid_namespace = peer_pid_namespace(&peer->target, lookup->unique_name, FALSE);
                 g_autoptr(GVariant) groups =
                         g_variant_lookup_value(creds, "UnixGroupIDs", G_VARIANT_TYPE("au"));
                 gsize n_gids = 0;

@@ -88,6 +88,12 @@ typedef struct {
         guint64 caps;
 } PtagsPrivilege;
 
+typedef enum {
+        PTAGS_PID_NAMESPACE_UNKNOWN = 0,
+        PTAGS_PID_NAMESPACE_OURS,
+        PTAGS_PID_NAMESPACE_OTHER,
+} PtagsPidNamespace;
+
 /* The caller behind a bus connection. Its uid always comes from the bus; its
  * process only when proven to be the connection's (the bus's ProcessFD, or
  * a plain process of that uid at the reported pid): otherwise process_known
@@ -99,9 +105,13 @@ typedef struct {
         pid_t reported_pid; /* what the bus said, for messages and logs only */
         gboolean process_known;
         PtagsPrivilege proven; /* the process's when it was proven */
-        /* The proven process is in a pid namespace other than ptagsd's:
-         * every pid number means another process to it than to ptagsd. */
-        gboolean other_pid_namespace;
+        /* How the connection's process numbers processes: in ptagsd's pid
+         * namespace, in another (where every pid means another process
+         * than to ptagsd), or unknown when the process that opened the
+         * connection is gone. Known even for a process not proven to be
+         * the caller (one that executed a setuid program, say): its
+         * namespace is no privilege. */
+        PtagsPidNamespace pid_namespace;
         gint ref_count;
 } PtagsPeer;
 

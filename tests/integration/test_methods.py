@@ -137,6 +137,23 @@ class OtherPidNamespaceTests(PtagsTestCase):
         self.assertEqual(
             self.assertOk(self.world.root_call("GetContainerId", "u", [self.target]))[0],
             2**64 - 1, "no container was registered")
+        # Whether ptagsd has such a pid is no answer to give it either.
+        for method, sig, args in (("GetTags", "u", [self.world.dead_pid()]),
+                                  ("AddTag", "usb", [self.world.dead_pid(), "app:b", False])):
+            with self.subTest(method=method, pid="dead"):
+                self.assertError(self.client.call(method, sig, args), "NotSupported")
+
+    def test_a_caller_not_proven_its_connections_is_refused_too(self):
+        """ptagsd does not take a process with privileges beyond its uid
+        (here CAP_SYS_ADMIN, which made its namespace) for its connection's
+        caller, but its pid namespace is no privilege: still refused."""
+        client = self.world.spawn_client(pid_namespace=True)
+        self.assertError(client.call("GetTags", "u", [0]), "NoSuchProcess")
+        for method, sig, args in (("GetTags", "u", [self.target]), ("FindTagged", "s", ["app:*"]),
+                                  ("AddTag", "usb", [self.target, "app:b", False])):
+            with self.subTest(method=method):
+                self.assertError(client.call(method, sig, args), "NotSupported")
+        self.assertEqual(self.world.get_tags(self.target), [("app:a", False, "")])
 
     def test_pidfds_and_pid_0_serve_it(self):
         self.assertOk(self.world.root_call("AddTag", "usb",

@@ -738,14 +738,18 @@ class World:
         as root when not @unprivileged); @undumpable: one that made itself
         not dumpable before connecting; @pid_namespace: one that runs as
         pid 1 of a pid namespace of its own, as in a container (its
-        host_pid is then the pid ptagsd sees)."""
+        host_pid is then the pid ptagsd sees). Making the namespace takes
+        CAP_SYS_ADMIN, which an unprivileged client then keeps (ambient):
+        ptagsd does not take such a process for its connection's."""
         script = os.path.join(self.tmp, "ptags_client.py")
         if not os.path.exists(script):
             shutil.copy(os.path.join(LIB_DIR, "ptags_client.py"), script)
             os.chmod(script, stat.S_IRUSR | stat.S_IWUSR | stat.S_IRGRP | stat.S_IROTH)
+        privilege = unprivileged_argv(uid, uid) if unprivileged else []
         if pid_namespace and unprivileged:
-            raise HarnessError("a pid namespace takes root (unshare --pid)")
-        argv = (unprivileged_argv(uid, uid) if unprivileged else []) + (
+            privilege = privilege[:-1] + ["--inh-caps=-all,+sys_admin",
+                                          "--ambient-caps=+sys_admin"]
+        argv = privilege + (
             ["unshare", "--pid", "--fork", "--kill-child"] if pid_namespace else []) + [
             PYTHON, "-I", script, self.address] + (["--undumpable"] if undumpable else [])
         proc = self.spawn("client", argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE)

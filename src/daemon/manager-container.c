@@ -782,7 +782,7 @@ static void list_reply(Call *call, gboolean all)
         }
         GVariant *reply =
                 g_variant_ref_sink(g_variant_new("(@a(ta{sv}))", g_variant_builder_end(&b)));
-        gsize size = g_variant_get_size(reply);
+        gsize size = g_variant_get_size(reply) + PTAGS_WIRE_HEADER_OVERHEAD;
         if (size > PTAGS_MAX_MESSAGE_BYTES) {
                 g_variant_unref(reply);
                 call_fail(call, g_error_new(PTAGS_ERROR, PTAGS_ERROR_LIMIT_EXCEEDED,

@@ -661,8 +661,8 @@ static void test_restart_without_table(test_instance *t)
         CHECK(rename(older, sets) == 0, "rename %s: %s", older, strerror(errno));
         int r = try_open(t->pin_dir, t->state_dir, err, sizeof(err));
         CHECK(r == -ENOENT && strstr(err, "lacks sets") && strstr(err, "--remove-state"),
-              "an older table while set %llu is held is refused (%d): %s",
-              (unsigned long long)held, r, err);
+              "an older table while set %llu is held is refused (%d): %s", (unsigned long long)held,
+              r, err);
 
         CHECK(unlink(sets) == 0, "unlink %s: %s", sets, strerror(errno));
         r = ptags_bpf_open(&o, &b, err, sizeof(err));

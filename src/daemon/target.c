@@ -698,9 +698,10 @@ gboolean ptags_peer_process_unchanged(const PtagsPeer *peer)
  * cannot ptrace, so it does not count. But tags tell processes of one uid
  * apart, and Yama or a sandbox may keep them from tracing each other: so
  * the process must also have started before the connection joined the bus
- * (bus-joins.c), which a later process that took the pid did not. */
-static gboolean peer_process_proven(PtagsPeer *peer, const char *unique_name, gboolean by_bus,
-                                    const guint32 *gids, gsize n_gids)
+ * (bus-joins.c), which a later process that took the pid did not; the
+ * caller checks that first, as the pid namespace read rests on it too. */
+static gboolean peer_process_proven(PtagsPeer *peer, gboolean by_bus, const guint32 *gids,
+                                    gsize n_gids)
 {
         g_autofree char *status_path = g_strdup_printf("/proc/%d/status", (int)peer->target.pid);
         g_autofree char *status = NULL;
@@ -713,28 +714,17 @@ static gboolean peer_process_proven(PtagsPeer *peer, const char *unique_name, gb
                 return FALSE;
         if (!by_bus && (peer->proven.euid != peer->uid || peer->proven.status_owner != peer->uid))
                 return FALSE;
-        /* Nor may it have started after the connection joined the bus: it
-         * would then be a later process that took the opener's pid. */
-        if (!by_bus && !ptags_bus_joins_may_have_opened(unique_name,
-                                                        ptags_lineage_start_time(peer->target.pid)))
-                return FALSE;
         return ptags_target_alive(&peer->target);
 }
 
-/* The pid namespace of the process pinned in @t, the connection's own
- * (@by_bus: the bus's ProcessFD) or the one at the pid the bus reported,
- * if it started before the connection joined, and so may have opened it.
- * No process leaves its pid namespace, so what is read while the process
- * still runs is its own for good. */
-static PtagsPidNamespace peer_pid_namespace(const PtagsTarget *t, const char *unique_name,
-                                            gboolean by_bus)
+/* The pid namespace of the process pinned in @t, one that may have opened
+ * the connection. No process leaves its pid namespace, so what is read
+ * while the process still runs is its own for good. */
+static PtagsPidNamespace peer_pid_namespace(const PtagsTarget *t)
 {
         struct stat ns;
         char path[48];
 
-        if (!by_bus &&
-            !ptags_bus_joins_may_have_opened(unique_name, ptags_lineage_start_time(t->pid)))
-                return PTAGS_PID_NAMESPACE_UNKNOWN;
         snprintf(path, sizeof(path), "/proc/%d/ns/pid", (int)t->pid);
         if (stat(path, &ns) < 0 || !ptags_target_alive(t))
                 return PTAGS_PID_NAMESPACE_UNKNOWN;
@@ -802,21 +792,22 @@ static void credentials_done(GObject *source, GAsyncResult *res, gpointer user_d
                 /* The bus vouches for this one: it is the connection's. */
                 int fd = g_unix_fd_list_get(fds, fd_index, NULL);
                 if (fd >= 0 && ptags_target_adopt_pidfd(&peer->target, fd, NULL)) {
-                        peer->pid_namespace =
-                                peer_pid_namespace(&peer->target, lookup->unique_name, TRUE);
-                        peer->process_known =
-                                peer_process_proven(peer, lookup->unique_name, TRUE, NULL, 0);
+                        peer->pid_namespace = peer_pid_namespace(&peer->target);
+                        peer->process_known = peer_process_proven(peer, TRUE, NULL, 0);
                 }
         } else if (peer->reported_pid > 0 &&
-                   ptags_target_pin_pid(&peer->target, peer->reported_pid, NULL)) {
-                peer->pid_namespace = peer_pid_namespace(&peer->target, lookup->unique_name, FALSE);
+                   ptags_target_pin_pid(&peer->target, peer->reported_pid, NULL) &&
+                   /* Not one that started after the connection joined the
+                    * bus: a later process that took the opener's pid. */
+                   ptags_bus_joins_may_have_opened(lookup->unique_name,
+                                                   ptags_lineage_start_time(peer->reported_pid))) {
+                peer->pid_namespace = peer_pid_namespace(&peer->target);
                 g_autoptr(GVariant) groups =
                         g_variant_lookup_value(creds, "UnixGroupIDs", G_VARIANT_TYPE("au"));
                 gsize n_gids = 0;
                 const guint32 *gids =
                         groups != NULL ? g_variant_get_fixed_array(groups, &n_gids, 4) : NULL;
-                peer->process_known =
-                        peer_process_proven(peer, lookup->unique_name, FALSE, gids, n_gids);
+                peer->process_known = peer_process_proven(peer, FALSE, gids, n_gids);
         }
         if (!peer->process_known) {
                 g_debug("the process behind %s (pid %d) is not provably its own: "

@@ -418,8 +418,10 @@ static int open_state(ptags_bpf *b, const ptags_bpf_options *o, bool maps_existe
                                               strerror(-r))
                              : 0;
         }
-        /* Before a missing table is made anew. */
-        if (b->sets.path && access(b->sets.path, F_OK) < 0 && errno == ENOENT) {
+        /* A missing table is checked before it is made anew, and then
+         * holds nothing to check again. */
+        bool missing = b->sets.path && access(b->sets.path, F_OK) < 0 && errno == ENOENT;
+        if (missing) {
                 r = check_held_sets_listed(b, "is missing");
                 if (r < 0)
                         return r;
@@ -433,8 +435,9 @@ static int open_state(ptags_bpf *b, const ptags_bpf_options *o, bool maps_existe
                 return r;
         /* Emptied or cut before its first set (a truncated file reads as an
          * empty table) is the same as missing. */
-        r = check_held_sets_listed(b, b->sets.first == NULL ? "lists no set"
-                                                            : "lacks sets tasks hold");
+        r = missing ? 0
+                    : check_held_sets_listed(b, b->sets.first == NULL ? "lists no set"
+                                                                      : "lacks sets tasks hold");
         if (r < 0)
                 return r;
         /* A daemon killed between journalling a set and filling the exec

@@ -7,17 +7,19 @@
  *
  *  1. Check the arguments (handle_*, args.c): synchronously, before any I/O,
  *     so bad input gets the same named error whatever the process state.
- *  2. Pin the target (call_pin_pid, target.c): a pidfd, so a pid freed and
+ *  2. Learn the caller (call_lookup_peer): uid, process and pid
+ *     namespace, cached per unique name until it leaves the bus. A caller
+ *     in a pid namespace other than ptagsd's may name only itself (0) or
+ *     a pidfd.
+ *  3. Pin the target (call_pin_pid, target.c): a pidfd, so a pid freed and
  *     reused later can never be the one changed; pid 0 is the caller's own
  *     process, and only when the bus's identity proves it (peer-cache.c).
- *  3. Learn the caller (call_lookup_peer): uid and process, cached per
- *     unique name until it leaves the bus. A caller in a pid namespace
- *     other than ptagsd's may name only itself (0) or a pidfd.
+ *     An Fd method's target is pinned by its descriptor before step 2.
  *  4. Plan in the caller uid's turn (change_start, change_read_and_plan):
  *     read the target's tags, resolve the lines against them (the model
  *     library), drop what changes nothing, check the budgets (checked
- *     again in step 7, and only then does the change count against its
- *     uid's sum). A plan that changes nothing is answered at once.
+ *     again in step 6; the change counts against its uid's sum once
+ *     applied, step 7). A plan that changes nothing is answered at once.
  *  5. Authorize (change_authorize, authority.c): one polkit check per
  *     change, with the details rules see; root is not asked. The call is
  *     cancelled if its caller leaves the bus.

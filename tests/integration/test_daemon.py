@@ -18,7 +18,7 @@ import unittest
 from ptags_harness import PtagsTestCase, wait_until
 
 
-class DaemonLifecycleTests(PtagsTestCase):
+class DaemonTestCase(PtagsTestCase):
     def run_ptagsd(self, *args):
         """ptagsd as the world's runs, on the same state (runtime directory,
         pins) unless told otherwise."""
@@ -26,6 +26,17 @@ class DaemonLifecycleTests(PtagsTestCase):
                               env=self.world.child_env(self.world.daemon_env),
                               stdin=subprocess.DEVNULL, capture_output=True, text=True,
                               timeout=30)
+
+    def stop_world_daemon(self):
+        """Stop the world's ptagsd and wait until its name is free, so a
+        second run fails only for what it was given."""
+        self.world.daemon.terminate()
+        self.assertEqual(self.world.daemon.wait(timeout=30), 0)
+        wait_until(lambda: not self.world.name_has_owner("org.ptags.Manager"), 10,
+                   "org.ptags.Manager to be released")
+
+
+class DaemonLifecycleTests(DaemonTestCase):
 
     def test_second_instance_does_not_take_over(self):
         target = self.world.spawn_target()
@@ -39,14 +50,6 @@ class DaemonLifecycleTests(PtagsTestCase):
         self.assertTrue(self.world.daemon_alive())
         self.assertOk(self.world.root_call("AddTag", "usb", [target, "still", False]))
         self.assertEqual(self.world.get_tags(target), [("still", False, "")])
-
-    def stop_world_daemon(self):
-        """Stop the world's ptagsd and wait until its name is free, so a
-        second run fails only for what it was given."""
-        self.world.daemon.terminate()
-        self.assertEqual(self.world.daemon.wait(timeout=30), 0)
-        wait_until(lambda: not self.world.name_has_owner("org.ptags.Manager"), 10,
-                   "org.ptags.Manager to be released")
 
     def test_bad_options_are_refused(self):
         self.stop_world_daemon()
@@ -96,7 +99,7 @@ class DaemonLifecycleTests(PtagsTestCase):
                     self.assertIn(option, refused.stderr)
 
 
-class CrashNoteTests(PtagsTestCase):
+class CrashNoteTests(DaemonTestCase):
     """On ptags-lsm a change longer than one kernel page takes several
     writes, so ptagsd first notes the target's tags; a ptagsd killed midway
     puts them back at its next start. The process may have executed a
@@ -116,10 +119,7 @@ class CrashNoteTests(PtagsTestCase):
         return note
 
     def restart_with_note(self, pid, before):
-        self.world.daemon.terminate()
-        self.assertEqual(self.world.daemon.wait(timeout=30), 0)
-        wait_until(lambda: not self.world.name_has_owner("org.ptags.Manager"), 10,
-                   "org.ptags.Manager to be released")
+        self.stop_world_daemon()
         note = self.write_note(pid, before)
         self.world.start_daemon()
         self.assertFalse(os.path.exists(note), "the note is used once")
@@ -130,18 +130,12 @@ class CrashNoteTests(PtagsTestCase):
         note, its registry) before it learns it lost the name. The state
         is locked: here by the test, as a ptagsd still starting holds it."""
         target = self.world.spawn_target(unprivileged=True)
-        self.world.daemon.terminate()
-        self.assertEqual(self.world.daemon.wait(timeout=30), 0)
-        wait_until(lambda: not self.world.name_has_owner("org.ptags.Manager"), 10,
-                   "org.ptags.Manager to be released")
+        self.stop_world_daemon()
         run_dir = self.world.daemon_env["RUNTIME_DIRECTORY"]
         lock = os.open(run_dir, os.O_RDONLY | os.O_DIRECTORY)
         fcntl.flock(lock, fcntl.LOCK_EX)
         note = self.write_note(target, "@app:noted\n")
-        result = subprocess.run(
-            [self.world.ptagsd, "--backend=ptags-lsm", "--proc-root=" + self.world.mount],
-            env=self.world.child_env(self.world.daemon_env), stdin=subprocess.DEVNULL,
-            capture_output=True, text=True, timeout=30)
+        result = self.run_ptagsd("--backend=ptags-lsm", "--proc-root=" + self.world.mount)
         self.assertEqual(result.returncode, 1, result.stderr)
         self.assertIn("in use by another ptagsd", result.stderr)
         self.assertFalse(self.world.name_has_owner("org.ptags.Manager"))

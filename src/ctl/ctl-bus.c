@@ -198,10 +198,47 @@ int ctl_get_status(sd_bus *bus, CtlStatus *ret, sd_bus_error *error)
         return 0;
 }
 
-int ctl_get_tags(sd_bus *bus, uint32_t pid, CtlTagList *ret, sd_bus_error *error)
+/* A pidfd of @pid, or -errno where there is none to be had (-ESRCH: the
+ * process is gone; -ENOSYS: no pidfd_open; -EOPNOTSUPP: the bus cannot
+ * carry descriptors). */
+static int open_pidfd(sd_bus *bus, uint32_t pid)
+{
+        int r = sd_bus_can_send(bus, SD_BUS_TYPE_UNIX_FD);
+        if (r <= 0)
+                return r < 0 ? r : -EOPNOTSUPP;
+#ifdef SYS_pidfd_open
+        int fd = (int)syscall(SYS_pidfd_open, (pid_t)pid, 0);
+        /* A thread id (EINVAL before Linux 6.9, ENOENT since) or a number
+         * past any pid (EINVAL) names no process, as ptagsd would say. */
+        return fd >= 0 ? fd : errno == EINVAL || errno == ENOENT ? -ESRCH : -errno;
+#else
+        return -ENOSYS;
+#endif
+}
+
+int ctl_target_open(sd_bus *bus, uint32_t pid, CtlTarget *ret)
+{
+        int fd = pid == 0 ? -1 : open_pidfd(bus, pid);
+
+        if (pid != 0 && fd < 0)
+                return fd;
+        *ret = (CtlTarget){pid, fd};
+        return 0;
+}
+
+void ctl_target_close(CtlTarget *target)
+{
+        if (target->pidfd >= 0)
+                close(target->pidfd);
+        target->pidfd = -1;
+}
+
+int ctl_get_tags(sd_bus *bus, const CtlTarget *target, CtlTagList *ret, sd_bus_error *error)
 {
         sd_bus_message *reply = NULL;
-        int r = call(bus, "GetTags", error, &reply, "u", pid);
+        /* sd-bus sends a duplicate of the descriptor. */
+        int r = target->pidfd >= 0 ? call(bus, "GetTagsFd", error, &reply, "h", target->pidfd)
+                                   : call(bus, "GetTags", error, &reply, "u", target->pid);
 
         if (r >= 0)
                 r = read_tag_list(reply, ret);
@@ -220,11 +257,30 @@ int ctl_get_peer_tags(sd_bus *bus, const char *bus_name, CtlTagList *ret, sd_bus
         return r;
 }
 
-int ctl_has_tag(sd_bus *bus, uint32_t pid, const char *pattern, bool *ret, sd_bus_error *error)
+int ctl_has_tag(sd_bus *bus, const CtlTarget *target, const char *pattern, bool *ret,
+                sd_bus_error *error)
 {
+        if (target->pidfd >= 0) {
+                char *query = NULL;
+                if (asprintf(&query, "?%s", pattern) < 0)
+                        return -ENOMEM;
+                char *lines[] = {query, NULL};
+                int r = ctl_apply(bus, target, lines, error);
+                free(query);
+                /* A query without a match fails the batch, and nothing else
+                 * in a batch of one query line can. */
+                if (r < 0 && sd_bus_error_has_name(error, "org.ptags.Error.NoSuchTag")) {
+                        sd_bus_error_free(error);
+                        r = 0;
+                        *ret = false;
+                } else if (r >= 0) {
+                        *ret = true;
+                }
+                return r < 0 ? r : 0;
+        }
         sd_bus_message *reply = NULL;
         int result = 0;
-        int r = call(bus, "HasTag", error, &reply, "us", pid, pattern);
+        int r = call(bus, "HasTag", error, &reply, "us", target->pid, pattern);
 
         if (r >= 0)
                 r = sd_bus_message_read(reply, "b", &result);
@@ -291,35 +347,16 @@ int ctl_find_tagged(sd_bus *bus, const char *pattern, CtlProcess **ret, size_t *
         return 0;
 }
 
-int ctl_add_tag(sd_bus *bus, uint32_t pid, const char *tag, bool keep, sd_bus_error *error)
-{
-        return call(bus, "AddTag", error, NULL, "usb", pid, tag, (int)keep);
-}
-
-int ctl_remove_tag(sd_bus *bus, uint32_t pid, const char *pattern, sd_bus_error *error)
-{
-        return call(bus, "RemoveTag", error, NULL, "us", pid, pattern);
-}
-
-int ctl_set_value(sd_bus *bus, uint32_t pid, const char *tag, const char *value,
-                  sd_bus_error *error)
-{
-        return call(bus, "SetValue", error, NULL, "uss", pid, tag, value);
-}
-
-int ctl_set_keep(sd_bus *bus, uint32_t pid, const char *pattern, bool keep, sd_bus_error *error)
-{
-        return call(bus, "SetKeep", error, NULL, "usb", pid, pattern, (int)keep);
-}
-
-int ctl_apply(sd_bus *bus, uint32_t pid, char *const *lines, sd_bus_error *error)
+int ctl_apply(sd_bus *bus, const CtlTarget *target, char *const *lines, sd_bus_error *error)
 {
         sd_bus_message *m = NULL;
-        int r;
+        bool by_fd = target->pidfd >= 0;
+        int r = sd_bus_message_new_method_call(bus, &m, BUS_NAME, OBJECT_PATH, INTERFACE,
+                                               by_fd ? "ApplyFd" : "Apply");
 
-        r = sd_bus_message_new_method_call(bus, &m, BUS_NAME, OBJECT_PATH, INTERFACE, "Apply");
         if (r >= 0)
-                r = sd_bus_message_append(m, "u", pid);
+                r = by_fd ? sd_bus_message_append(m, "h", target->pidfd)
+                          : sd_bus_message_append(m, "u", target->pid);
         if (r >= 0)
                 r = sd_bus_message_append_strv(m, (char **)lines);
         if (r >= 0)
@@ -474,52 +511,31 @@ static int append_register_info(sd_bus_message *m, const uint8_t *uuid, const ch
         return r;
 }
 
-/* A pidfd of @pid, or -errno where there is none to be had (-ESRCH: the
- * process is gone; -ENOSYS: no pidfd_open; -EOPNOTSUPP: the bus cannot
- * carry descriptors). */
-static int open_pidfd(sd_bus *bus, uint32_t pid)
-{
-        int r = sd_bus_can_send(bus, SD_BUS_TYPE_UNIX_FD);
-        if (r <= 0)
-                return r < 0 ? r : -EOPNOTSUPP;
-#ifdef SYS_pidfd_open
-        int fd = (int)syscall(SYS_pidfd_open, (pid_t)pid, 0);
-        /* A thread id (EINVAL before Linux 6.9, ENOENT since) or a number
-         * past any pid (EINVAL) names no process, as ptagsd would say. */
-        return fd >= 0 ? fd : errno == EINVAL || errno == ENOENT ? -ESRCH : -errno;
-#else
-        return -ENOSYS;
-#endif
-}
-
 int ctl_register_container(sd_bus *bus, uint32_t pid, uint64_t contid, const uint8_t *uuid,
                            const char *name, sd_bus_error *error)
 {
         sd_bus_message *m = NULL;
-        int pidfd = -1, r;
+        CtlTarget target;
+        /* Never by number: a process that took the pid meanwhile would be
+         * registered. Pid 0, ptagsctl itself, cannot be reused (and ptagsd
+         * refuses it, named). */
+        int r = ctl_target_open(bus, pid, &target);
 
-        /* Never fall back to the pid: a process that took it meanwhile
-         * would be registered. Pid 0, ptagsctl itself, cannot be reused
-         * (and ptagsd refuses it, named). */
-        if (pid != 0) {
-                pidfd = open_pidfd(bus, pid);
-                if (pidfd < 0)
-                        return pidfd;
-        }
+        if (r < 0)
+                return r;
+        bool by_fd = target.pidfd >= 0;
         r = sd_bus_message_new_method_call(bus, &m, BUS_NAME, OBJECT_PATH, INTERFACE,
-                                           pidfd >= 0 ? "RegisterContainerFd"
-                                                      : "RegisterContainer");
+                                           by_fd ? "RegisterContainerFd" : "RegisterContainer");
         /* sd-bus sends a duplicate of the descriptor. */
         if (r >= 0)
-                r = pidfd >= 0 ? sd_bus_message_append(m, "ht", pidfd, contid)
-                               : sd_bus_message_append(m, "ut", pid, contid);
+                r = by_fd ? sd_bus_message_append(m, "ht", target.pidfd, contid)
+                          : sd_bus_message_append(m, "ut", pid, contid);
         if (r >= 0)
                 r = append_register_info(m, uuid, name);
         if (r >= 0)
                 r = sd_bus_call(bus, m, 0, error, NULL);
         sd_bus_message_unref(m);
-        if (pidfd >= 0)
-                close(pidfd);
+        ctl_target_close(&target);
         return r;
 }
 

@@ -41,21 +41,36 @@ typedef struct {
  * ALLOW_INTERACTIVE_AUTHORIZATION flag on every call. Returns -errno. */
 int ctl_bus_open(const char *address, bool interactive, sd_bus **ret);
 
+/* A process named on the command line. ptagsctl holds a pidfd of it for
+ * the whole command, so every call of the command is about that one
+ * process, and a pid is read in ptagsctl's own pid namespace (a container's
+ * numbers name other processes to ptagsd). pid 0, ptagsctl itself, goes by
+ * number: ptagsd knows its caller. */
+typedef struct {
+        uint32_t pid; /* as given; 0: ptagsctl itself */
+        int pidfd;    /* -1 for pid 0 */
+} CtlTarget;
+
+/* Opens @pid's pidfd into @ret: 0, or -ESRCH without asking anyone when
+ * the process is gone (or the number is a thread's), another -errno when
+ * no pidfd can be had. ctl_target_close() closes it. */
+int ctl_target_open(sd_bus *bus, uint32_t pid, CtlTarget *ret);
+void ctl_target_close(CtlTarget *target);
+
 /* Each call below returns 0, or a negative errno with @error filled in
  * when the daemon or the bus answered with an error. */
 int ctl_get_status(sd_bus *bus, CtlStatus *ret, sd_bus_error *error);
-int ctl_get_tags(sd_bus *bus, uint32_t pid, CtlTagList *ret, sd_bus_error *error);
-int ctl_has_tag(sd_bus *bus, uint32_t pid, const char *pattern, bool *ret, sd_bus_error *error);
+int ctl_get_tags(sd_bus *bus, const CtlTarget *target, CtlTagList *ret, sd_bus_error *error);
+/* HasTag for ptagsctl itself; for another process, a batch of the one
+ * query line "?PATTERN", which changes nothing and needs no one's leave:
+ * HasTag takes no pidfd. */
+int ctl_has_tag(sd_bus *bus, const CtlTarget *target, const char *pattern, bool *ret,
+                sd_bus_error *error);
 int ctl_get_peer_tags(sd_bus *bus, const char *bus_name, CtlTagList *ret, sd_bus_error *error);
 int ctl_find_tagged(sd_bus *bus, const char *pattern, CtlProcess **ret, size_t *n_ret,
                     sd_bus_error *error);
-int ctl_add_tag(sd_bus *bus, uint32_t pid, const char *tag, bool keep, sd_bus_error *error);
-int ctl_remove_tag(sd_bus *bus, uint32_t pid, const char *pattern, sd_bus_error *error);
-int ctl_set_value(sd_bus *bus, uint32_t pid, const char *tag, const char *value,
-                  sd_bus_error *error);
-int ctl_set_keep(sd_bus *bus, uint32_t pid, const char *pattern, bool keep, sd_bus_error *error);
-/* @lines: NULL-terminated, each without its newline. */
-int ctl_apply(sd_bus *bus, uint32_t pid, char *const *lines, sd_bus_error *error);
+/* Apply, or ApplyFd; @lines: NULL-terminated, each without its newline. */
+int ctl_apply(sd_bus *bus, const CtlTarget *target, char *const *lines, sd_bus_error *error);
 
 /* A TagsChanged signal as delivered to ctl_monitor()'s handler. */
 typedef struct {

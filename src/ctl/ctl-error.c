@@ -58,6 +58,18 @@ int ctl_usage_error(const char *fmt, ...)
         return EXIT_USAGE;
 }
 
+int ctl_invalid(const char *what, const char *fmt, ...)
+{
+        va_list ap;
+
+        fprintf(stderr, "ptagsctl: %s: ", what);
+        va_start(ap, fmt);
+        vfprintf(stderr, fmt, ap);
+        va_end(ap);
+        fputc('\n', stderr);
+        return EXIT_INVALID;
+}
+
 int ctl_call_failed(const char *what, int r, const sd_bus_error *error)
 {
         int code = EXIT_FAILED;

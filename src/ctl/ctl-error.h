@@ -29,6 +29,10 @@ int ctl_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * and name, else strerror(-r)); returns the documented exit code. */
 int ctl_call_failed(const char *what, int r, const sd_bus_error *error);
 
+/* "ptagsctl: WHAT: MESSAGE" on stderr, for input ptagsctl refuses on its
+ * own as ptagsd would; returns EXIT_INVALID. */
+int ctl_invalid(const char *what, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 /* A decimal pid, or "self" (pid 0 on the bus: ptagsctl's own process)
  * where @allow_self. Returns 0, or EXIT_USAGE after saying why. */
 int ctl_parse_pid(const char *s, bool allow_self, uint32_t *ret);

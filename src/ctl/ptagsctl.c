@@ -77,22 +77,36 @@ static int print_tag_table(const CtlTagList *tags)
         return EXIT_OK;
 }
 
+/* The process the command line names in @s, opened into @ret (see
+ * CtlTarget): EXIT_OK, or the exit code after saying why. */
+static int open_target(sd_bus *bus, const char *s, bool allow_self, const char *what,
+                       CtlTarget *ret)
+{
+        uint32_t pid;
+        int r = ctl_parse_pid(s, allow_self, &pid);
+
+        if (r)
+                return r;
+        r = ctl_target_open(bus, pid, ret);
+        return r < 0 ? ctl_call_failed(what, r, NULL) : EXIT_OK;
+}
+
 /* --json after a change: the target's tags as read right after it. */
-static int report_change(sd_bus *bus, uint32_t pid)
+static int report_change(sd_bus *bus, const CtlTarget *target)
 {
         sd_bus_error error = SD_BUS_ERROR_NULL;
         CtlTagList tags = {0};
 
         /* pid 0 is exec's own process, whose output is the command's. */
-        if (!arg.json || pid == 0)
+        if (!arg.json || target->pid == 0)
                 return EXIT_OK;
-        int r = ctl_get_tags(bus, pid, &tags, &error);
+        int r = ctl_get_tags(bus, target, &tags, &error);
         if (r < 0) {
                 int code = ctl_call_failed(_("Cannot read the tags back"), r, &error);
                 sd_bus_error_free(&error);
                 return code;
         }
-        print_json_tags(pid, &tags);
+        print_json_tags(target->pid, &tags);
         ctl_tag_list_clear(&tags);
         return EXIT_OK;
 }
@@ -145,19 +159,20 @@ static int cmd_list(sd_bus *bus, char **args)
 {
         sd_bus_error error = SD_BUS_ERROR_NULL;
         CtlTagList tags = {0};
-        uint32_t pid;
-        int r = ctl_parse_pid(args[0], true, &pid);
+        CtlTarget target;
+        int r = open_target(bus, args[0], true, _("Cannot read the tags"), &target);
 
         if (r)
                 return r;
-        r = ctl_get_tags(bus, pid, &tags, &error);
+        r = ctl_get_tags(bus, &target, &tags, &error);
+        ctl_target_close(&target);
         if (r < 0) {
                 int code = ctl_call_failed(_("Cannot read the tags"), r, &error);
                 sd_bus_error_free(&error);
                 return code;
         }
         if (arg.json)
-                print_json_tags(pid ? pid : (uint32_t)getpid(), &tags);
+                print_json_tags(target.pid ? target.pid : (uint32_t)getpid(), &tags);
         else
                 r = print_tag_table(&tags);
         ctl_tag_list_clear(&tags);
@@ -191,13 +206,15 @@ static int cmd_peer(sd_bus *bus, char **args)
 static int cmd_check(sd_bus *bus, char **args)
 {
         sd_bus_error error = SD_BUS_ERROR_NULL;
-        uint32_t pid;
+        CtlTarget target;
         bool match = false;
-        int r = ctl_parse_pid(args[0], true, &pid);
+        int r = open_target(bus, args[0], true, _("Cannot check the tags"), &target);
 
         if (r)
                 return r;
-        r = ctl_has_tag(bus, pid, args[1], &match, &error);
+        uint32_t pid = target.pid;
+        r = ctl_has_tag(bus, &target, args[1], &match, &error);
+        ctl_target_close(&target);
         if (r < 0) {
                 int code = ctl_call_failed(_("Cannot check the tags"), r, &error);
                 sd_bus_error_free(&error);
@@ -258,30 +275,83 @@ static int cmd_find(sd_bus *bus, char **args)
         return r < 0 ? EXIT_FAILED : EXIT_OK;
 }
 
-/* Runs one change with the polkit agent up; reports it under --json. */
-#define CHANGE(bus, pid, what, expr)                                                               \
-        ({                                                                                         \
-                sd_bus_error error = SD_BUS_ERROR_NULL;                                            \
-                ctl_agent_open(arg.ask_password, arg.address);                                     \
-                int r_ = (expr);                                                                   \
-                ctl_agent_close();                                                                 \
-                int code_ = r_ < 0 ? ctl_call_failed(what, r_, &error) : report_change(bus, pid);  \
-                sd_bus_error_free(&error);                                                         \
-                code_;                                                                             \
-        })
-
-static int cmd_add(sd_bus *bus, char **args)
+/* Runs one change of @lines on @target with the polkit agent up; reports it
+ * under --json. */
+static int change(sd_bus *bus, const CtlTarget *target, const char *what, char *const *lines)
 {
-        uint32_t pid;
-        int r = ctl_parse_pid(args[0], false, &pid);
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+
+        ctl_agent_open(arg.ask_password, arg.address);
+        int r = ctl_apply(bus, target, lines, &error);
+        ctl_agent_close();
+        r = r < 0 ? ctl_call_failed(what, r, &error) : report_change(bus, target);
+        sd_bus_error_free(&error);
+        return r;
+}
+
+/* change() on the process the command line names in @pid_arg. */
+static int change_named(sd_bus *bus, const char *pid_arg, const char *what, char *const *lines)
+{
+        CtlTarget target;
+        int r = open_target(bus, pid_arg, false, what, &target);
 
         if (r)
                 return r;
+        r = change(bus, &target, what, lines);
+        ctl_target_close(&target);
+        return r;
+}
+
+/* Whether @arg, a TAG or PATTERN argument, keeps its meaning as part of a
+ * command line: a leading '@' would turn "-x" into clearing a keep flag,
+ * and an '=' in a TAG before a value (@before_value) would move the split
+ * between tag and value. Neither is valid in a tag or pattern, and ptagsd
+ * refuses both in the arguments of its single-change methods; ptagsctl
+ * sends lines (ApplyFd takes a pidfd, those methods do not), so it refuses
+ * them itself. */
+static int line_arg_ok(const char *what, const char *given, bool before_value)
+{
+        if (given[0] == '@')
+                return ctl_invalid(what,
+                                   _("'%s' starts with '@', which no tag or pattern does (the "
+                                     "keep flag is --keep's, keep's and unkeep's)"),
+                                   given);
+        if (before_value && strchr(given, '=') != NULL)
+                return ctl_invalid(what, _("'%s' contains '=', which no tag does"), given);
+        return EXIT_OK;
+}
+
+/* One change of a single line: @prefix, @arg and, when @value is not NULL,
+ * "=" @value. */
+static int single_change(sd_bus *bus, char **args, const char *what, const char *prefix,
+                         const char *value)
+{
+        const char *given = args[1];
+        char *line = NULL;
+        int r = line_arg_ok(what, given, value != NULL);
+
+        if (r)
+                return r;
+        if ((value ? asprintf(&line, "%s%s=%s", prefix, given, value)
+                   : asprintf(&line, "%s%s", prefix, given)) < 0)
+                return ctl_call_failed(what, -ENOMEM, NULL);
+        char *lines[] = {line, NULL};
+        r = change_named(bus, args[0], what, lines);
+        free(line);
+        return r;
+}
+
+static int cmd_add(sd_bus *bus, char **args)
+{
+        const char *what = _("Cannot add the tag");
         char *tag = args[1], *eq = strchr(tag, '=');
+
         if (eq == NULL)
-                return CHANGE(bus, pid, _("Cannot add the tag"),
-                              ctl_add_tag(bus, pid, tag, arg.keep, &error));
+                return single_change(bus, args, what, arg.keep ? "+@" : "+", NULL);
         /* TAG=VALUE: one atomic batch, so the tag never exists without it. */
+        int r = line_arg_ok(what, tag, false);
+        if (r)
+                return r;
         char *add = NULL, *set = NULL;
         if (asprintf(&add, "+%s%.*s", arg.keep ? "@" : "", (int)(eq - tag), tag) < 0)
                 add = NULL;
@@ -290,10 +360,10 @@ static int cmd_add(sd_bus *bus, char **args)
         if (add == NULL || set == NULL) {
                 free(add);
                 free(set);
-                return ctl_call_failed(_("Cannot add the tag"), -ENOMEM, NULL);
+                return ctl_call_failed(what, -ENOMEM, NULL);
         }
         char *lines[] = {add, set, NULL};
-        r = CHANGE(bus, pid, _("Cannot add the tag"), ctl_apply(bus, pid, lines, &error));
+        r = change_named(bus, args[0], what, lines);
         free(add);
         free(set);
         return r;
@@ -301,46 +371,22 @@ static int cmd_add(sd_bus *bus, char **args)
 
 static int cmd_remove(sd_bus *bus, char **args)
 {
-        uint32_t pid;
-        int r = ctl_parse_pid(args[0], false, &pid);
-
-        if (r)
-                return r;
-        return CHANGE(bus, pid, _("Cannot remove the tags"),
-                      ctl_remove_tag(bus, pid, args[1], &error));
+        return single_change(bus, args, _("Cannot remove the tags"), "-", NULL);
 }
 
 static int cmd_set(sd_bus *bus, char **args)
 {
-        uint32_t pid;
-        int r = ctl_parse_pid(args[0], false, &pid);
-
-        if (r)
-                return r;
-        return CHANGE(bus, pid, _("Cannot set the value"),
-                      ctl_set_value(bus, pid, args[1], args[2], &error));
-}
-
-static int set_keep(sd_bus *bus, char **args, bool keep)
-{
-        uint32_t pid;
-        int r = ctl_parse_pid(args[0], false, &pid);
-
-        if (r)
-                return r;
-        return CHANGE(bus, pid,
-                      keep ? _("Cannot set the keep flag") : _("Cannot clear the keep flag"),
-                      ctl_set_keep(bus, pid, args[1], keep, &error));
+        return single_change(bus, args, _("Cannot set the value"), "!", args[2]);
 }
 
 static int cmd_keep(sd_bus *bus, char **args)
 {
-        return set_keep(bus, args, true);
+        return single_change(bus, args, _("Cannot set the keep flag"), "+@", NULL);
 }
 
 static int cmd_unkeep(sd_bus *bus, char **args)
 {
-        return set_keep(bus, args, false);
+        return single_change(bus, args, _("Cannot clear the keep flag"), "-@", NULL);
 }
 
 /* The lines of @path ("-": stdin), without their newlines. */
@@ -398,16 +444,12 @@ static int read_lines(const char *path, char ***ret)
 
 static int cmd_apply(sd_bus *bus, char **args)
 {
-        uint32_t pid;
         char **lines = NULL;
-        int r = ctl_parse_pid(args[0], false, &pid);
+        int r = read_lines(args[1] ? args[1] : "-", &lines);
 
         if (r)
                 return r;
-        r = read_lines(args[1] ? args[1] : "-", &lines);
-        if (r)
-                return r;
-        r = CHANGE(bus, pid, _("Cannot apply the commands"), ctl_apply(bus, pid, lines, &error));
+        r = change_named(bus, args[0], _("Cannot apply the commands"), lines);
         ctl_strv_free(lines);
         return r;
 }
@@ -512,8 +554,9 @@ static int cmd_exec(sd_bus *bus, char **command)
         }
         if (lines == NULL)
                 return ctl_call_failed(_("Cannot tag this process"), -ENOMEM, NULL);
+        const CtlTarget self = {0, -1};
         if (n > 0)
-                r = CHANGE(bus, 0, _("Cannot tag this process"), ctl_apply(bus, 0, lines, &error));
+                r = change(bus, &self, _("Cannot tag this process"), lines);
         ctl_strv_free(lines);
         if (r != EXIT_OK)
                 return r;

@@ -87,8 +87,10 @@ class ReadTests(CtlTestCase):
         self.assertExit(run(self.world, "list", "0"), USAGE)
         self.assertExit(run(self.world, "list"), USAGE)
         self.assertExit(run(self.world, "list", "1", "2"), USAGE)
-        self.assertExit(run(self.world, "list", str(self.world.dead_pid())), NO_PROCESS,
-                        "org.ptags.Error.NoSuchProcess")
+        # No pidfd can be had of a process that is gone: ptagsd is not asked.
+        out = run(self.world, "list", str(self.world.dead_pid()))
+        self.assertExit(out, NO_PROCESS, "No such process")
+        self.assertNotIn("org.ptags.Error", out.stderr, "the answer came from ptagsd")
 
     def test_check_exit_status(self):
         pid = self.target(["+app:a", "+@app:b"])
@@ -137,20 +139,62 @@ class ReadTests(CtlTestCase):
                          "No process holds a matching tag.\n")
         self.assertExit(run(self.world, "find", "bad*"), INVALID, "InvalidPattern")
 
-    def test_pids_in_a_pid_namespace_of_its_own_are_refused_but_self(self):
-        """In a container with a pid namespace of its own, a PID names
-        another process to ptagsd: refused by name (exit 7), and find too,
-        as its answer would name other processes; self still works."""
-        pid = self.target(["+app:a"])
-        own_ns = ["unshare", "--pid", "--fork", "--kill-child"]
-        for args in (["list", str(pid)], ["check", str(pid), "app:a"], ["find", "app:*"],
-                     ["add", str(pid), "app:b"]):
+    def test_pids_in_a_pid_namespace_of_its_own_name_its_processes(self):
+        """In a container with a pid namespace of its own, ptagsctl reads a
+        PID there as the container does (through a pidfd it opens itself):
+        every per-process command acts on the container's process, never on
+        the host's process of that number. find and container show, which
+        only pids could answer, are refused by name (exit 7)."""
+        # sh is pid 1 of the namespace, its sleep pid 2.
+        box = self.world.spawn("container", ["unshare", "--pid", "--fork", "--kill-child",
+                                             "sh", "-c", "sleep 600 & wait"])
+
+        def child_of(pid):
+            with open("/proc/%d/task/%d/children" % (pid, pid)) as f:
+                return [int(c) for c in f.read().split()]
+        wait_until(lambda: child_of(box.pid) and child_of(child_of(box.pid)[0]), 10,
+                   "the container's sleep")
+        sh = child_of(box.pid)[0]
+        sleep = child_of(sh)[0]
+        host_two = 2  # what "2" names outside: a kernel thread, never tagged
+
+        def inside(*args, uid=None, **kw):
+            """ptagsctl ARGS in the container's pid namespace, as root or
+            as @uid."""
+            wrapper = ["nsenter", "--target", str(sh), "--pid", "--"]
+            return run(self.world, *args, wrapper=wrapper + ctl_run.unprivileged_prefix(uid),
+                       **kw)
+
+        self.world.polkit.set_allowed([ADD, REMOVE, SET_VALUE])
+        self.world.polkit.clear_checks()
+        self.assertExit(inside("add", "2", "app:b=one", uid=NOBODY_UID), OK)
+        self.assertEqual(self.world.get_tags(sleep), [("app:b", False, "one")])
+        # polkit is told of the process by the number ptagsd knows it by.
+        self.assertEqual({c["details"]["pid"] for c in self.world.polkit.checks()},
+                         {str(sleep)})
+        self.assertEqual(json.loads(inside("--json", "list", "2").stdout),
+                         {"pid": 2, "tags": tags_json([("app:b", False, "one")])})
+        for pattern, code in (("app:b", OK), ("app:*", OK), ("@app:b", NO_MATCH),
+                              ("other", NO_MATCH)):
+            with self.subTest(check=pattern):
+                self.assertExit(inside("check", "2", pattern, uid=NOBODY_UID), code)
+        self.assertExit(inside("check", "2", "a*b"), INVALID, "InvalidPattern")
+        for args in (["set", "2", "app:b", "two"], ["keep", "2", "app:b"],
+                     ["add", "2", "app:c"], ["unkeep", "2", "app:b"], ["remove", "2", "app:c"]):
             with self.subTest(args=args):
-                out = run(self.world, *args, wrapper=own_ns)
+                self.assertExit(inside(*args, uid=NOBODY_UID), OK)
+        self.assertExit(inside("apply", "2", input="+app:d\n-app:b\n"), OK)
+        self.assertEqual(self.world.get_tags(sleep), [("app:d", False, "")])
+        self.assertEqual(self.world.get_tags(host_two), [])
+
+        for args in (["find", "app:*"], ["container", "show", "pid:2"]):
+            with self.subTest(args=args):
+                out = inside(*args)
                 self.assertExit(out, 7, "org.ptags.Error.NotSupported")
                 self.assertIn("pid namespace", out.stderr)
-        self.assertEqual(self.world.get_tags(pid), [("app:a", False, "")])
-        self.assertExit(run(self.world, "list", "self", wrapper=own_ns), OK)
+        self.assertExit(inside("list", "self"), OK)
+        # A pid the container does not have names no process.
+        self.assertExit(inside("list", str(sleep)), NO_PROCESS, "No such process")
 
 
 # Valid tag text (no byte below 0x20, no DEL) that a terminal must never get
@@ -220,8 +264,10 @@ class ChangeTests(CtlTestCase):
         self.assertExit(out, DENIED, "org.ptags.Error.NotAuthorized")
         self.assertIn("Cannot add the tag", out.stderr)
         self.assertExit(run(self.world, "add", str(pid), "app:z=v", uid=NOBODY_UID), DENIED)
-        self.assertExit(run(self.world, "add", str(pid), "bad*tag"), INVALID,
-                        "org.ptags.Error.InvalidTag")
+        # ptagsd reads "+bad*tag" as a pattern, where a tag is required.
+        out = run(self.world, "add", str(pid), "bad*tag")
+        self.assertExit(out, INVALID, "org.ptags.Error.InvalidPattern")
+        self.assertIn('"+bad*tag"', out.stderr)
         self.assertExit(run(self.world, "add", str(pid)), USAGE)
         self.assertEqual(self.world.get_tags(pid), [("-dash", False, "")] + want)
 
@@ -258,7 +304,26 @@ class ChangeTests(CtlTestCase):
         self.world.polkit.set_allowed([REMOVE])
         self.assertExit(run(self.world, "unkeep", str(pid), "app:a", uid=NOBODY_UID), OK)
         self.assertEqual(self.world.get_tags(pid), [("app:a", False, ""), ("app:b", True, "")])
-        self.assertExit(run(self.world, "keep", str(pid), "@x"), INVALID, "InvalidPattern")
+        self.assertExit(run(self.world, "keep", str(pid), "@x"), INVALID, "starts with '@'")
+
+    def test_arguments_keep_their_meaning_in_the_lines_sent(self):
+        """Each change goes to ptagsd as a command line: an argument that
+        would change what the line means is refused, and nothing changes."""
+        pid = self.target(["+@app:a", "!app:a=v"])
+        before = self.world.get_tags(pid)
+        cases = [
+            # "+@app:b" would add app:b with the keep flag.
+            (["add", str(pid), "@app:b"], "starts with '@'"),
+            (["add", str(pid), "@app:b=v"], "starts with '@'"),
+            # "-@app:a" would clear app:a's keep flag.
+            (["remove", str(pid), "@app:a"], "starts with '@'"),
+            # "!app:a=b=w" would set app:a's value to "b=w".
+            (["set", str(pid), "app:a=b", "w"], "contains '='"),
+        ]
+        for argv, message in cases:
+            with self.subTest(argv=argv):
+                self.assertExit(run(self.world, *argv), INVALID, message)
+        self.assertEqual(self.world.get_tags(pid), before)
 
     def test_apply_file_and_stdin(self):
         pid = self.target(["+app:trusted"])

@@ -39,7 +39,9 @@ int ptags_intent_write(const char *path, pid_t pid, guint64 start_time, const pt
         g_string_free(text, TRUE);
         if (!ok) {
                 g_warning("%s: %s", path, error->message);
-                return -EIO;
+                /* A full runtime directory is the one cause worth naming to
+                 * the caller; the rest are ptagsd's own faults. */
+                return g_error_matches(error, G_FILE_ERROR, G_FILE_ERROR_NOSPC) ? -ENOSPC : -EIO;
         }
         return 0;
 }

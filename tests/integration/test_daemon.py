@@ -160,6 +160,29 @@ class CrashNoteTests(DaemonTestCase):
         self.assertEqual(self.world.get_tags(target),
                          [("app:cam", False, ""), ("k", True, "v"), ("other", False, "")])
 
+    def test_a_full_runtime_directory_is_named_and_changes_nothing(self):
+        """A change of several pages cannot start without its note: with the
+        runtime directory full, it fails saying so, and nothing changes."""
+        target = self.world.spawn_target(unprivileged=True)
+        self.assertOk(self.world.root_call("Apply", "uas", [target, ["+app:before"]]))
+        run_dir = self.world.daemon_env["RUNTIME_DIRECTORY"]
+        subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k,mode=0700", "ptags-full",
+                        run_dir], check=True)
+        self.addCleanup(subprocess.run, ["umount", "-l", run_dir], check=True)
+        fd = os.open(os.path.join(run_dir, "filler"), os.O_WRONLY | os.O_CREAT, 0o600)
+        try:
+            with self.assertRaises(OSError):
+                while True:
+                    os.write(fd, b"x" * 4096)
+        finally:
+            os.close(fd)
+        batch = ["+batch:%03d:%s" % (i, "x" * 200) for i in range(30)]
+        reply = self.world.root_call("Apply", "uas", [target, batch])
+        self.assertFalse(reply.ok, reply)
+        self.assertEqual(reply.error, "org.ptags.Error.Failed", reply)
+        self.assertIn("No space left on device", reply.message)
+        self.assertEqual(self.world.get_tags(target), [("app:before", False, "")])
+
 
 class ReadinessTests(PtagsTestCase):
     """ptagsd tells systemd it is ready (Type=dbus units use it for status,

@@ -302,6 +302,18 @@ typedef struct {
 } CheckCall;
 
 static void check_done(GObject *source, GAsyncResult *res, gpointer user_data);
+static gboolean batch_timed_out(gpointer user_data);
+
+/* (Re)start the batch's polkit timeout. It runs from the call, and again
+ * from each answer that leaves checks to go: it bounds how long polkit may
+ * keep the batch without an answer, not the batch, whose checks may queue
+ * behind others' and may each ask a person for a password in turn. */
+static void batch_arm_timer(Batch *b)
+{
+        if (b->timeout_id != 0)
+                g_source_remove(b->timeout_id);
+        b->timeout_id = g_timeout_add_seconds(b->timeout_seconds, batch_timed_out, b);
+}
 
 /* Drop the waiting checks of a decided batch; may free it. */
 static void drop_waiting(Batch *b)
@@ -370,6 +382,8 @@ static void check_done(GObject *source, GAsyncResult *res, gpointer user_data)
                 /* the last authorized check completes the batch */
                 if (b->pending == 1)
                         batch_finish(b, NULL);
+                else
+                        batch_arm_timer(b);
         } else if (polkit_authorization_result_get_is_challenge(result) && !b->interactive) {
                 batch_finish(b, g_error_new(PTAGS_ERROR,
                                             PTAGS_ERROR_INTERACTIVE_AUTHORIZATION_REQUIRED,
@@ -493,7 +507,7 @@ void ptags_authority_check_all_async(PtagsAuthority *a, const char *sender, uid_
                 b->outer_handler = g_cancellable_connect(cancellable, G_CALLBACK(outer_cancelled),
                                                          b->cancellable, NULL);
         }
-        b->timeout_id = g_timeout_add_seconds(a->timeout_seconds, batch_timed_out, b);
+        batch_arm_timer(b);
         if (a->polkit != NULL)
                 batch_start(b, a->polkit);
         else

@@ -429,6 +429,32 @@ class PolkitTimeoutTests(PtagsTestCase):
         self.assertEqual(self.world.get_tags(target), [])
 
 
+class PolkitTimeoutBatchTests(PtagsTestCase):
+    # The timer is ptagsd's alone: one backend is enough.
+    backends = ("bpf",)
+    world_options = {"polkit_timeout": 2}
+
+    def test_the_timeout_bounds_each_wait_not_the_whole_batch(self):
+        """A batch's checks go to polkit 8 at a time and may each ask a
+        person in turn: the timeout bounds how long polkit keeps the batch
+        without an answer. Three rounds, each answered inside the 2 s,
+        together outlast it (and the up to 1 s the timer may round up)."""
+        target = self.world.spawn_target(unprivileged=True)
+        client = self.world.spawn_client()
+        self.world.polkit.set_allowed([ADD])
+        self.world.polkit.set_hang([ADD])
+        batch = ["+app:%02d" % i for i in range(24)]
+        started = time.monotonic()
+        client.send("Apply", "uas", [target, batch], timeout_ms=30000)
+        for _ in range(3):
+            self.world.polkit.wait_hanging(8)
+            time.sleep(1.3)
+            self.world.polkit.release()
+        self.assertOk(client.receive(timeout=15))
+        self.assertGreater(time.monotonic() - started, 3.5)
+        self.assertEqual(len(self.world.get_tags(target)), 24)
+
+
 class PolkitCrashTests(PtagsTestCase):
     world_options = {"polkit_timeout": 20}
 

@@ -148,6 +148,9 @@ class ReadTests(CtlTestCase):
         # sh is pid 1 of the namespace, its sleep pid 2.
         box = self.world.spawn("container", ["unshare", "--pid", "--fork", "--kill-child",
                                              "sh", "-c", "sleep 600 & wait"])
+        # unshare ignores SIGTERM while its child runs; --kill-child ends
+        # the namespace with it.
+        self.addCleanup(box.kill)
 
         def child_of(pid):
             with open("/proc/%d/task/%d/children" % (pid, pid)) as f:

@@ -302,33 +302,41 @@ static int change_named(sd_bus *bus, const char *pid_arg, const char *what, char
         return r;
 }
 
-/* Whether @arg, a TAG or PATTERN argument, keeps its meaning as part of a
- * command line: a leading '@' would turn "-x" into clearing a keep flag,
- * and an '=' in a TAG before a value (@before_value) would move the split
- * between tag and value. Neither is valid in a tag or pattern, and ptagsd
- * refuses both in the arguments of its single-change methods; ptagsctl
- * sends lines (ApplyFd takes a pidfd, those methods do not), so it refuses
- * them itself. */
-static int line_arg_ok(const char *what, const char *given, bool before_value)
+/* Whether @given (its first @len bytes), a TAG (@is_tag) or PATTERN
+ * argument, keeps its meaning as part of a command line. ptagsctl sends
+ * lines (ApplyFd takes a pidfd, the single-change methods do not), and the
+ * line grammar reads more into an argument than those methods do: a
+ * leading '@' turns "-x" into clearing a keep flag, and "+@" takes what
+ * follows for a pattern, so an empty TAG or one with '*' would set the keep
+ * flag of every matching tag; an '=' in set's TAG would move the split
+ * between tag and value. None of these is a valid tag, and ptagsd refuses
+ * each in the arguments of its single-change methods: so does ptagsctl. */
+static int line_arg_ok(const char *what, const char *given, size_t len, bool is_tag)
 {
-        if (given[0] == '@')
+        if (len > 0 && given[0] == '@')
                 return ctl_invalid(what,
-                                   _("'%s' starts with '@', which no tag or pattern does (the "
+                                   _("'%.*s' starts with '@', which no tag or pattern does (the "
                                      "keep flag is --keep's, keep's and unkeep's)"),
-                                   given);
-        if (before_value && strchr(given, '=') != NULL)
-                return ctl_invalid(what, _("'%s' contains '=', which no tag does"), given);
+                                   (int)len, given);
+        if (!is_tag)
+                return EXIT_OK;
+        if (len == 0)
+                return ctl_invalid(what, _("a tag cannot be empty"));
+        for (const char *c = "*="; *c; c++)
+                if (memchr(given, *c, len) != NULL)
+                        return ctl_invalid(what, _("'%.*s' contains '%c', which no tag does"),
+                                           (int)len, given, *c);
         return EXIT_OK;
 }
 
-/* One change of a single line: @prefix, @arg and, when @value is not NULL,
- * "=" @value. */
+/* One change of a single line: @prefix, the TAG (@is_tag) or PATTERN
+ * argument and, when @value is not NULL, "=" @value. */
 static int single_change(sd_bus *bus, char **args, const char *what, const char *prefix,
-                         const char *value)
+                         bool is_tag, const char *value)
 {
         const char *given = args[1];
         char *line = NULL;
-        int r = line_arg_ok(what, given, value != NULL);
+        int r = line_arg_ok(what, given, strlen(given), is_tag);
 
         if (r)
                 return r;
@@ -347,9 +355,9 @@ static int cmd_add(sd_bus *bus, char **args)
         char *tag = args[1], *eq = strchr(tag, '=');
 
         if (eq == NULL)
-                return single_change(bus, args, what, arg.keep ? "+@" : "+", NULL);
+                return single_change(bus, args, what, arg.keep ? "+@" : "+", true, NULL);
         /* TAG=VALUE: one atomic batch, so the tag never exists without it. */
-        int r = line_arg_ok(what, tag, false);
+        int r = line_arg_ok(what, tag, (size_t)(eq - tag), true);
         if (r)
                 return r;
         char *add = NULL, *set = NULL;
@@ -371,22 +379,22 @@ static int cmd_add(sd_bus *bus, char **args)
 
 static int cmd_remove(sd_bus *bus, char **args)
 {
-        return single_change(bus, args, _("Cannot remove the tags"), "-", NULL);
+        return single_change(bus, args, _("Cannot remove the tags"), "-", false, NULL);
 }
 
 static int cmd_set(sd_bus *bus, char **args)
 {
-        return single_change(bus, args, _("Cannot set the value"), "!", args[2]);
+        return single_change(bus, args, _("Cannot set the value"), "!", true, args[2]);
 }
 
 static int cmd_keep(sd_bus *bus, char **args)
 {
-        return single_change(bus, args, _("Cannot set the keep flag"), "+@", NULL);
+        return single_change(bus, args, _("Cannot set the keep flag"), "+@", false, NULL);
 }
 
 static int cmd_unkeep(sd_bus *bus, char **args)
 {
-        return single_change(bus, args, _("Cannot clear the keep flag"), "-@", NULL);
+        return single_change(bus, args, _("Cannot clear the keep flag"), "-@", false, NULL);
 }
 
 /* The lines of @path ("-": stdin), without their newlines. */
@@ -545,6 +553,10 @@ static int cmd_exec(sd_bus *bus, char **command)
         for (size_t i = 0; lines != NULL && i < arg.n_tags; i++) {
                 const char *tag = arg.tags[i], *eq = strchr(tag, '=');
                 int len = eq ? (int)(eq - tag) : (int)strlen(tag);
+                if ((r = line_arg_ok(_("Cannot tag this process"), tag, (size_t)len, true))) {
+                        ctl_strv_free(lines);
+                        return r;
+                }
                 if (asprintf(&lines[n++], "+@%.*s", len, tag) < 0 ||
                     (eq && asprintf(&lines[n++], "!%s", tag) < 0)) {
                         lines[n - 1] = NULL;

@@ -17,7 +17,7 @@ import unittest
 
 import ctl_run
 from ctl_run import run, run_json, tags_json
-from ptags_harness import NOBODY_UID, PtagsTestCase, wait_until
+from ptags_harness import NOBODY_UID, PtagsTestCase, sleep_sleeps, wait_until
 
 ADD = "org.ptags.tag.add"
 REMOVE = "org.ptags.tag.remove"
@@ -159,7 +159,8 @@ class ReadTests(CtlTestCase):
                    "the container's sleep")
         sh = child_of(box.pid)[0]
         sleep = child_of(sh)[0]
-        host_two = 2  # what "2" names outside: a kernel thread, never tagged
+        # Tags without keep set before it runs sleep would go with the exec.
+        wait_until(lambda: sleep_sleeps(sleep), 10, "the container's sleep to run sleep")
 
         def inside(*args, uid=None, **kw):
             """ptagsctl ARGS in the container's pid namespace, as root or
@@ -188,7 +189,6 @@ class ReadTests(CtlTestCase):
                 self.assertExit(inside(*args, uid=NOBODY_UID), OK)
         self.assertExit(inside("apply", "2", input="+app:d\n-app:b\n"), OK)
         self.assertEqual(self.world.get_tags(sleep), [("app:d", False, "")])
-        self.assertEqual(self.world.get_tags(host_two), [])
 
         for args in (["find", "app:*"], ["container", "show", "pid:2"]):
             with self.subTest(args=args):
@@ -267,10 +267,11 @@ class ChangeTests(CtlTestCase):
         self.assertExit(out, DENIED, "org.ptags.Error.NotAuthorized")
         self.assertIn("Cannot add the tag", out.stderr)
         self.assertExit(run(self.world, "add", str(pid), "app:z=v", uid=NOBODY_UID), DENIED)
-        # ptagsd reads "+bad*tag" as a pattern, where a tag is required.
-        out = run(self.world, "add", str(pid), "bad*tag")
-        self.assertExit(out, INVALID, "org.ptags.Error.InvalidPattern")
-        self.assertIn('"+bad*tag"', out.stderr)
+        # A line "+bad*tag" would be read as a pattern: refused as a tag.
+        self.assertExit(run(self.world, "add", str(pid), "bad*tag"), INVALID, "contains '*'")
+        out = run(self.world, "add", str(pid), "bad\x01tag")
+        self.assertExit(out, INVALID, "org.ptags.Error.InvalidTag")
+        self.assertIn('line 1 ("+bad', out.stderr)
         self.assertExit(run(self.world, "add", str(pid)), USAGE)
         self.assertEqual(self.world.get_tags(pid), [("-dash", False, "")] + want)
 
@@ -312,12 +313,16 @@ class ChangeTests(CtlTestCase):
     def test_arguments_keep_their_meaning_in_the_lines_sent(self):
         """Each change goes to ptagsd as a command line: an argument that
         would change what the line means is refused, and nothing changes."""
-        pid = self.target(["+@app:a", "!app:a=v"])
+        pid = self.target(["+@app:a", "!app:a=v", "+app:c"])
         before = self.world.get_tags(pid)
         cases = [
             # "+@app:b" would add app:b with the keep flag.
             (["add", str(pid), "@app:b"], "starts with '@'"),
             (["add", str(pid), "@app:b=v"], "starts with '@'"),
+            # "+@" and "+@app:*" would keep every tag, or every app: tag.
+            (["add", "--keep", str(pid), ""], "cannot be empty"),
+            (["add", "--keep", str(pid), "app:*"], "contains '*'"),
+            (["add", "--keep", str(pid), "app:*=v"], "contains '*'"),
             # "-@app:a" would clear app:a's keep flag.
             (["remove", str(pid), "@app:a"], "starts with '@'"),
             # "!app:a=b=w" would set app:a's value to "b=w".
@@ -327,6 +332,13 @@ class ChangeTests(CtlTestCase):
             with self.subTest(argv=argv):
                 self.assertExit(run(self.world, *argv), INVALID, message)
         self.assertEqual(self.world.get_tags(pid), before)
+        # exec tags its own process, which holds the tags passed on to it:
+        # "+@" would keep them all across the exec.
+        for tag, message in (("", "cannot be empty"), ("app:*", "contains '*'")):
+            with self.subTest(exec_tag=tag):
+                out = run(self.world, "exec", "--tag", tag, "--", "echo", "ran")
+                self.assertExit(out, INVALID, message)
+                self.assertEqual(out.stdout, "", "the command ran")
 
     def test_apply_file_and_stdin(self):
         pid = self.target(["+app:trusted"])

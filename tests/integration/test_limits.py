@@ -377,6 +377,13 @@ class OverBudgetStateTests(LimitWorld):
         target = self.world.spawn_target(unprivileged=True)
         self.fixture_write(target, ["+app:%04d:%s" % (i, "x" * 3980) for i in range(1200)])
         signals = self.world.record_signals()
+        # A batch that changes nothing (a query, a re-add) sends no signal:
+        # it is answered, as HasTag is, whatever the target holds.
+        held = "app:0000:" + "x" * 3980
+        self.assertOk(self.world.root_call("Apply", "uas", [target, ["?" + held, "+" + held]],
+                                           timeout_ms=60000))
+        self.assertError(self.world.root_call("Apply", "uas", [target, ["?absent"]],
+                                              timeout_ms=60000), "NoSuchTag")
         # A change leaving more tags than one message can carry is refused.
         reply = self.world.root_call("Apply", "uas", [
             target, ["-app:%04d:%s" % (i, "x" * 3980) for i in range(10)]], timeout_ms=60000)

@@ -214,8 +214,10 @@ rm -rf "$tsanreports"
 step "TSan tests"
 
 # The plain closing line CI reads, summed over every run (and the fuzz run).
+# It fails the run on any test not passed: meson's own status passes
+# skipped tests (exit 77), which CI must not.
 PTAGS_FUZZ_FAILED=$fuzz_failed PTAGS_TSAN_FAILED=$tsan_failed python3 - "$builddir" "$asandir" \
-    "$tsandir" "$top/unprivileged-testlog.json" <<'PY'
+    "$tsandir" "$top/unprivileged-testlog.json" <<'PY' || status=1
 import json, sys, os
 passed = failed = 0
 def results(path):
@@ -254,7 +256,8 @@ if not unpriv:
 fuzz_failed = int(os.environ.get("PTAGS_FUZZ_FAILED", "0"))
 # The fuzz run and the TSan report check count as one test each.
 tsan_failed = int(os.environ.get("PTAGS_TSAN_FAILED", "0"))
-print(f"{passed + u_ok + 2 - fuzz_failed - tsan_failed} passed, "
-      f"{failed + u_bad + fuzz_failed + tsan_failed} failed")
+total_failed = failed + u_bad + fuzz_failed + tsan_failed
+print(f"{passed + u_ok + 2 - fuzz_failed - tsan_failed} passed, {total_failed} failed")
+sys.exit(1 if total_failed else 0)
 PY
 exit $status

@@ -631,7 +631,12 @@ static void test_capability_in_own_user_namespace(void)
 
         pid_t inside = spawn_nobody_with_mac_admin(TRUE);
         if (inside < 0) {
-                g_test_skip("unprivileged user namespaces are disabled");
+                /* Not a skip: this case is the one test of the rule, and a
+                 * skip would pass unseen (it runs as root, where CI has
+                 * user namespaces). */
+                g_test_message("unprivileged user namespaces are disabled: the rule for "
+                               "capabilities held in a user namespace of one's own is untested");
+                g_test_fail();
                 return;
         }
         g_assert_true(status_cap_eff(inside) >> CAP_MAC_ADMIN & 1); /* the premise */

@@ -75,6 +75,11 @@ def timed_root_get_tags(world, pid, timeout_ms=10000):
 
 
 class LimitWorld(PtagsTestCase):
+    def walks(self):
+        """How many walks of the processes ptagsd has made for user sums."""
+        with open(self.world.daemon_log_path, errors="replace") as log:
+            return len(re.findall(r"walked \d+ processes in", log.read()))
+
     def walked_ms(self):
         """Milliseconds ptagsd has spent walking processes for user sums."""
         with open(self.world.daemon_log_path, errors="replace") as log:
@@ -210,7 +215,12 @@ class ConfiguredBudgetTests(LimitWorld):
         for victim in victims[1:]:
             reply = attacker.call("AddTag", "usb", [victim, "x" * 1500, False])
             self.assertError(reply, "NotAuthorized")
+            if victim == victims[1]:
+                walks = self.walks()
         self.assertOk(self.world.root_call("AddTag", "usb", [victims[0], "a" * 100, False]))
+        # Judged on the sum remembered since the first refusal (a new walk
+        # would count afresh and so show nothing).
+        self.assertEqual(self.walks(), walks, "the sums were walked again: the test shows nothing")
         # What polkit allows does count.
         self.world.polkit.set_allowed([ADD])
         self.assertOk(attacker.call("AddTag", "usb", [victims[1], "x" * 1500, False]))

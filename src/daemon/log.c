@@ -223,6 +223,12 @@ static char *plan_text(const ptags_plan *plan, const char *sep)
         return g_strjoinv(sep, (char **)lines->pdata);
 }
 
+/* How many PTAGS_TAG fields one entry carries. libsystemd sends an entry
+ * in one sendmsg() of about two iovecs a field, and the kernel takes 1024
+ * at most: past that the entry would be lost whole. PTAGS_LINES always
+ * holds every change; PTAGS_TAGS_UNLISTED counts the tags not listed. */
+#define JOURNAL_MAX_TAG_FIELDS 256
+
 /* One structured journal entry about @plan (may be NULL). PTAGS_TAG repeats,
  * once per changed tag, so journalctl PTAGS_TAG=x finds every change of x. */
 static void journal_entry(const char *message_id, int priority, const PtagsLogContext *ctx,
@@ -248,10 +254,14 @@ static void journal_entry(const char *message_id, int priority, const PtagsLogCo
                 g_autofree char *lines = plan_text(plan, "\n");
                 add_field(iov, fields, g_strdup_printf(PTAGS_FIELD_LINES "%s", lines));
         }
-        for (size_t i = 0; i < n; i++)
+        for (size_t i = 0; i < MIN(n, JOURNAL_MAX_TAG_FIELDS); i++)
                 add_field(
                         iov, fields,
                         g_strdup_printf(PTAGS_FIELD_TAG "%s", ptags_plan_change_at(plan, i)->tag));
+        if (n > JOURNAL_MAX_TAG_FIELDS)
+                add_field(iov, fields,
+                          g_strdup_printf(PTAGS_FIELD_TAGS_UNLISTED "%zu",
+                                          n - JOURNAL_MAX_TAG_FIELDS));
         journal_result(sd_journal_sendv((struct iovec *)iov->data, (int)iov->len));
 }
 

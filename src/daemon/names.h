@@ -26,12 +26,13 @@
 #define PTAGS_MESSAGE_CONTAINER_DROPPED "bdd732546eb446778798009d294a0049"
 
 /* Journal fields of those entries, as "NAME=" prefixes. */
-#define PTAGS_FIELD_PID        "PTAGS_PID="        /* the target process */
-#define PTAGS_FIELD_ACTION     "PTAGS_ACTION="     /* the D-Bus method */
-#define PTAGS_FIELD_RESULT     "PTAGS_RESULT="     /* "success" or a D-Bus error name */
-#define PTAGS_FIELD_CALLER_PID "PTAGS_CALLER_PID=" /* 0 when unknown */
-#define PTAGS_FIELD_CALLER_UID "PTAGS_CALLER_UID="
-#define PTAGS_FIELD_LINES      "PTAGS_LINES=" /* the normalized change lines */
-#define PTAGS_FIELD_TAG        "PTAGS_TAG="   /* once per changed tag */
-#define PTAGS_FIELD_CONTID     "PTAGS_CONTID="
-#define PTAGS_FIELD_SUPPRESSED "PTAGS_SUPPRESSED=" /* refusals of the uid not logged before */
+#define PTAGS_FIELD_PID           "PTAGS_PID="        /* the target process */
+#define PTAGS_FIELD_ACTION        "PTAGS_ACTION="     /* the D-Bus method */
+#define PTAGS_FIELD_RESULT        "PTAGS_RESULT="     /* "success" or a D-Bus error name */
+#define PTAGS_FIELD_CALLER_PID    "PTAGS_CALLER_PID=" /* 0 when unknown */
+#define PTAGS_FIELD_CALLER_UID    "PTAGS_CALLER_UID="
+#define PTAGS_FIELD_LINES         "PTAGS_LINES="         /* the normalized change lines */
+#define PTAGS_FIELD_TAG           "PTAGS_TAG="           /* once per changed tag, the first 256 */
+#define PTAGS_FIELD_TAGS_UNLISTED "PTAGS_TAGS_UNLISTED=" /* changed tags past those */
+#define PTAGS_FIELD_CONTID        "PTAGS_CONTID="
+#define PTAGS_FIELD_SUPPRESSED    "PTAGS_SUPPRESSED=" /* refusals of the uid not logged before */

@@ -121,9 +121,10 @@ PtagsCheck *ptags_check_new(const char *action_id, PolkitDetails *details, const
 
         check->action_id = action_id;
         check->details = details;
-        /* Errors and logs name it: a tag may be 4000 bytes long. Copied, it
-         * outlives a plan rebuilt meanwhile. */
-        check->tag = ptags_shorten(tag);
+        /* Errors and logs name it: shown as polkit's prompt shows it (a tag
+         * may be 4000 bytes long, and hold quotes that would end the quote
+         * around it). Copied, it outlives a plan rebuilt meanwhile. */
+        check->tag = ptags_shown_text(tag, strlen(tag), SHOWN_CHARS);
         return check;
 }
 

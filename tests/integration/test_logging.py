@@ -407,6 +407,21 @@ class LoggingTests(PtagsTestCase):
                          client.pid, NOBODY_UID, result=NOT_AUTHORIZED)
         self.assertEqual(self.world.get_tags(self.target), [])
 
+    def test_refusal_message_shows_the_tag_escaped(self):
+        """The refusal names the tag polkit refused: like a change's MESSAGE,
+        it must show quotes, bidi overrides and line separators escaped."""
+        client = self.world.spawn_client()
+        tag = 'log:x": authorized \u202e\u2028y'
+        self.journal.drain()
+        reply = client.call("AddTag", "usb", [self.target, tag, False])
+        self.assertError(reply, "NotAuthorized")
+        entry = self.entry_about(MESSAGE_REFUSED, self.target, "AddTag")
+        for text in (entry.one("MESSAGE"), reply.message):
+            with self.subTest(text=text):
+                self.assertEqual([c for c in "\u202e\u2028" if c in text], [], text)
+                self.assertIn('tag "log:x\\u{0022}: authorized \\u{202E}\\u{2028}y"', text)
+        self.assertEqual(entry.all("PTAGS_TAG"), [tag])
+
     def journal_during(self, action):
         """(what @action() returns, the journal entries it caused): read
         meanwhile, as journald would (a datagram socket queues only 10

@@ -313,6 +313,8 @@ void ptags_log_changed(const PtagsLogContext *ctx, const ptags_plan *plan)
  * overflow, and the next refusal written for the uid says how many were
  * not. */
 static PtagsLogLimiter *refusals;
+/* All uids' refusals together: PTAGS_REFUSAL_ALL_UIDS times one uid's. */
+static PtagsLogLimiter *refusals_all;
 static guint refusal_rate = 64;
 G_LOCK_DEFINE_STATIC(refusals);
 
@@ -321,39 +323,56 @@ void ptags_log_set_refusal_budget(guint per_second)
         G_LOCK(refusals);
         refusal_rate = MAX(per_second, 1);
         g_clear_pointer(&refusals, ptags_log_limiter_free);
+        g_clear_pointer(&refusals_all, ptags_log_limiter_free);
         G_UNLOCK(refusals);
 }
 
-static gboolean refusal_may_log(const PtagsLogContext *ctx, size_t records, guint *suppressed)
+/* Whether a refusal of @records records may be logged. When it may and
+ * earlier ones were not, *@suppressed is their number, and *@shared says
+ * they were of any of the uids that share one budget while 256 others are
+ * busy, not only of the caller's. */
+static gboolean refusal_may_log(const PtagsLogContext *ctx, size_t records, guint *suppressed,
+                                gboolean *shared)
 {
         char key[16];
 
         *suppressed = 0;
+        *shared = FALSE;
         if (ctx->caller_uid == 0)
                 return TRUE;
         g_snprintf(key, sizeof(key), "%u", (unsigned)ctx->caller_uid);
         G_LOCK(refusals);
-        if (refusals == NULL)
-                refusals = ptags_log_limiter_new_full(PTAGS_REFUSAL_BURST_SECONDS * refusal_rate,
-                                                      G_USEC_PER_SEC / refusal_rate);
-        gboolean may = ptags_log_limiter_take(refusals, key, (guint)MIN(records, G_MAXUINT),
-                                              g_get_monotonic_time(), suppressed);
+        if (refusals == NULL) {
+                guint burst = PTAGS_REFUSAL_BURST_SECONDS * refusal_rate;
+                gint64 refill_us = G_USEC_PER_SEC / refusal_rate;
+                refusals = ptags_log_limiter_new_full(burst, refill_us);
+                refusals_all = ptags_log_limiter_new_full(
+                        PTAGS_REFUSAL_ALL_UIDS * burst, MAX(refill_us / PTAGS_REFUSAL_ALL_UIDS, 1));
+        }
+        gboolean may = ptags_log_limiter_take_within(refusals, key, refusals_all,
+                                                     (guint)MIN(records, G_MAXUINT),
+                                                     g_get_monotonic_time(), suppressed, shared);
         guint rate = refusal_rate;
         G_UNLOCK(refusals);
         if (!may && *suppressed == 1)
                 g_warning("uid %u is refused more often than its refusals may be logged "
-                          "(MaxRefusalRecords: %u records a second); its further refusals are "
-                          "counted, not logged",
-                          (unsigned)ctx->caller_uid, rate);
+                          "(MaxRefusalRecords: %u records a second, %u for all uids); its "
+                          "further refusals are counted, not logged",
+                          (unsigned)ctx->caller_uid, rate, PTAGS_REFUSAL_ALL_UIDS * rate);
         return may;
 }
 
 /* @message, followed by " (N earlier refusals of uid U were not logged)"
  * when @suppressed is not 0. (transfer full) */
-static char *refusal_message(const char *message, const PtagsLogContext *ctx, guint suppressed)
+static char *refusal_message(const char *message, const PtagsLogContext *ctx, guint suppressed,
+                             gboolean shared)
 {
         if (suppressed == 0)
                 return g_strdup(message);
+        if (shared)
+                return g_strdup_printf("%s (%u earlier refusals of uids sharing one budget "
+                                       "with uid %u were not logged)",
+                                       message, suppressed, (unsigned)ctx->caller_uid);
         return g_strdup_printf("%s (%u earlier refusals of uid %u were not logged)", message,
                                suppressed, (unsigned)ctx->caller_uid);
 }
@@ -366,11 +385,12 @@ void ptags_log_refused(const PtagsLogContext *ctx, const ptags_plan *plan, const
                 "Change of process %d by process %d (uid %u) refused: %s", (int)ctx->pid,
                 (int)ctx->caller_pid, (unsigned)ctx->caller_uid, error->message);
         guint suppressed;
+        gboolean shared;
 
         g_debug("%s: %s", ctx->method, message);
-        if (!refusal_may_log(ctx, 1 + MAX(n, 1), &suppressed))
+        if (!refusal_may_log(ctx, 1 + MAX(n, 1), &suppressed, &shared))
                 return;
-        g_autofree char *noted = refusal_message(message, ctx, suppressed);
+        g_autofree char *noted = refusal_message(message, ctx, suppressed, shared);
         journal_entry(PTAGS_MESSAGE_CHANGE_REFUSED, LOG_WARNING, ctx, plan, result, noted,
                       suppressed);
         /* All or nothing: every change of the batch was refused. */
@@ -451,11 +471,12 @@ void ptags_log_container_set(const PtagsLogContext *ctx, guint64 contid, guint64
                                   (unsigned)ctx->caller_uid, error->message);
 
         guint suppressed = 0;
+        gboolean shared = FALSE;
 
         g_debug("%s: %s", ctx->method, message);
-        if (error != NULL && !refusal_may_log(ctx, 2, &suppressed))
+        if (error != NULL && !refusal_may_log(ctx, 2, &suppressed, &shared))
                 return;
-        g_autofree char *noted = refusal_message(message, ctx, suppressed);
+        g_autofree char *noted = refusal_message(message, ctx, suppressed, shared);
         container_journal(
                 error == NULL ? PTAGS_MESSAGE_CONTAINER_SET : PTAGS_MESSAGE_CONTAINER_REFUSED,
                 error == NULL ? LOG_NOTICE : LOG_WARNING, noted, result, contid, ctx, suppressed);
@@ -555,16 +576,17 @@ static gboolean forget_an_idle_bucket(PtagsLogLimiter *l, gint64 now_us)
         return FALSE;
 }
 
-gboolean ptags_log_limiter_take(PtagsLogLimiter *l, const char *key, guint cost, gint64 now_us,
-                                guint *suppressed)
+/* @key's bucket, refilled to @now_us; the one bucket new keys share when
+ * the table is full of busy ones (*@shared). */
+static Bucket *bucket_at(PtagsLogLimiter *l, const char *key, gint64 now_us, gboolean *shared)
 {
         Bucket *b = g_hash_table_lookup(l->sites, key);
 
-        *suppressed = 0;
         /* A full table shares one bucket among the new keys, unless an idle
          * one makes room: only as many busy keys as the table holds. */
-        if (b == NULL && g_hash_table_size(l->sites) >= PTAGS_LOG_MAX_SITES &&
-            !forget_an_idle_bucket(l, now_us)) {
+        *shared = b == NULL && g_hash_table_size(l->sites) >= PTAGS_LOG_MAX_SITES &&
+                  !forget_an_idle_bucket(l, now_us);
+        if (*shared) {
                 key = "";
                 b = g_hash_table_lookup(l->sites, key);
         }
@@ -580,15 +602,39 @@ gboolean ptags_log_limiter_take(PtagsLogLimiter *l, const char *key, guint cost,
                         b->tokens = l->burst;
                 b->last_us = now_us;
         }
+        return b;
+}
+
+gboolean ptags_log_limiter_take_within(PtagsLogLimiter *l, const char *key, PtagsLogLimiter *all,
+                                       guint cost, gint64 now_us, guint *suppressed,
+                                       gboolean *shared)
+{
+        gboolean own_shared, all_shared;
+        Bucket *b = bucket_at(l, key, now_us, &own_shared);
+        Bucket *a = all != NULL ? bucket_at(all, "", now_us, &all_shared) : NULL;
         double need = MIN(cost, l->burst);
-        if (b->tokens < need) {
+        double need_all = all != NULL ? MIN(cost, all->burst) : 0;
+
+        if (shared != NULL)
+                *shared = own_shared;
+        if (b->tokens < need || (a != NULL && a->tokens < need_all)) {
+                /* Counted in the key's own bucket, whichever had no room:
+                 * the count the key's next item reports is its own. */
                 *suppressed = ++b->suppressed;
                 return FALSE;
         }
         b->tokens -= need;
+        if (a != NULL)
+                a->tokens -= need_all;
         *suppressed = b->suppressed;
         b->suppressed = 0;
         return TRUE;
+}
+
+gboolean ptags_log_limiter_take(PtagsLogLimiter *l, const char *key, guint cost, gint64 now_us,
+                                guint *suppressed)
+{
+        return ptags_log_limiter_take_within(l, key, NULL, cost, now_us, suppressed, NULL);
 }
 
 gboolean ptags_log_limiter_allow(PtagsLogLimiter *l, const char *domain, const char *message,

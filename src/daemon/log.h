@@ -78,11 +78,22 @@ gboolean ptags_log_limiter_allow(PtagsLogLimiter *l, const char *domain, const c
 gboolean ptags_log_limiter_take(PtagsLogLimiter *l, const char *key, guint cost, gint64 now_us,
                                 guint *suppressed);
 
+/* The same, drawing at once on @all's one bucket (every key's; may be
+ * NULL): an item is written only when both have room, and is counted in
+ * @key's bucket when not. *@shared (may be NULL) says whether @key shares
+ * its bucket with other keys, as new keys do while the table is full. */
+gboolean ptags_log_limiter_take_within(PtagsLogLimiter *l, const char *key, PtagsLogLimiter *all,
+                                       guint cost, gint64 now_us, guint *suppressed,
+                                       gboolean *shared);
+
 /* Refusals are the records a caller can cause at will. Those of one uid other
  * than 0 draw on a bucket that gains @per_second records (a journal entry,
  * or an audit record) a second and holds PTAGS_REFUSAL_BURST_SECONDS times
  * that (the MaxRefusalRecords budget; 64 until this is called). */
 #define PTAGS_REFUSAL_BURST_SECONDS 16
+/* All uids' refusals together may write this many times one uid's budget:
+ * many uids (a rootless container's range, say) cannot add up past it. */
+#define PTAGS_REFUSAL_ALL_UIDS 4
 void ptags_log_set_refusal_budget(guint per_second);
 
 /* Messages other code logs as warnings that are no fault of ptagsd's (a

@@ -234,6 +234,66 @@ static void test_limiter_idle_buckets_make_room(void)
         ptags_log_limiter_free(l);
 }
 
+static void test_limiter_all_keys_bounded(void)
+{
+        /* Each key may write 10; all of them together 20. */
+        PtagsLogLimiter *own = ptags_log_limiter_new_full(10, G_USEC_PER_SEC);
+        PtagsLogLimiter *all = ptags_log_limiter_new_full(20, G_USEC_PER_SEC / 2);
+        gint64 t = 1000 * G_USEC_PER_SEC;
+        guint suppressed;
+        gboolean shared = TRUE;
+        int passed = 0;
+
+        for (int k = 0; k < 5; k++) {
+                char key[16];
+                g_snprintf(key, sizeof(key), "%d", 1000 + k);
+                for (int i = 0; i < 10; i++)
+                        passed += ptags_log_limiter_take_within(own, key, all, 1, t, &suppressed,
+                                                                &shared);
+                g_assert_false(shared);
+        }
+        g_assert_cmpint(passed, ==, 20);
+        /* What the shared bucket refused counts in the key's own: key 1004
+         * wrote nothing; a second later its first item reports all ten. */
+        t += G_USEC_PER_SEC;
+        g_assert_true(ptags_log_limiter_take_within(own, "1004", all, 1, t, &suppressed, NULL));
+        g_assert_cmpuint(suppressed, ==, 10);
+        ptags_log_limiter_free(own);
+        ptags_log_limiter_free(all);
+}
+
+static void test_limiter_says_when_keys_share(void)
+{
+        PtagsLogLimiter *l = ptags_log_limiter_new_full(4, G_USEC_PER_SEC);
+        gint64 t = 1000 * G_USEC_PER_SEC;
+        guint suppressed;
+        gboolean shared;
+        char key[16];
+
+        /* 256 keys each drop an item, so none is idle while the test runs. */
+        for (int i = 0; i < 256; i++) {
+                g_snprintf(key, sizeof(key), "%d", i);
+                for (int j = 0; j < 4; j++)
+                        g_assert_true(ptags_log_limiter_take_within(l, key, NULL, 1, t, &suppressed,
+                                                                    &shared));
+                g_assert_false(
+                        ptags_log_limiter_take_within(l, key, NULL, 1, t, &suppressed, &shared));
+                g_assert_false(shared);
+        }
+        /* The table is full of busy keys: "a" and "b" share a bucket, and
+         * "b" reports the items "a" was refused, saying they are shared. */
+        for (int i = 0; i < 6; i++)
+                ptags_log_limiter_take_within(l, "a", NULL, 1, t, &suppressed, &shared);
+        g_assert_true(shared);
+        t += G_USEC_PER_SEC / 2;
+        g_assert_false(ptags_log_limiter_take_within(l, "b", NULL, 1, t, &suppressed, &shared));
+        t += 2 * G_USEC_PER_SEC / 2;
+        g_assert_true(ptags_log_limiter_take_within(l, "b", NULL, 1, t, &suppressed, &shared));
+        g_assert_true(shared);
+        g_assert_cmpuint(suppressed, ==, 3);
+        ptags_log_limiter_free(l);
+}
+
 static void test_cancel_noise(void)
 {
         g_assert_true(ptags_log_is_noise(NULL, "Error cancelling authorization check: "
@@ -258,6 +318,8 @@ int main(int argc, char **argv)
         g_test_add_func("/log/limiter-costs", test_limiter_costs);
         g_test_add_func("/log/limiter-sites-bounded", test_limiter_sites_bounded);
         g_test_add_func("/log/limiter-idle-buckets-make-room", test_limiter_idle_buckets_make_room);
+        g_test_add_func("/log/limiter-all-keys-bounded", test_limiter_all_keys_bounded);
+        g_test_add_func("/log/limiter-says-when-keys-share", test_limiter_says_when_keys_share);
         g_test_add_func("/log/cancel-noise", test_cancel_noise);
         return g_test_run();
 }

@@ -9,6 +9,7 @@
 #include "log.h"
 
 #include "args.h"
+#include "errors.h"
 #include "page-writer.h"
 
 #include <errno.h>
@@ -377,13 +378,28 @@ static char *refusal_message(const char *message, const PtagsLogContext *ctx, gu
                                suppressed, (unsigned)ctx->caller_uid);
 }
 
+/* PTAGS_RESULT and the words of a refusal. Only a caller leaving the bus
+ * cancels its polkit checks: named so, as a failure, not as GIO's unmapped
+ * "cancelled" error. */
+static char *refusal_result(const GError *error, const char **why)
+{
+        if (g_error_matches(error, G_IO_ERROR, G_IO_ERROR_CANCELLED)) {
+                *why = "the caller left the bus while polkit decided";
+                return g_dbus_error_encode_gerror(
+                        &(GError){PTAGS_ERROR, PTAGS_ERROR_FAILED, (char *)*why});
+        }
+        *why = error->message;
+        return g_dbus_error_encode_gerror(error);
+}
+
 void ptags_log_refused(const PtagsLogContext *ctx, const ptags_plan *plan, const GError *error)
 {
         size_t n = plan != NULL ? ptags_plan_change_count(plan) : 0;
-        g_autofree char *result = g_dbus_error_encode_gerror(error);
+        const char *why;
+        g_autofree char *result = refusal_result(error, &why);
         g_autofree char *message = g_strdup_printf(
                 "Change of process %d by process %d (uid %u) refused: %s", (int)ctx->pid,
-                (int)ctx->caller_pid, (unsigned)ctx->caller_uid, error->message);
+                (int)ctx->caller_pid, (unsigned)ctx->caller_uid, why);
         guint suppressed;
         gboolean shared;
 
@@ -455,8 +471,8 @@ void ptags_log_container_set(const PtagsLogContext *ctx, guint64 contid, guint64
                              const GError *error)
 {
         g_autofree char *msg = ptags_audit_container_message("set", ctx, contid, old);
-        g_autofree char *result =
-                error != NULL ? g_dbus_error_encode_gerror(error) : g_strdup("success");
+        const char *why = NULL;
+        g_autofree char *result = error != NULL ? refusal_result(error, &why) : g_strdup("success");
         g_autofree char *message =
                 error == NULL
                         ? g_strdup_printf(
@@ -468,7 +484,7 @@ void ptags_log_container_set(const PtagsLogContext *ctx, guint64 contid, guint64
                                   "Registration of process %d as audit container %" G_GUINT64_FORMAT
                                   " by process %d (uid %u) refused: %s",
                                   (int)ctx->pid, contid, (int)ctx->caller_pid,
-                                  (unsigned)ctx->caller_uid, error->message);
+                                  (unsigned)ctx->caller_uid, why);
 
         guint suppressed = 0;
         gboolean shared = FALSE;

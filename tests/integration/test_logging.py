@@ -422,6 +422,22 @@ class LoggingTests(PtagsTestCase):
                 self.assertIn('tag "log:x\\u{0022}: authorized \\u{202E}\\u{2028}y"', text)
         self.assertEqual(entry.all("PTAGS_TAG"), [tag])
 
+    def test_a_caller_that_leaves_is_logged_as_such(self):
+        """A caller leaving the bus cancels its polkit checks: the refusal
+        says so and names a D-Bus error, not GIO's unmapped one."""
+        client = self.world.spawn_client()
+        self.world.polkit.set_hang([ADD])
+        client.send("AddTag", "usb", [self.target, "log:left", False])
+        self.world.polkit.wait_hanging(1)
+        self.journal.drain()
+        client.stop()
+        entry = self.entry_about(MESSAGE_REFUSED, self.target, "AddTag")
+        self.assertEqual(entry.one("PTAGS_RESULT"), "org.ptags.Error.Failed")
+        self.assertIn("the caller left the bus while polkit decided", entry.one("MESSAGE"))
+        self.world.polkit.set_hang([])
+        self.world.polkit.release()
+        self.assertEqual(self.world.get_tags(self.target), [])
+
     def journal_during(self, action):
         """(what @action() returns, the journal entries it caused): read
         meanwhile, as journald would (a datagram socket queues only 10

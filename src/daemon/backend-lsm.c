@@ -8,6 +8,7 @@
 #include "backend.h"
 #include "errors.h"
 #include "lineage.h"
+#include "log.h"
 #include "lsm-intent.h"
 #include "page-writer.h"
 #include "target.h"
@@ -171,6 +172,23 @@ static int lsm_apply(PtagsBackend *b, int pidfd, pid_t pid, const ptags_plan *pl
         return r;
 }
 
+/* The restore of @pid's tags from @now, the @lines written, as a change
+ * made by ptagsd itself (its pid, uid 0; PTAGS_ACTION "Restore"): a
+ * journal entry and audit records, as for any change. */
+static void log_restored(pid_t pid, const ptags_set *now, GPtrArray *lines)
+{
+        ptags_plan *plan = NULL;
+        g_autoptr(GPtrArray) text = g_ptr_array_copy(lines, NULL, NULL);
+
+        g_ptr_array_add(text, NULL);
+        if (lines->len == 0 || ptags_plan_build(now, (const char *const *)text->pdata, NULL,
+                                                lines->len, &plan, NULL) != PTAGS_OK)
+                return;
+        PtagsLogContext ctx = {pid, getpid(), 0, "Restore"};
+        ptags_log_changed(&ctx, plan);
+        ptags_plan_free(plan);
+}
+
 /* A multi-page change a killed ptagsd left midway: put the process's tags
  * back as they were before it, one line per write so that each line stands
  * alone; but for the tags an exec since may have dropped
@@ -194,17 +212,26 @@ static void lsm_recover(BackendLsm *self)
                 WriteTarget t = {path, pidfd};
                 ptags_set *want = ptags_restore_target(now, before);
                 g_autoptr(GPtrArray) lines = ptags_restore_lines(now, want);
+                g_autoptr(GPtrArray) written = g_ptr_array_new();
                 for (guint i = 0; i < lines->len; i++) {
                         g_autofree char *line = g_strconcat(lines->pdata[i], "\n", NULL);
-                        write_page(line, strlen(line), &t);
+                        if (write_page(line, strlen(line), &t) >= 0)
+                                g_ptr_array_add(written, lines->pdata[i]);
                 }
-                g_message("process %d: restored its tags as they were before a change "
-                          "interrupted by ptagsd's exit (%u lines)%s",
-                          (int)pid, lines->len,
-                          ptags_set_equal(want, before)
-                                  ? ""
-                                  : "; tags without the keep flag are not given back, as it "
-                                    "may have executed a program since");
+                guint failed = lines->len - written->len;
+                if (failed > 0)
+                        g_warning("process %d: %u of the %u lines that restore its tags as they "
+                                  "were before a change interrupted by ptagsd's exit failed",
+                                  (int)pid, failed, lines->len);
+                else
+                        g_message("process %d: restored its tags as they were before a change "
+                                  "interrupted by ptagsd's exit (%u lines)%s",
+                                  (int)pid, lines->len,
+                                  ptags_set_equal(want, before)
+                                          ? ""
+                                          : "; tags without the keep flag are not given back, "
+                                            "as it may have executed a program since");
+                log_restored(pid, now, written);
                 ptags_set_free(want);
         }
         if (pidfd >= 0)

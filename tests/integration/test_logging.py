@@ -20,7 +20,7 @@ import tempfile
 import threading
 import time
 
-from ptags_harness import HarnessError, PtagsTestCase
+from ptags_harness import HarnessError, PtagsTestCase, wait_until
 
 # From src/daemon/names.h: stable ids that log filters select on.
 MESSAGE_CHANGED = "56f8202c992d48b2b57f12d212df8c0b"
@@ -650,6 +650,37 @@ class LoggingTests(PtagsTestCase):
         seen = sorted((decoded_tag(b["tag"]), b["op"], b["res"]) for b in records)
         self.assertEqual(seen, sorted([(t, "ptags-add", "success") for t in tags]
                                       + [(t, "ptags-add", "failed") for t in refused]))
+
+
+class RestoreLoggingTests(LoggingTests):
+    """ptags-lsm: the tags ptagsd puts back at its start, after a change of
+    several pages its exit interrupted, are logged as a change ptagsd made."""
+    backends = ("ptags-lsm",)
+
+    def test_a_restore_is_logged_as_a_change(self):
+        self.assertOk(self.world.root_call("Apply", "uas", [self.target, ["+@k", "+other"]]))
+        self.world.daemon.terminate()
+        self.assertEqual(self.world.daemon.wait(timeout=30), 0)
+        wait_until(lambda: not self.world.name_has_owner("org.ptags.Manager"), 10,
+                   "org.ptags.Manager to be released")
+        with open("/proc/%d/stat" % self.target) as f:
+            start = f.read().rsplit(")", 1)[1].split()[19]
+        note = os.path.join(self.world.daemon_env["RUNTIME_DIRECTORY"], "lsm-intent")
+        with open(note, "w") as f:
+            f.write("%d %s\napp:cam\n@k=v\nother\n" % (self.target, start))
+        self.journal.drain()
+        os.environ["PTAGS_DAEMON_WRAPPER"] = "/bin/sh %s %s" % (WRAPPER,
+                                                                self.journal.sock.getsockname())
+        try:
+            self.world.start_daemon()
+        finally:
+            del os.environ["PTAGS_DAEMON_WRAPPER"]
+        entry = self.entry_about(MESSAGE_CHANGED, self.target, "Restore")
+        self.assertEqual(entry.one("PTAGS_LINES").split("\n"), ["+app:cam", "!k=v"])
+        self.assertEqual(entry.one("PTAGS_CALLER_PID"), str(self.world.daemon.pid))
+        self.assertEqual(entry.one("PTAGS_CALLER_UID"), "0")
+        self.assertEqual(self.world.get_tags(self.target),
+                         [("app:cam", False, ""), ("k", True, "v"), ("other", False, "")])
 
 
 class RefusalBudgetTests(LoggingTests):

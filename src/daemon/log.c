@@ -172,6 +172,18 @@ static void journal_result(int r)
         }
 }
 
+/* Whether @text must go hex-encoded into an audit record: anything but
+ * printable ASCII other than '"'. libaudit's own test compares signed chars,
+ * so where char is unsigned (arm64) it would pass UTF-8 (a bidi override)
+ * through raw. */
+static gboolean audit_needs_hex(const char *text)
+{
+        for (const guchar *p = (const guchar *)text; *p != '\0'; p++)
+                if (*p < 0x21 || *p > 0x7e || *p == '"')
+                        return TRUE;
+        return FALSE;
+}
+
 /* The record's subject is ptagsd itself, so the body names who asked. */
 char *ptags_audit_message(const char *op, const PtagsLogContext *ctx, const char *tag)
 {
@@ -180,10 +192,12 @@ char *ptags_audit_message(const char *op, const PtagsLogContext *ctx, const char
                                 (int)ctx->caller_pid, (unsigned)ctx->caller_uid);
         if (tag == NULL)
                 return g_steal_pointer(&head);
-        char *encoded = audit_encode_nv_string("tag", tag, 0);
-        char *msg = g_strdup_printf("%s %s", head, encoded != NULL ? encoded : "tag=?");
-        free(encoded);
-        return msg;
+        if (!audit_needs_hex(tag))
+                return g_strdup_printf("%s tag=\"%s\"", head, tag);
+        size_t len = strlen(tag);
+        g_autofree char *hex = g_malloc(2 * len + 1);
+        audit_encode_value(hex, tag, (unsigned)len);
+        return g_strdup_printf("%s tag=%s", head, hex);
 }
 
 static const char *change_op(const ptags_change *c)

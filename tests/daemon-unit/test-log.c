@@ -23,6 +23,13 @@ static void test_audit_message(void)
         g_assert_null(strstr(forged, "res=success"));
         g_assert_cmpstr(strstr(forged, "tag="), ==, "tag=78207265733D73756363657373");
 
+        /* So is any byte past ASCII, whatever the platform's char: a bidi
+         * override (U+202E) would otherwise turn the rest of a line around. */
+        g_autofree char *bidi = ptags_audit_message("ptags-add", &ctx, "a\u202e\u00e9");
+        g_assert_cmpstr(strstr(bidi, "tag="), ==, "tag=61E280AEC3A9");
+        g_autofree char *quoted = ptags_audit_message("ptags-add", &ctx, "a\"b~");
+        g_assert_cmpstr(strstr(quoted, "tag="), ==, "tag=6122627E");
+
         ctx.pid = 9;
         g_autofree char *none = ptags_audit_message("ptags-change", &ctx, NULL);
         g_assert_cmpstr(none, ==, "op=ptags-change pid=9 caller_pid=1234 caller_uid=1000");

@@ -306,9 +306,10 @@ static void check_done(GObject *source, GAsyncResult *res, gpointer user_data);
 static gboolean batch_timed_out(gpointer user_data);
 
 /* (Re)start the batch's polkit timeout. It runs from the call, and again
- * from each answer that leaves checks to go: it bounds how long polkit may
- * keep the batch without an answer, not the batch, whose checks may queue
- * behind others' and may each ask a person for a password in turn. */
+ * from each check sent and each answer that leaves checks to go: it bounds
+ * how long polkit may keep the batch without progress, not the batch,
+ * whose checks may queue behind others' and may each ask a person for a
+ * password in turn. */
 static void batch_arm_timer(Batch *b)
 {
         if (b->timeout_id != 0)
@@ -348,6 +349,8 @@ static void start_checks(PtagsAuthority *a)
                 CheckCall *call = g_queue_pop_head(&b->waiting);
                 if (!g_queue_is_empty(&b->waiting))
                         g_queue_push_tail(&a->batches, b);
+                /* A check sent after waiting its turn has the whole timeout. */
+                batch_arm_timer(b);
                 skipped = 0;
                 a->in_flight++;
                 b->in_flight++;

@@ -454,6 +454,28 @@ class PolkitTimeoutBatchTests(PtagsTestCase):
         self.assertGreater(time.monotonic() - started, 3.5)
         self.assertEqual(len(self.world.get_tags(target)), 24)
 
+    def test_a_call_queued_behind_others_gets_the_whole_timeout(self):
+        """One user has 16 checks at polkit at most: a third call waits for
+        its turn, and its check, once sent, gets the whole timeout (the
+        timer fires from 2 s to 3 s after it is armed)."""
+        targets = [self.world.spawn_target(unprivileged=True) for _ in range(3)]
+        clients = [self.world.spawn_client() for _ in range(3)]
+        self.world.polkit.set_allowed([ADD])
+        self.world.polkit.set_hang([ADD])
+        for client, target in zip(clients[:2], targets):
+            client.send("Apply", "uas", [target, ["+x:%d" % i for i in range(8)]],
+                        timeout_ms=30000)
+        self.world.polkit.wait_hanging(16)
+        clients[2].send("AddTag", "usb", [targets[2], "z", False], timeout_ms=30000)
+        time.sleep(1.5)
+        self.world.polkit.release()
+        self.world.polkit.wait_hanging(1)
+        time.sleep(1.6)  # 3.1 s after the call: past its first timer
+        self.world.polkit.release()
+        for client in clients:
+            self.assertOk(client.receive(timeout=15))
+        self.assertEqual(self.world.get_tags(targets[2]), [("z", False, "")])
+
 
 class PolkitCrashTests(PtagsTestCase):
     world_options = {"polkit_timeout": 20}

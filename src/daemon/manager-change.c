@@ -129,14 +129,15 @@ static gboolean change_plan(Call *call, GError **error)
         return TRUE;
 }
 
-/* FALSE, with the call failed, when the target exited meanwhile. */
+/* FALSE, with the call refused (and logged), when the target exited
+ * meanwhile. */
 static gboolean target_still_runs(Call *call)
 {
         if (ptags_target_alive(&call->target))
                 return TRUE;
-        call_fail(call,
-                  g_error_new(PTAGS_ERROR, PTAGS_ERROR_NO_SUCH_PROCESS,
-                              "process %d exited during authorization", (int)call->target.pid));
+        change_refuse(call,
+                      g_error_new(PTAGS_ERROR, PTAGS_ERROR_NO_SUCH_PROCESS,
+                                  "process %d exited during authorization", (int)call->target.pid));
         return FALSE;
 }
 
@@ -285,8 +286,9 @@ static void change_commit(Call *call)
         ptags_set_free(before);
         if (error == NULL && same && call->checked_info_valid)
                 same = ptags_process_info_same(&call->target, &call->checked_info, &error);
+        /* From here on a refusal is logged, as polkit was asked. */
         if (error != NULL) {
-                call_fail(call, error);
+                change_refuse(call, error);
                 return;
         }
         same = same && caller_rights_still_hold(call);
@@ -299,18 +301,18 @@ static void change_commit(Call *call)
                 return;
         }
         if (call->rebuilt) {
-                call_fail(call, g_error_new(PTAGS_ERROR, PTAGS_ERROR_FAILED,
-                                            "process %d kept changing (its tags or its "
-                                            "program), or its caller's rights did, during "
-                                            "authorization; try again",
-                                            (int)pid));
+                change_refuse(call, g_error_new(PTAGS_ERROR, PTAGS_ERROR_FAILED,
+                                                "process %d kept changing (its tags or its "
+                                                "program), or its caller's rights did, during "
+                                                "authorization; try again",
+                                                (int)pid));
                 return;
         }
         call->rebuilt = TRUE;
         g_debug("%s: process %d or its caller's rights changed during authorization; re-planning",
                 call->method, (int)pid);
         if (!change_plan(call, &error)) {
-                call_fail(call, error);
+                change_refuse(call, error);
                 return;
         }
         if (ptags_plan_change_count(call->plan) == 0) {

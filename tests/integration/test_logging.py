@@ -14,6 +14,7 @@ import os
 import re
 import select
 import shutil
+import signal
 import socket
 import struct
 import tempfile
@@ -437,6 +438,30 @@ class LoggingTests(PtagsTestCase):
         self.world.polkit.set_hang([])
         self.world.polkit.release()
         self.assertEqual(self.world.get_tags(self.target), [])
+
+    def test_a_target_that_exits_while_polkit_decides_is_logged(self):
+        """Once polkit was asked, a refusal is logged whatever the reason:
+        here the target exits before the answer."""
+        target = self.world.spawn_target(unprivileged=True)
+        client = self.world.spawn_client()
+        self.world.polkit.set_allowed([ADD])
+        self.world.polkit.set_hang([ADD])
+        client.send("AddTag", "usb", [target, "log:gone", False])
+        self.world.polkit.wait_hanging(1)
+        os.kill(target, signal.SIGKILL)
+        wait_until(lambda: not os.path.exists("/proc/%d/stat" % target) or
+                   open("/proc/%d/stat" % target).read().rsplit(")", 1)[1].split()[0] == "Z",
+                   10, "the target to exit")
+        self.journal.drain()
+        self.world.polkit.set_hang([])
+        self.world.polkit.release()
+        self.assertError(client.receive(timeout=15), "NoSuchProcess")
+        entry, _ = self.journal.wait_for(
+            lambda e: (e.all("MESSAGE_ID") == [MESSAGE_REFUSED]
+                       and e.all("PTAGS_PID") == [str(target)]),
+            "the refusal about pid %d" % target)
+        self.assertEqual(entry.one("PTAGS_RESULT"), "org.ptags.Error.NoSuchProcess")
+        self.assertIn("exited during authorization", entry.one("MESSAGE"))
 
     def journal_during(self, action):
         """(what @action() returns, the journal entries it caused): read

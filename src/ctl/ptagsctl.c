@@ -762,6 +762,48 @@ static int parse_options(int argc, char **argv)
         return EXIT_OK;
 }
 
+/* Checks the command line @args (@n_args of them; the first @tail before
+ * any "--", and whether a command follows it: @after_dash) before
+ * connecting, then runs the command. */
+static int run_command(char **args, size_t n_args, size_t tail, bool after_dash)
+{
+        int r;
+
+        if (n_args == 0)
+                return ctl_usage_error(_("A command is needed."));
+        for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
+                if (strcmp(args[0], commands[i].name) != 0)
+                        continue;
+                int given = (int)n_args - 1;
+                if (given < commands[i].min_args ||
+                    (commands[i].max_args >= 0 && given > commands[i].max_args))
+                        return ctl_usage_error(_("Wrong number of arguments for '%s'."), args[0]);
+                if (arg.keep && commands[i].func != cmd_add)
+                        return ctl_usage_error(_("--keep belongs to 'add'."));
+                if (arg.n_tags > 0 && commands[i].func != cmd_exec)
+                        return ctl_usage_error(_("--tag belongs to 'exec'."));
+                if (commands[i].func == cmd_exec && (tail != 1 || !after_dash))
+                        return ctl_usage_error(_("exec runs the command given after '--'."));
+                if ((arg.uuid || arg.name) && commands[i].func != cmd_container)
+                        return ctl_usage_error(
+                                _("--uuid and --name belong to 'container register'."));
+                CtlContainerOptions o = container_options();
+                if (commands[i].func == cmd_container && (r = ctl_container_check(args + 1, &o)))
+                        return r;
+                uint32_t pid;
+                if (commands[i].first != FIRST_ANY &&
+                    (r = ctl_parse_pid(args[1], commands[i].first == FIRST_PID_OR_SELF, &pid)))
+                        return r;
+                sd_bus *bus = NULL;
+                r = open_bus(&bus);
+                if (r == EXIT_OK)
+                        r = commands[i].func(bus, args + 1);
+                sd_bus_flush_close_unref(bus);
+                return r;
+        }
+        return ctl_usage_error(_("Unknown command '%s'."), args[0]);
+}
+
 int main(int argc, char **argv)
 {
         char **args;
@@ -790,39 +832,7 @@ int main(int argc, char **argv)
         size_t tail = n_args;
         for (int i = dash + 1; i < argc; i++)
                 args[n_args++] = argv[i];
-        if (n_args == 0)
-                return ctl_usage_error(_("A command is needed."));
-
-        for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
-                if (strcmp(args[0], commands[i].name) != 0)
-                        continue;
-                int given = (int)n_args - 1;
-                if (given < commands[i].min_args ||
-                    (commands[i].max_args >= 0 && given > commands[i].max_args))
-                        return ctl_usage_error(_("Wrong number of arguments for '%s'."), args[0]);
-                if (arg.keep && commands[i].func != cmd_add)
-                        return ctl_usage_error(_("--keep belongs to 'add'."));
-                if (arg.n_tags > 0 && commands[i].func != cmd_exec)
-                        return ctl_usage_error(_("--tag belongs to 'exec'."));
-                if (commands[i].func == cmd_exec && (tail != 1 || dash >= argc - 1))
-                        return ctl_usage_error(_("exec runs the command given after '--'."));
-                if ((arg.uuid || arg.name) && commands[i].func != cmd_container)
-                        return ctl_usage_error(
-                                _("--uuid and --name belong to 'container register'."));
-                CtlContainerOptions o = container_options();
-                if (commands[i].func == cmd_container && (r = ctl_container_check(args + 1, &o)))
-                        return r;
-                uint32_t pid;
-                if (commands[i].first != FIRST_ANY &&
-                    (r = ctl_parse_pid(args[1], commands[i].first == FIRST_PID_OR_SELF, &pid)))
-                        return r;
-                sd_bus *bus = NULL;
-                r = open_bus(&bus);
-                if (r == EXIT_OK)
-                        r = commands[i].func(bus, args + 1);
-                sd_bus_flush_close_unref(bus);
-                free(args);
-                return r;
-        }
-        return ctl_usage_error(_("Unknown command '%s'."), args[0]);
+        r = run_command(args, n_args, tail, dash < argc - 1);
+        free(args);
+        return r;
 }

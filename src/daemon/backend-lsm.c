@@ -178,10 +178,8 @@ static int lsm_apply(PtagsBackend *b, int pidfd, pid_t pid, const ptags_plan *pl
 static void log_restored(pid_t pid, const ptags_set *now, GPtrArray *lines)
 {
         ptags_plan *plan = NULL;
-        g_autoptr(GPtrArray) text = g_ptr_array_copy(lines, NULL, NULL);
 
-        g_ptr_array_add(text, NULL);
-        if (lines->len == 0 || ptags_plan_build(now, (const char *const *)text->pdata, NULL,
+        if (lines->len == 0 || ptags_plan_build(now, (const char *const *)lines->pdata, NULL,
                                                 lines->len, &plan, NULL) != PTAGS_OK)
                 return;
         PtagsLogContext ctx = {pid, getpid(), 0, "Restore"};

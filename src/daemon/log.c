@@ -607,16 +607,18 @@ static gboolean forget_an_idle_bucket(PtagsLogLimiter *l, gint64 now_us)
 }
 
 /* @key's bucket, refilled to @now_us; the one bucket new keys share when
- * the table is full of busy ones (*@shared). */
+ * the table is full of busy ones (*@shared, may be NULL). */
 static Bucket *bucket_at(PtagsLogLimiter *l, const char *key, gint64 now_us, gboolean *shared)
 {
         Bucket *b = g_hash_table_lookup(l->sites, key);
 
         /* A full table shares one bucket among the new keys, unless an idle
          * one makes room: only as many busy keys as the table holds. */
-        *shared = b == NULL && g_hash_table_size(l->sites) >= PTAGS_LOG_MAX_SITES &&
-                  !forget_an_idle_bucket(l, now_us);
-        if (*shared) {
+        gboolean full = b == NULL && g_hash_table_size(l->sites) >= PTAGS_LOG_MAX_SITES &&
+                        !forget_an_idle_bucket(l, now_us);
+        if (shared != NULL)
+                *shared = full;
+        if (full) {
                 key = "";
                 b = g_hash_table_lookup(l->sites, key);
         }
@@ -639,14 +641,11 @@ gboolean ptags_log_limiter_take_within(PtagsLogLimiter *l, const char *key, Ptag
                                        guint cost, gint64 now_us, guint *suppressed,
                                        gboolean *shared)
 {
-        gboolean own_shared, all_shared;
-        Bucket *b = bucket_at(l, key, now_us, &own_shared);
-        Bucket *a = all != NULL ? bucket_at(all, "", now_us, &all_shared) : NULL;
+        Bucket *b = bucket_at(l, key, now_us, shared);
+        Bucket *a = all != NULL ? bucket_at(all, "", now_us, NULL) : NULL;
         double need = MIN(cost, l->burst);
         double need_all = all != NULL ? MIN(cost, all->burst) : 0;
 
-        if (shared != NULL)
-                *shared = own_shared;
         if (b->tokens < need || (a != NULL && a->tokens < need_all)) {
                 /* Counted in the key's own bucket, whichever had no room:
                  * the count the key's next item reports is its own. */

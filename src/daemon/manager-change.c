@@ -286,7 +286,6 @@ static void change_commit(Call *call)
         ptags_set_free(before);
         if (error == NULL && same && call->checked_info_valid)
                 same = ptags_process_info_same(&call->target, &call->checked_info, &error);
-        /* From here on a refusal is logged, as polkit was asked. */
         if (error != NULL) {
                 change_refuse(call, error);
                 return;

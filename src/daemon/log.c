@@ -1,15 +1,17 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // SPDX-FileCopyrightText: 2026 The ptags authors
 /* log.c: journal and audit records for tag changes and container IDs, and
- * the rate-limited writer for ptagsd's own diagnostics. Either sink may be
- * missing (containers, tests): that is noted once at debug level, never
- * fails a call. */
+ * the rate-limited writer for ptagsd's own diagnostics. The records are
+ * built here and sent by log-writer.c's thread. Either sink may be missing
+ * (containers, tests): that is noted once at debug level, never fails a
+ * call. */
 #define G_LOG_DOMAIN "ptagsd-log"
 
 #include "log.h"
 
 #include "args.h"
 #include "errors.h"
+#include "log-writer.h"
 #include "page-writer.h"
 
 #include <errno.h>
@@ -20,9 +22,7 @@
 #include <libaudit.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/uio.h>
 #include <syslog.h>
-#include <systemd/sd-journal.h>
 #include <unistd.h>
 
 /* USER_MAC_CONFIG_CHANGE: a process's tags are the configuration of a
@@ -31,16 +31,6 @@
 #define PTAGS_AUDIT_TYPE AUDIT_USER_MAC_CONFIG_CHANGE
 
 static int audit_fd = -2; /* -2: not opened yet, -1: unavailable */
-static gboolean audit_failure_noted;
-
-/* A failing audit sink (a container without audit rights) is noted once. */
-static void audit_failed(int errnum)
-{
-        if (audit_failure_noted)
-                return;
-        audit_failure_noted = TRUE;
-        g_debug("cannot write audit records: %s", g_strerror(errnum));
-}
 
 /* The kernel answers only a record it refuses (none asks for an ack): the
  * kernel has logged the record by the time send() returns, and only a
@@ -52,7 +42,7 @@ static gboolean audit_refusals_ready(gint fd, GIOCondition condition, gpointer d
 
         while (audit_get_reply(fd, &reply, GET_REPLY_NONBLOCKING, 0) > 0) {
                 if (reply.type == NLMSG_ERROR && reply.error->error != 0)
-                        audit_failed(-reply.error->error);
+                        ptags_log_writer_audit_failed(-reply.error->error);
         }
         return G_SOURCE_CONTINUE;
 }
@@ -109,18 +99,12 @@ static const char *audit_tail(void)
 static void audit_batch_send(GByteArray *batch)
 {
         int fd = audit_socket();
-        struct sockaddr_nl kernel = {.nl_family = AF_NETLINK};
-        ssize_t n;
+        gsize len = 0;
 
         if (fd < 0 || batch->len == 0)
                 return;
-        do
-                n = sendto(fd, batch->data, batch->len, 0, (struct sockaddr *)&kernel,
-                           sizeof(kernel));
-        while (n < 0 && errno == EINTR);
-        if (n != (ssize_t)batch->len)
-                audit_failed(n < 0 ? errno : EMSGSIZE);
-        g_byte_array_set_size(batch, 0);
+        guint8 *data = g_byte_array_steal(batch, &len);
+        ptags_log_writer_audit(fd, g_byte_array_new_take(data, len));
 }
 
 /* The kernel's netlink format, as libaudit sends it. */
@@ -160,16 +144,6 @@ static void audit_record(GByteArray *batch, const char *op, const PtagsLogContex
         g_autofree char *msg = ptags_audit_message(op, ctx, tag);
 
         audit_batch_add(batch, PTAGS_AUDIT_TYPE, msg, success);
-}
-
-static void journal_result(int r)
-{
-        static gboolean warned = FALSE;
-
-        if (r < 0 && !warned) {
-                warned = TRUE;
-                g_debug("cannot write to the journal: %s", g_strerror(-r));
-        }
 }
 
 /* Whether @text must go hex-encoded into an audit record: anything but
@@ -220,13 +194,10 @@ static const char *change_op(const ptags_change *c)
         return "ptags-change";
 }
 
-/* One journal field "NAME=value" as an iovec; @fields owns the strings. */
-static void add_field(GArray *iov, GPtrArray *fields, char *field)
+/* One journal field "NAME=value" (transfer full). */
+static void add_field(GPtrArray *fields, char *field)
 {
-        struct iovec v = {field, strlen(field)};
-
         g_ptr_array_add(fields, field);
-        g_array_append_val(iov, v);
 }
 
 /* The normalized lines of @plan on one string, separated by @sep. */
@@ -250,34 +221,30 @@ static void journal_entry(const char *message_id, int priority, const PtagsLogCo
                           const ptags_plan *plan, const char *result, const char *message,
                           guint suppressed)
 {
-        g_autoptr(GArray) iov = g_array_new(FALSE, FALSE, sizeof(struct iovec));
-        g_autoptr(GPtrArray) fields = g_ptr_array_new_with_free_func(g_free);
+        GPtrArray *fields = g_ptr_array_new_with_free_func(g_free);
         size_t n = plan != NULL ? ptags_plan_change_count(plan) : 0;
 
-        add_field(iov, fields, g_strdup_printf("MESSAGE_ID=%s", message_id));
-        add_field(iov, fields, g_strdup_printf("PRIORITY=%d", priority));
-        add_field(iov, fields, g_strdup_printf("MESSAGE=%s", message));
-        add_field(iov, fields, g_strdup_printf(PTAGS_FIELD_PID "%d", (int)ctx->pid));
-        add_field(iov, fields, g_strdup_printf(PTAGS_FIELD_ACTION "%s", ctx->method));
-        add_field(iov, fields, g_strdup_printf(PTAGS_FIELD_RESULT "%s", result));
-        add_field(iov, fields, g_strdup_printf(PTAGS_FIELD_CALLER_PID "%d", (int)ctx->caller_pid));
-        add_field(iov, fields,
-                  g_strdup_printf(PTAGS_FIELD_CALLER_UID "%u", (unsigned)ctx->caller_uid));
+        add_field(fields, g_strdup_printf("MESSAGE_ID=%s", message_id));
+        add_field(fields, g_strdup_printf("PRIORITY=%d", priority));
+        add_field(fields, g_strdup_printf("MESSAGE=%s", message));
+        add_field(fields, g_strdup_printf(PTAGS_FIELD_PID "%d", (int)ctx->pid));
+        add_field(fields, g_strdup_printf(PTAGS_FIELD_ACTION "%s", ctx->method));
+        add_field(fields, g_strdup_printf(PTAGS_FIELD_RESULT "%s", result));
+        add_field(fields, g_strdup_printf(PTAGS_FIELD_CALLER_PID "%d", (int)ctx->caller_pid));
+        add_field(fields, g_strdup_printf(PTAGS_FIELD_CALLER_UID "%u", (unsigned)ctx->caller_uid));
         if (suppressed > 0)
-                add_field(iov, fields, g_strdup_printf(PTAGS_FIELD_SUPPRESSED "%u", suppressed));
+                add_field(fields, g_strdup_printf(PTAGS_FIELD_SUPPRESSED "%u", suppressed));
         if (plan != NULL) {
                 g_autofree char *lines = plan_text(plan, "\n");
-                add_field(iov, fields, g_strdup_printf(PTAGS_FIELD_LINES "%s", lines));
+                add_field(fields, g_strdup_printf(PTAGS_FIELD_LINES "%s", lines));
         }
         for (size_t i = 0; i < MIN(n, JOURNAL_MAX_TAG_FIELDS); i++)
-                add_field(
-                        iov, fields,
-                        g_strdup_printf(PTAGS_FIELD_TAG "%s", ptags_plan_change_at(plan, i)->tag));
+                add_field(fields, g_strdup_printf(PTAGS_FIELD_TAG "%s",
+                                                  ptags_plan_change_at(plan, i)->tag));
         if (n > JOURNAL_MAX_TAG_FIELDS)
-                add_field(iov, fields,
-                          g_strdup_printf(PTAGS_FIELD_TAGS_UNLISTED "%zu",
-                                          n - JOURNAL_MAX_TAG_FIELDS));
-        journal_result(sd_journal_sendv((struct iovec *)iov->data, (int)iov->len));
+                add_field(fields, g_strdup_printf(PTAGS_FIELD_TAGS_UNLISTED "%zu",
+                                                  n - JOURNAL_MAX_TAG_FIELDS));
+        ptags_log_writer_journal(fields);
 }
 
 /* How many of a change's lines its MESSAGE quotes; PTAGS_LINES has all. */
@@ -377,6 +344,18 @@ static gboolean refusal_may_log(const PtagsLogContext *ctx, size_t records, guin
         return may;
 }
 
+/* While records wait over the writer's bound, changes are refused
+ * (ptags_log_writer_has_room) and their refusals are not logged: they would
+ * only add to what waits. A rate-limited warning says so. */
+static gboolean refusal_has_room(void)
+{
+        if (!ptags_log_writer_is_full())
+                return TRUE;
+        g_warning("the journal or the audit trail is not taking records: changes are refused, "
+                  "and refusals are not logged, until what waits is written");
+        return FALSE;
+}
+
 /* @message, followed by " (N earlier refusals of uid U were not logged)"
  * when @suppressed is not 0. (transfer full) */
 static char *refusal_message(const char *message, const PtagsLogContext *ctx, guint suppressed,
@@ -418,7 +397,7 @@ void ptags_log_refused(const PtagsLogContext *ctx, const ptags_plan *plan, const
         gboolean shared;
 
         g_debug("%s: %s", ctx->method, message);
-        if (!refusal_may_log(ctx, 1 + MAX(n, 1), &suppressed, &shared))
+        if (!refusal_has_room() || !refusal_may_log(ctx, 1 + MAX(n, 1), &suppressed, &shared))
                 return;
         g_autofree char *noted = refusal_message(message, ctx, suppressed, shared);
         journal_entry(PTAGS_MESSAGE_CHANGE_REFUSED, LOG_WARNING, ctx, plan, result, noted,
@@ -460,25 +439,24 @@ static void container_journal(const char *message_id, int priority, const char *
                               const char *result, guint64 contid, const PtagsLogContext *ctx,
                               guint suppressed)
 {
-        g_autoptr(GArray) iov = g_array_new(FALSE, FALSE, sizeof(struct iovec));
-        g_autoptr(GPtrArray) fields = g_ptr_array_new_with_free_func(g_free);
+        GPtrArray *fields = g_ptr_array_new_with_free_func(g_free);
 
-        add_field(iov, fields, g_strdup_printf("MESSAGE_ID=%s", message_id));
-        add_field(iov, fields, g_strdup_printf("PRIORITY=%d", priority));
-        add_field(iov, fields, g_strdup_printf("MESSAGE=%s", message));
-        add_field(iov, fields, g_strdup_printf(PTAGS_FIELD_CONTID "%" G_GUINT64_FORMAT, contid));
-        add_field(iov, fields, g_strdup_printf(PTAGS_FIELD_RESULT "%s", result));
+        add_field(fields, g_strdup_printf("MESSAGE_ID=%s", message_id));
+        add_field(fields, g_strdup_printf("PRIORITY=%d", priority));
+        add_field(fields, g_strdup_printf("MESSAGE=%s", message));
+        add_field(fields, g_strdup_printf(PTAGS_FIELD_CONTID "%" G_GUINT64_FORMAT, contid));
+        add_field(fields, g_strdup_printf(PTAGS_FIELD_RESULT "%s", result));
         if (ctx != NULL) {
-                add_field(iov, fields, g_strdup_printf(PTAGS_FIELD_PID "%d", (int)ctx->pid));
-                add_field(iov, fields, g_strdup_printf(PTAGS_FIELD_ACTION "%s", ctx->method));
-                add_field(iov, fields,
+                add_field(fields, g_strdup_printf(PTAGS_FIELD_PID "%d", (int)ctx->pid));
+                add_field(fields, g_strdup_printf(PTAGS_FIELD_ACTION "%s", ctx->method));
+                add_field(fields,
                           g_strdup_printf(PTAGS_FIELD_CALLER_PID "%d", (int)ctx->caller_pid));
-                add_field(iov, fields,
+                add_field(fields,
                           g_strdup_printf(PTAGS_FIELD_CALLER_UID "%u", (unsigned)ctx->caller_uid));
         }
         if (suppressed > 0)
-                add_field(iov, fields, g_strdup_printf(PTAGS_FIELD_SUPPRESSED "%u", suppressed));
-        journal_result(sd_journal_sendv((struct iovec *)iov->data, (int)iov->len));
+                add_field(fields, g_strdup_printf(PTAGS_FIELD_SUPPRESSED "%u", suppressed));
+        ptags_log_writer_journal(fields);
 }
 
 void ptags_log_container_set(const PtagsLogContext *ctx, guint64 contid, guint64 old,
@@ -504,7 +482,8 @@ void ptags_log_container_set(const PtagsLogContext *ctx, guint64 contid, guint64
         gboolean shared = FALSE;
 
         g_debug("%s: %s", ctx->method, message);
-        if (error != NULL && !refusal_may_log(ctx, 2, &suppressed, &shared))
+        if (error != NULL &&
+            (!refusal_has_room() || !refusal_may_log(ctx, 2, &suppressed, &shared)))
                 return;
         g_autofree char *noted = refusal_message(message, ctx, suppressed, shared);
         container_journal(

@@ -52,6 +52,7 @@
 #include "authority.h"
 #include "errors.h"
 #include "log.h"
+#include "log-writer.h"
 #include "args.h"
 #include "call.h"
 #include "manager-budgets.h"
@@ -151,7 +152,12 @@ static void change_apply(Call *call)
 {
         PtagsLogContext ctx;
         pid_t pid = call->target.pid;
+        GError *error = NULL;
 
+        if (!ptags_log_writer_has_room(&error)) {
+                change_refuse(call, error);
+                return;
+        }
         int r = ptags_backend_apply(call->svc->backend, call->target.pidfd, pid, call->plan,
                                     call->exec_mark);
         if (r < 0) {

@@ -8,6 +8,7 @@
 #include "errors.h"
 #include "lineage.h"
 #include "log.h"
+#include "log-writer.h"
 #include "args.h"
 #include "call.h"
 #include "registry.h"
@@ -329,6 +330,10 @@ static void register_commit(Call *call)
                                                 "uid %u already holds %u live containers, the "
                                                 "limit MaxContainersPerUid",
                                                 (unsigned)caller->uid, held));
+                return;
+        }
+        if (!ptags_log_writer_has_room(&error)) {
+                register_fail(call, error);
                 return;
         }
         g_autoptr(GArray) namespaces = NULL;

@@ -8,6 +8,7 @@
 
 #include "errors.h"
 #include "log.h"
+#include "log-writer.h"
 
 static void test_audit_message(void)
 {
@@ -49,8 +50,10 @@ static void test_container_message(void)
         g_assert_cmpstr(drop, ==, "op=drop contid=18446744073709551614");
 }
 
-/* What reached the log writer, as "LEVEL message" lines. */
+/* What reached the log writer, as "LEVEL message" lines (from the record
+ * writer's thread too). */
 static GPtrArray *captured;
+G_LOCK_DEFINE_STATIC(captured);
 
 static GLogWriterOutput capture_writer(GLogLevelFlags level, const GLogField *fields,
                                        gsize n_fields, gpointer user_data)
@@ -64,7 +67,9 @@ static GLogWriterOutput capture_writer(GLogLevelFlags level, const GLogField *fi
                            : (level & G_LOG_LEVEL_INFO)    ? "INFO"
                            : (level & G_LOG_LEVEL_MESSAGE) ? "MESSAGE"
                                                            : "WARNING-OR-WORSE";
+        G_LOCK(captured);
         g_ptr_array_add(captured, g_strdup_printf("%s %s", name, message));
+        G_UNLOCK(captured);
         return G_LOG_WRITER_HANDLED;
 }
 
@@ -108,7 +113,9 @@ static void test_logging_without_sinks(void)
         g_ptr_array_set_size(captured, 0);
         for (int i = 0; i < 3; i++)
                 log_one_round();
-        /* The kernel's answers to the audit records are read on the main loop. */
+        /* Sent by the record writer's thread; the kernel's answers to the
+         * audit records are read on the main loop. */
+        ptags_log_writer_flush();
         while (g_main_context_iteration(NULL, FALSE))
                 ;
         for (guint i = 0; i < captured->len; i++)

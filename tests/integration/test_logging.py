@@ -588,6 +588,87 @@ class LoggingTests(PtagsTestCase):
         self.assertEqual(entry.one("PTAGS_TAGS_UNLISTED"), "344")
         self.assertEqual(entry.one("PTAGS_LINES").split("\n"), ["+" + t for t in tags])
 
+    def test_a_journal_that_takes_nothing_holds_up_no_call(self):
+        """journald may stop taking entries for a while (busy, or being
+        restarted), and then a send to it blocks. ptagsd sent from the call
+        that logged, so one change waited, and with it the main loop or the
+        bus thread: every call, reads included, waited with it. Records now
+        wait in ptagsd, up to a bound. Until it is reached changes go on;
+        then they are refused with LimitExceeded and change nothing (their
+        refusals are not logged); reads go on throughout; and once the
+        journal takes entries again, every change made meanwhile is in it."""
+        tags = ["log:stall:%04d" % i for i in range(1000)]
+        self.journal.drain()
+        # The sink is not read from here on: after a few datagrams (the
+        # kernel's max_dgram_qlen) ptagsd's sends to it block.
+        made = 0
+        refused = None
+        for i in range(400):
+            lines = ["%s%s" % ("+" if i % 2 == 0 else "-", t) for t in tags]
+            before = self.world.get_tags(self.target)
+            reply = self.world.root_call("Apply", "uas", [self.target, lines], timeout_ms=5000)
+            if reply.error is not None:
+                refused = reply
+                break
+            made += 1
+        self.assertIsNotNone(refused, "400 changes of 1000 tags were all made while the "
+                             "journal took nothing: what waits to be logged is unbounded")
+        self.assertError(refused, "LimitExceeded")
+        self.assertIn("journal", refused.message)
+        self.assertEqual(self.world.get_tags(self.target), before,
+                         "a change refused for want of logging was made")
+        self.assertGreater(made, 10, "changes were refused before the journal stalled")
+        # Reads go on while records wait.
+        client = self.world.spawn_client()
+        self.assertOk(client.call("GetTags", "u", [self.target], timeout=5.0))
+        self.assertOk(self.world.root_call("HasTag", "us", [self.target, "log:*"],
+                                           timeout_ms=5000))
+        # The journal takes entries again: every change made is there, in
+        # order, and no refusal.
+        entries = []
+        deadline = time.monotonic() + 60
+        while len(entries) < made and time.monotonic() < deadline:
+            entry = self.journal.receive(max(deadline - time.monotonic(), 0))
+            if entry is None:
+                break
+            if entry.all("PTAGS_PID") == [str(self.target)]:
+                entries.append(entry)
+        self.assertEqual(len(entries), made, "changes made while the journal stalled were "
+                         "not logged")
+        for i, entry in enumerate(entries):
+            self.assertEqual(entry.one("MESSAGE_ID"), MESSAGE_CHANGED)
+            self.assertEqual(entry.one("PTAGS_LINES").split("\n")[0],
+                             ("+" if i % 2 == 0 else "-") + tags[0])
+        # With what waited written, changes are made again.
+        wait_until(lambda: self.world.root_call("AddTag", "usb", [self.target, "log:after",
+                                                                  False]).ok,
+                   WAIT_S, "a change once the journal took entries again")
+        self.entry_about(MESSAGE_CHANGED, self.target, "AddTag")
+
+    def test_records_waiting_at_exit_are_written_first(self):
+        """Changes answered as made are logged even when ptagsd is stopped
+        while their records wait for the journal: it writes them, then
+        exits."""
+        tags = ["log:exit:%02d" % i for i in range(30)]
+        self.journal.drain()
+        # More than the sink's socket queues while it is not read.
+        for tag in tags:
+            self.assertOk(self.world.root_call("AddTag", "usb", [self.target, tag, False],
+                                               timeout_ms=5000))
+        daemon = self.world.daemon
+        daemon.send_signal(signal.SIGTERM)
+        logged = []
+        while len(logged) < len(tags):
+            entry = self.journal.receive(WAIT_S)
+            if entry is None:
+                break
+            if entry.all("PTAGS_PID") == [str(self.target)]:
+                logged.extend(entry.all("PTAGS_TAG"))
+        self.assertEqual(logged, tags, "changes made before SIGTERM were not all logged")
+        self.assertEqual(daemon.wait(timeout=10), 0, "ptagsd did not exit 0 on SIGTERM")
+        # Stopped on purpose: the harness must not count it as a crash.
+        self.world.daemon = None
+
     def assertSinkReadsMemfdEntries(self):
         """The receiver's memfd path, fed by hand the way libsystemd feeds it
         (no payload, one fd) so a daemon entry past the send buffer is read."""

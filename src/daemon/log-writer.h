@@ -1,0 +1,35 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// SPDX-FileCopyrightText: 2026 The ptags authors
+/* log-writer.h: the thread that hands journal entries and audit records to
+ * journald and the kernel. Both sends can block: journald's socket while it
+ * takes nothing in, the kernel's audit socket while its backlog is full. Sent
+ * here, they stall neither the main loop nor GDBus's worker thread, so reads
+ * go on meanwhile. What waits is bounded: a change is refused while
+ * PTAGS_LOG_BACKLOG_BYTES wait, as ptagsd makes no change it cannot log. */
+#pragma once
+
+#include <glib.h>
+
+#define PTAGS_LOG_BACKLOG_BYTES (4u * 1024u * 1024u)
+
+/* Queue one journal entry: @fields are its "NAME=value" strings (transfer
+ * full; every field one string, so any byte but '\n' in NAME is allowed). */
+void ptags_log_writer_journal(GPtrArray *fields);
+
+/* Queue one datagram of audit netlink messages for the socket @fd (transfer
+ * full). */
+void ptags_log_writer_audit(int fd, GByteArray *datagram);
+
+/* Whether a change may be made now: FALSE, with LimitExceeded in @error,
+ * while PTAGS_LOG_BACKLOG_BYTES or more of records wait to be sent. */
+gboolean ptags_log_writer_has_room(GError **error);
+
+/* Whether records wait over the bound (for records that may be dropped). */
+gboolean ptags_log_writer_is_full(void);
+
+/* Wait until every record queued so far has been sent (or refused by its
+ * sink). */
+void ptags_log_writer_flush(void);
+
+/* A failing audit sink is noted once, at debug level, wherever it shows. */
+void ptags_log_writer_audit_failed(int errnum);

@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <linux/netlink.h>
 #include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -31,6 +32,7 @@ static GQueue queue;                                           /* Record *, olde
 static gsize waiting_bytes; /* of queued records and the one being sent */
 static guint waiting;       /* their number */
 static GThread *thread;
+static guint dropped; /* refusals not logged while full, not yet reported */
 static gint audit_failure_noted;
 
 void ptags_log_writer_audit_failed(int errnum)
@@ -90,9 +92,20 @@ static gpointer writer_main(G_GNUC_UNUSED gpointer data)
                 pthread_mutex_lock(&lock);
                 waiting_bytes -= r->bytes;
                 waiting--;
+                guint unlogged = 0;
+                if (dropped > 0 && waiting_bytes < PTAGS_LOG_BACKLOG_BYTES) {
+                        unlogged = dropped;
+                        dropped = 0;
+                }
                 pthread_cond_broadcast(&drained_cond);
                 pthread_mutex_unlock(&lock);
                 record_free(r);
+                /* Said here, not where they were dropped: this thread may
+                 * wait on the journal, the calls may not. */
+                if (unlogged > 0)
+                        g_warning("%u refusals were not logged while the journal or the audit "
+                                  "trail took no records",
+                                  unlogged);
         }
         return NULL;
 }
@@ -100,9 +113,12 @@ static gpointer writer_main(G_GNUC_UNUSED gpointer data)
 static void push(Record *r)
 {
         pthread_mutex_lock(&lock);
-        /* Started at the first record; it lives as long as ptagsd. */
-        if (thread == NULL)
+        /* Started at the first record; it lives as long as ptagsd, which
+         * writes what waits before it exits, however it exits (but killed). */
+        if (thread == NULL) {
                 thread = g_thread_new("ptagsd-log", writer_main, NULL);
+                atexit(ptags_log_writer_flush);
+        }
         g_queue_push_tail(&queue, r);
         waiting_bytes += r->bytes;
         waiting++;
@@ -138,9 +154,14 @@ static gsize backlog(void)
         return bytes;
 }
 
-gboolean ptags_log_writer_is_full(void)
+gboolean ptags_log_writer_may_log_refusal(void)
 {
-        return backlog() >= PTAGS_LOG_BACKLOG_BYTES;
+        pthread_mutex_lock(&lock);
+        gboolean full = waiting_bytes >= PTAGS_LOG_BACKLOG_BYTES;
+        if (full)
+                dropped++;
+        pthread_mutex_unlock(&lock);
+        return !full;
 }
 
 gboolean ptags_log_writer_has_room(GError **error)

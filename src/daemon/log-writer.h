@@ -5,7 +5,9 @@
  * takes nothing in, the kernel's audit socket while its backlog is full. Sent
  * here, they stall neither the main loop nor GDBus's worker thread, so reads
  * go on meanwhile. What waits is bounded: a change is refused while
- * PTAGS_LOG_BACKLOG_BYTES wait, as ptagsd makes no change it cannot log. */
+ * PTAGS_LOG_BACKLOG_BYTES or more wait (so at most that and one change's
+ * records wait), as ptagsd makes no change it cannot log. Records still
+ * waiting when ptagsd is killed are lost. */
 #pragma once
 
 #include <glib.h>
@@ -24,11 +26,13 @@ void ptags_log_writer_audit(int fd, GByteArray *datagram);
  * while PTAGS_LOG_BACKLOG_BYTES or more of records wait to be sent. */
 gboolean ptags_log_writer_has_room(GError **error);
 
-/* Whether records wait over the bound (for records that may be dropped). */
-gboolean ptags_log_writer_is_full(void);
+/* Whether a refusal may be logged: not while the bound is reached, when
+ * it is counted instead and the count reported by a warning once records
+ * are written again. */
+gboolean ptags_log_writer_may_log_refusal(void);
 
 /* Wait until every record queued so far has been sent (or refused by its
- * sink). */
+ * sink). Also run at exit. */
 void ptags_log_writer_flush(void);
 
 /* A failing audit sink is noted once, at debug level, wherever it shows. */

@@ -344,18 +344,6 @@ static gboolean refusal_may_log(const PtagsLogContext *ctx, size_t records, guin
         return may;
 }
 
-/* While records wait over the writer's bound, changes are refused
- * (ptags_log_writer_has_room) and their refusals are not logged: they would
- * only add to what waits. A rate-limited warning says so. */
-static gboolean refusal_has_room(void)
-{
-        if (!ptags_log_writer_is_full())
-                return TRUE;
-        g_warning("the journal or the audit trail is not taking records: changes are refused, "
-                  "and refusals are not logged, until what waits is written");
-        return FALSE;
-}
-
 /* @message, followed by " (N earlier refusals of uid U were not logged)"
  * when @suppressed is not 0. (transfer full) */
 static char *refusal_message(const char *message, const PtagsLogContext *ctx, guint suppressed,
@@ -397,7 +385,10 @@ void ptags_log_refused(const PtagsLogContext *ctx, const ptags_plan *plan, const
         gboolean shared;
 
         g_debug("%s: %s", ctx->method, message);
-        if (!refusal_has_room() || !refusal_may_log(ctx, 1 + MAX(n, 1), &suppressed, &shared))
+        /* Not while records wait over the writer's bound: changes are
+         * refused then, and their refusals would only add to what waits. */
+        if (!ptags_log_writer_may_log_refusal() ||
+            !refusal_may_log(ctx, 1 + MAX(n, 1), &suppressed, &shared))
                 return;
         g_autofree char *noted = refusal_message(message, ctx, suppressed, shared);
         journal_entry(PTAGS_MESSAGE_CHANGE_REFUSED, LOG_WARNING, ctx, plan, result, noted,
@@ -483,7 +474,7 @@ void ptags_log_container_set(const PtagsLogContext *ctx, guint64 contid, guint64
 
         g_debug("%s: %s", ctx->method, message);
         if (error != NULL &&
-            (!refusal_has_room() || !refusal_may_log(ctx, 2, &suppressed, &shared)))
+            (!ptags_log_writer_may_log_refusal() || !refusal_may_log(ctx, 2, &suppressed, &shared)))
                 return;
         g_autofree char *noted = refusal_message(message, ctx, suppressed, shared);
         container_journal(

@@ -19,7 +19,6 @@
 #include "budgets.h"
 #include "bus-joins.h"
 #include "log.h"
-#include "log-writer.h"
 #include "manager.h"
 #include "names.h"
 #include "registry.h"
@@ -322,7 +321,6 @@ int main(int argc, char **argv)
         ptags_authority_free(d.authority);
         ptags_backend_free(d.backend);
         g_main_loop_unref(d.loop);
-        /* Every change made was answered as made: its records go out first. */
-        ptags_log_writer_flush();
+        /* The records still waiting are written at exit (log-writer.c). */
         return d.exit_code;
 }

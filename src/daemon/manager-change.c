@@ -33,7 +33,9 @@
  *     dispatch.
  *  7. Apply (change_apply, backend-*.c): written to the kernel through the
  *     pinned pidfd, whole or not at all.
- *  8. Log: a journal entry and audit records (log.c), for refusals too.
+ *  8. Log: a journal entry and audit records (log.c), for refusals too,
+ *     queued before the reply for log-writer.c's thread; a change is
+ *     refused at step 7 while too many records wait to be written.
  *  9. Signal TagsChanged with the tags the kernel now holds.
  * 10. Reply.
  *

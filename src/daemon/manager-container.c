@@ -76,7 +76,8 @@ static void log_context(Call *call, PtagsLogContext *ctx)
         ctx->method = call->method;
 }
 
-/* Every refused registration is logged before the reply. */
+/* Every refused registration is logged (queued for the writer thread
+ * before the reply), but while the log writer is full. */
 static void register_fail(Call *call, GError *error)
 {
         PtagsLogContext ctx;

@@ -588,6 +588,53 @@ class LoggingTests(PtagsTestCase):
         self.assertEqual(entry.one("PTAGS_TAGS_UNLISTED"), "344")
         self.assertEqual(entry.one("PTAGS_LINES").split("\n"), ["+" + t for t in tags])
 
+    # Entries of about 120 KB: libsystemd's send buffer (16 MiB for root)
+    # fills after about 140 of them unread, before the kernel's queue of
+    # datagrams does however long it is (max_dgram_qlen: 10 by default,
+    # 512 where systemd sets it); the sends block from then on.
+    STALL_TAGS = ["log:stall:%04d:%s" % (i, "x" * 80) for i in range(1000)]
+
+    def stall_lines(self, i):
+        return ["%s%s" % ("+" if i % 2 == 0 else "-", t) for t in self.STALL_TAGS]
+
+    def changes_until_refused(self):
+        """With the journal sink not read, root's changes of 1000 tags one
+        after another until one is refused: (changes made, the refusal)."""
+        made = 0
+        for i in range(600):
+            before = self.world.get_tags(self.target)
+            reply = self.world.root_call("Apply", "uas", [self.target, self.stall_lines(i)],
+                                         timeout_ms=5000)
+            if reply.error is not None:
+                self.assertError(reply, "LimitExceeded")
+                self.assertIn("journal", reply.message)
+                self.assertEqual(self.world.get_tags(self.target), before,
+                                 "a change refused for want of logging was made")
+                return made, reply
+            made += 1
+        self.fail("600 changes of 1000 tags were all made while the journal took nothing: "
+                  "what waits to be logged is unbounded")
+
+    def entries_of_the_target(self, count, timeout):
+        """The next @count journal entries about the target (fewer if the
+        time is up)."""
+        entries = []
+        deadline = time.monotonic() + timeout
+        while len(entries) < count:
+            entry = self.journal.receive(max(deadline - time.monotonic(), 0))
+            if entry is None:
+                break
+            if entry.all("PTAGS_PID") == [str(self.target)]:
+                entries.append(entry)
+        return entries
+
+    def assertStallChangesLogged(self, entries, made):
+        self.assertEqual(len(entries), made, "changes made while the journal stalled were "
+                         "not all logged")
+        for i, entry in enumerate(entries):
+            self.assertEqual(entry.one("MESSAGE_ID"), MESSAGE_CHANGED)
+            self.assertEqual(entry.one("PTAGS_LINES").split("\n")[0], self.stall_lines(i)[0])
+
     def test_a_journal_that_takes_nothing_holds_up_no_call(self):
         """journald may stop taking entries for a while (busy, or being
         restarted), and then a send to it blocks. ptagsd sent from the call
@@ -597,26 +644,8 @@ class LoggingTests(PtagsTestCase):
         then they are refused with LimitExceeded and change nothing (their
         refusals are not logged); reads go on throughout; and once the
         journal takes entries again, every change made meanwhile is in it."""
-        tags = ["log:stall:%04d" % i for i in range(1000)]
         self.journal.drain()
-        # The sink is not read from here on: after a few datagrams (the
-        # kernel's max_dgram_qlen) ptagsd's sends to it block.
-        made = 0
-        refused = None
-        for i in range(400):
-            lines = ["%s%s" % ("+" if i % 2 == 0 else "-", t) for t in tags]
-            before = self.world.get_tags(self.target)
-            reply = self.world.root_call("Apply", "uas", [self.target, lines], timeout_ms=5000)
-            if reply.error is not None:
-                refused = reply
-                break
-            made += 1
-        self.assertIsNotNone(refused, "400 changes of 1000 tags were all made while the "
-                             "journal took nothing: what waits to be logged is unbounded")
-        self.assertError(refused, "LimitExceeded")
-        self.assertIn("journal", refused.message)
-        self.assertEqual(self.world.get_tags(self.target), before,
-                         "a change refused for want of logging was made")
+        made, _refused = self.changes_until_refused()
         self.assertGreater(made, 10, "changes were refused before the journal stalled")
         # Reads go on while records wait.
         client = self.world.spawn_client()
@@ -625,46 +654,30 @@ class LoggingTests(PtagsTestCase):
                                            timeout_ms=5000))
         # The journal takes entries again: every change made is there, in
         # order, and no refusal.
-        entries = []
-        deadline = time.monotonic() + 60
-        while len(entries) < made and time.monotonic() < deadline:
-            entry = self.journal.receive(max(deadline - time.monotonic(), 0))
-            if entry is None:
-                break
-            if entry.all("PTAGS_PID") == [str(self.target)]:
-                entries.append(entry)
-        self.assertEqual(len(entries), made, "changes made while the journal stalled were "
-                         "not logged")
-        for i, entry in enumerate(entries):
-            self.assertEqual(entry.one("MESSAGE_ID"), MESSAGE_CHANGED)
-            self.assertEqual(entry.one("PTAGS_LINES").split("\n")[0],
-                             ("+" if i % 2 == 0 else "-") + tags[0])
+        self.assertStallChangesLogged(self.entries_of_the_target(made, 60), made)
         # With what waited written, changes are made again.
         wait_until(lambda: self.world.root_call("AddTag", "usb", [self.target, "log:after",
                                                                   False]).ok,
                    WAIT_S, "a change once the journal took entries again")
-        self.entry_about(MESSAGE_CHANGED, self.target, "AddTag")
+        _entry, skipped = self.journal.wait_for(
+            lambda e: e.all("PTAGS_ACTION") == ["AddTag"], "for the change made after")
+        self.assertEqual([e for e in skipped if e.all("MESSAGE_ID") == [MESSAGE_REFUSED]], [],
+                         "a refusal was logged while records waited")
+        # ptagsd's own log says how many refusals went unlogged.
+        wait_until(lambda: "1 refusals were not logged while the journal"
+                   in self.world.read_log("ptagsd.log"),
+                   WAIT_S, "the warning counting the refusals not logged")
 
     def test_records_waiting_at_exit_are_written_first(self):
         """Changes answered as made are logged even when ptagsd is stopped
         while their records wait for the journal: it writes them, then
         exits."""
-        tags = ["log:exit:%02d" % i for i in range(30)]
         self.journal.drain()
-        # More than the sink's socket queues while it is not read.
-        for tag in tags:
-            self.assertOk(self.world.root_call("AddTag", "usb", [self.target, tag, False],
-                                               timeout_ms=5000))
+        made, _refused = self.changes_until_refused()
+        # Records wait now (a change was refused for it): stop ptagsd.
         daemon = self.world.daemon
         daemon.send_signal(signal.SIGTERM)
-        logged = []
-        while len(logged) < len(tags):
-            entry = self.journal.receive(WAIT_S)
-            if entry is None:
-                break
-            if entry.all("PTAGS_PID") == [str(self.target)]:
-                logged.extend(entry.all("PTAGS_TAG"))
-        self.assertEqual(logged, tags, "changes made before SIGTERM were not all logged")
+        self.assertStallChangesLogged(self.entries_of_the_target(made, 60), made)
         self.assertEqual(daemon.wait(timeout=10), 0, "ptagsd did not exit 0 on SIGTERM")
         # Stopped on purpose: the harness must not count it as a crash.
         self.world.daemon = None

@@ -138,14 +138,6 @@ static void audit_write(int type, const char *msg, gboolean success)
         audit_batch_send(batch);
 }
 
-static void audit_record(GByteArray *batch, const char *op, const PtagsLogContext *ctx,
-                         const char *tag, gboolean success)
-{
-        g_autofree char *msg = ptags_audit_message(op, ctx, tag);
-
-        audit_batch_add(batch, PTAGS_AUDIT_TYPE, msg, success);
-}
-
 /* Whether @text must go hex-encoded into an audit record: anything but
  * printable ASCII other than '"'. libaudit's own test compares signed chars,
  * so where char is unsigned (arm64) it would pass UTF-8 (a bidi override)
@@ -158,20 +150,42 @@ static gboolean audit_needs_hex(const char *text)
         return FALSE;
 }
 
-/* The record's subject is ptagsd itself, so the body names who asked. */
-char *ptags_audit_message(const char *op, const PtagsLogContext *ctx, const char *tag)
+/* " NAME=TEXT" for @len bytes of @text: quoted, or hex-encoded as libaudit
+ * does when it holds anything a record could be misread by. */
+static void append_audit_value(GString *out, const char *name, const char *text, size_t len)
 {
-        g_autofree char *head =
-                g_strdup_printf("op=%s pid=%d caller_pid=%d caller_uid=%u", op, (int)ctx->pid,
-                                (int)ctx->caller_pid, (unsigned)ctx->caller_uid);
-        if (tag == NULL)
-                return g_steal_pointer(&head);
-        if (!audit_needs_hex(tag))
-                return g_strdup_printf("%s tag=\"%s\"", head, tag);
-        size_t len = strlen(tag);
+        g_autofree char *copy = g_strndup(text, len);
+
+        if (strlen(copy) == len && !audit_needs_hex(copy)) {
+                g_string_append_printf(out, " %s=\"%s\"", name, copy);
+                return;
+        }
         g_autofree char *hex = g_malloc(2 * len + 1);
-        audit_encode_value(hex, tag, (unsigned)len);
-        return g_strdup_printf("%s tag=%s", head, hex);
+        audit_encode_value(hex, text, (unsigned)len);
+        g_string_append_printf(out, " %s=%s", name, hex);
+}
+
+/* How much of a value a record carries (a value may be 32700 bytes, and the
+ * kernel cuts a record's text at about 8 KiB, past its res= field); the
+ * journal entry has it whole. */
+#define AUDIT_VALUE_MAX 256
+
+/* The record's subject is ptagsd itself, so the body names who asked. */
+char *ptags_audit_message(const char *op, const PtagsLogContext *ctx, const char *tag,
+                          const char *value, size_t value_len)
+{
+        GString *out = g_string_new(NULL);
+
+        g_string_append_printf(out, "op=%s pid=%d caller_pid=%d caller_uid=%u", op, (int)ctx->pid,
+                               (int)ctx->caller_pid, (unsigned)ctx->caller_uid);
+        if (tag != NULL)
+                append_audit_value(out, "tag", tag, strlen(tag));
+        if (value != NULL) {
+                append_audit_value(out, "value", value, MIN(value_len, AUDIT_VALUE_MAX));
+                if (value_len > AUDIT_VALUE_MAX)
+                        g_string_append_printf(out, " value_len=%zu", value_len);
+        }
+        return g_string_free(out, FALSE);
 }
 
 static const char *change_op(const ptags_change *c)
@@ -192,6 +206,19 @@ static const char *change_op(const ptags_change *c)
                 return "ptags-clear-value";
         }
         return "ptags-change";
+}
+
+/* One record about change @c of a call (NULL: about the whole call), with
+ * the value a set-value gives. */
+static void audit_record(GByteArray *batch, const PtagsLogContext *ctx, const ptags_change *c,
+                         gboolean success)
+{
+        gboolean sets = c != NULL && c->kind == PTAGS_CHANGE_SET_VALUE;
+        g_autofree char *msg = ptags_audit_message(c != NULL ? change_op(c) : "ptags-change", ctx,
+                                                   c != NULL ? c->tag : NULL,
+                                                   sets ? c->value : NULL, sets ? c->value_len : 0);
+
+        audit_batch_add(batch, PTAGS_AUDIT_TYPE, msg, success);
 }
 
 /* One journal field "NAME=value" (transfer full). */
@@ -280,7 +307,7 @@ void ptags_log_changed(const PtagsLogContext *ctx, const ptags_plan *plan)
         g_autoptr(GByteArray) batch = g_byte_array_new();
         for (size_t i = 0; i < ptags_plan_change_count(plan); i++) {
                 const ptags_change *c = ptags_plan_change_at(plan, i);
-                audit_record(batch, change_op(c), ctx, c->tag, TRUE);
+                audit_record(batch, ctx, c, TRUE);
         }
         audit_batch_send(batch);
 }
@@ -397,10 +424,10 @@ void ptags_log_refused(const PtagsLogContext *ctx, const ptags_plan *plan, const
         g_autoptr(GByteArray) batch = g_byte_array_new();
         for (size_t i = 0; i < n; i++) {
                 const ptags_change *c = ptags_plan_change_at(plan, i);
-                audit_record(batch, change_op(c), ctx, c->tag, FALSE);
+                audit_record(batch, ctx, c, FALSE);
         }
         if (n == 0)
-                audit_record(batch, "ptags-change", ctx, NULL, FALSE);
+                audit_record(batch, ctx, NULL, FALSE);
         audit_batch_send(batch);
 }
 

@@ -31,8 +31,11 @@ void ptags_log_refused(const PtagsLogContext *ctx, const ptags_plan *plan, const
 
 /* The audit message body for one change ("op=... pid=TARGET caller_pid=...
  * caller_uid=... tag=..."), with the tag hex-encoded by libaudit when it
- * needs it; @tag may be NULL. (transfer full) */
-char *ptags_audit_message(const char *op, const PtagsLogContext *ctx, const char *tag);
+ * needs it; @tag may be NULL. A @value (NULL: none) follows as value=,
+ * encoded the same way, its first 256 bytes only, and then value_len=
+ * gives its length in bytes. (transfer full) */
+char *ptags_audit_message(const char *op, const PtagsLogContext *ctx, const char *tag,
+                          const char *value, size_t value_len);
 
 /* A container registration attempt (@error NULL: it succeeded): one journal
  * entry and one audit record in the audit contid proposal's CONTAINER_OP

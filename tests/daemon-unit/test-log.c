@@ -13,27 +13,44 @@
 static void test_audit_message(void)
 {
         PtagsLogContext ctx = {.pid = 42, .caller_pid = 1234, .caller_uid = 1000};
-        g_autofree char *plain = ptags_audit_message("ptags-add", &ctx, "app:camera");
+        g_autofree char *plain = ptags_audit_message("ptags-add", &ctx, "app:camera", NULL, 0);
         g_assert_cmpstr(plain, ==,
                         "op=ptags-add pid=42 caller_pid=1234 caller_uid=1000 tag=\"app:camera\"");
 
         /* A space could fake a field ("x res=success"): libaudit hex-encodes it. */
         ctx.pid = 7;
-        g_autofree char *forged = ptags_audit_message("ptags-add", &ctx, "x res=success");
+        g_autofree char *forged = ptags_audit_message("ptags-add", &ctx, "x res=success", NULL, 0);
         g_assert_true(g_str_has_prefix(forged, "op=ptags-add pid=7 caller_pid=1234 "));
         g_assert_null(strstr(forged, "res=success"));
         g_assert_cmpstr(strstr(forged, "tag="), ==, "tag=78207265733D73756363657373");
 
         /* So is any byte past ASCII, whatever the platform's char: a bidi
          * override (U+202E) would otherwise turn the rest of a line around. */
-        g_autofree char *bidi = ptags_audit_message("ptags-add", &ctx, "a\u202e\u00e9");
+        g_autofree char *bidi = ptags_audit_message("ptags-add", &ctx, "a\u202e\u00e9", NULL, 0);
         g_assert_cmpstr(strstr(bidi, "tag="), ==, "tag=61E280AEC3A9");
-        g_autofree char *quoted = ptags_audit_message("ptags-add", &ctx, "a\"b~");
+        g_autofree char *quoted = ptags_audit_message("ptags-add", &ctx, "a\"b~", NULL, 0);
         g_assert_cmpstr(strstr(quoted, "tag="), ==, "tag=6122627E");
 
         ctx.pid = 9;
-        g_autofree char *none = ptags_audit_message("ptags-change", &ctx, NULL);
+        g_autofree char *none = ptags_audit_message("ptags-change", &ctx, NULL, NULL, 0);
         g_assert_cmpstr(none, ==, "op=ptags-change pid=9 caller_pid=1234 caller_uid=1000");
+
+        /* A value set is recorded, encoded as a tag is. */
+        g_autofree char *set = ptags_audit_message("ptags-set-value", &ctx, "app:x", "v1", 2);
+        g_assert_cmpstr(set, ==,
+                        "op=ptags-set-value pid=9 caller_pid=1234 caller_uid=1000 tag=\"app:x\" "
+                        "value=\"v1\"");
+        g_autofree char *spaced = ptags_audit_message("ptags-set-value", &ctx, "app:x", "a b", 3);
+        g_assert_cmpstr(strstr(spaced, "value="), ==, "value=612062");
+        /* Only its first 256 bytes: the kernel would cut a longer record
+         * before its res= field. Its length says what is left out. */
+        char long_value[301];
+        memset(long_value, 'v', 300);
+        long_value[300] = '\0';
+        g_autofree char *cut =
+                ptags_audit_message("ptags-set-value", &ctx, "app:x", long_value, 300);
+        g_autofree char *shown = g_strdup_printf("value=\"%.*s\" value_len=300", 256, long_value);
+        g_assert_cmpstr(strstr(cut, "value="), ==, shown);
 }
 
 static void test_container_message(void)

@@ -752,6 +752,27 @@ class LoggingTests(PtagsTestCase):
         self.assertEqual(by_tag[spaced][0]["tag"].upper(), spaced.encode().hex().upper())
         self.assertEqual(by_tag[quoted][0]["tag"].upper(), quoted.encode().hex().upper())
 
+    def test_a_value_set_is_audited(self):
+        """A set-value record carries the value (the journal entry always
+        did): quoted or hex-encoded as a tag is, and only its first 256
+        bytes, with its length, so the kernel never cuts the record."""
+        audit = AuditReader()
+        self.addCleanup(audit.close)
+        long_value = "v" * 300
+        self.assertOk(self.world.root_call("Apply", "uas", [self.target, [
+            "+log:val", "!log:val=a b", "!log:val=" + long_value, "!log:val"]]))
+        records = self.daemon_records(audit, 4)
+        self.assertEqual([b["op"] for b in records], ["ptags-add", "ptags-set-value",
+                                                      "ptags-set-value", "ptags-clear-value"])
+        added, spaced, cut, cleared = records
+        self.assertNotIn("value", added)
+        self.assertEqual(spaced["value"].upper(), b"a b".hex().upper())
+        self.assertNotIn("value_len", spaced)
+        self.assertEqual(cut["value"], '"%s"' % long_value[:256])
+        self.assertEqual(cut["value_len"], "300")
+        self.assertEqual(cut["res"], "success")
+        self.assertNotIn("value", cleared)
+
     def test_every_change_of_a_large_batch_is_audited(self):
         # ptagsd sends a batch's records together, in datagrams of up to
         # 64 KiB: 400 records of ~300 bytes take two of them, and the

@@ -75,7 +75,7 @@ static void record_free(Record *r)
         g_free(r);
 }
 
-#define GATHER_US 5000
+#define GATHER_US 1000
 
 static gpointer writer_main(G_GNUC_UNUSED gpointer data)
 {

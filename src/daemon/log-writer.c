@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // SPDX-FileCopyrightText: 2026 The ptags authors
-/* log-writer.c: one thread sends every journal entry and audit record, in
- * the order they were queued; see log-writer.h. */
+/* log-writer.c: a thread per sink, the journal's and the audit trail's,
+ * each sending its records in the order they were queued, so that either
+ * sink may stall without holding up the other's records; see
+ * log-writer.h. */
 #define G_LOG_DOMAIN "ptagsd-log"
 
 #include "log-writer.h"
@@ -16,6 +18,7 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <systemd/sd-journal.h>
+#include <time.h>
 
 typedef struct {
         GPtrArray *fields; /* a journal entry, or NULL */
@@ -24,15 +27,26 @@ typedef struct {
         gsize bytes; /* what it holds, as counted against the bound */
 } Record;
 
-/* pthread's own, not GLib's: ThreadSanitizer sees what they order. */
+typedef struct {
+        const char *name; /* as errors say it */
+        const char *thread_name;
+        pthread_cond_t queued; /* a record was queued */
+        GQueue queue;          /* Record *, oldest first */
+        gsize bytes;           /* of its queued records and the one being sent */
+        GThread *thread;
+} Sink;
+
+/* pthread's own, not GLib's: ThreadSanitizer sees what they order. One lock
+ * for both sinks: it is held only to queue and to count. */
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t queued_cond = PTHREAD_COND_INITIALIZER;  /* a record was queued */
 static pthread_cond_t drained_cond = PTHREAD_COND_INITIALIZER; /* a record was sent */
-static GQueue queue;                                           /* Record *, oldest first */
-static gsize waiting_bytes; /* of queued records and the one being sent */
-static guint waiting;       /* their number */
-static GThread *thread;
-static guint dropped; /* refusals not logged while full, not yet reported */
+static Sink journal_sink = {
+        "the journal", "ptagsd-journal", PTHREAD_COND_INITIALIZER, G_QUEUE_INIT, 0, NULL};
+static Sink audit_sink = {
+        "the audit trail", "ptagsd-audit", PTHREAD_COND_INITIALIZER, G_QUEUE_INIT, 0, NULL};
+static gsize waiting_bytes; /* both sinks' */
+static guint waiting;       /* their records' number */
+static guint dropped;       /* refusals not logged while full, not yet reported */
 static gint audit_failure_noted;
 
 void ptags_log_writer_audit_failed(int errnum)
@@ -77,13 +91,15 @@ static void record_free(Record *r)
 
 #define GATHER_US 1000
 
-static gpointer writer_main(G_GNUC_UNUSED gpointer data)
+static gpointer writer_main(gpointer data)
 {
+        Sink *sink = data;
+
         for (;;) {
                 pthread_mutex_lock(&lock);
-                if (g_queue_is_empty(&queue)) {
-                        while (g_queue_is_empty(&queue))
-                                pthread_cond_wait(&queued_cond, &lock);
+                if (g_queue_is_empty(&sink->queue)) {
+                        while (g_queue_is_empty(&sink->queue))
+                                pthread_cond_wait(&sink->queued, &lock);
                         /* Woken for a record: let more come first. Waking
                          * this thread costs about as much as a send, and
                          * while it sleeps here records are queued without
@@ -93,7 +109,7 @@ static gpointer writer_main(G_GNUC_UNUSED gpointer data)
                         g_usleep(GATHER_US);
                         pthread_mutex_lock(&lock);
                 }
-                Record *r = g_queue_pop_head(&queue);
+                Record *r = g_queue_pop_head(&sink->queue);
                 pthread_mutex_unlock(&lock);
 
                 if (r->fields != NULL)
@@ -102,6 +118,7 @@ static gpointer writer_main(G_GNUC_UNUSED gpointer data)
                         audit_send(r->audit_fd, r->audit);
 
                 pthread_mutex_lock(&lock);
+                sink->bytes -= r->bytes;
                 waiting_bytes -= r->bytes;
                 waiting--;
                 guint unlogged = 0;
@@ -113,7 +130,7 @@ static gpointer writer_main(G_GNUC_UNUSED gpointer data)
                 pthread_mutex_unlock(&lock);
                 record_free(r);
                 /* Said here, not where they were dropped: this thread may
-                 * wait on the journal, the calls may not. */
+                 * wait on its sink, the calls may not. */
                 if (unlogged > 0)
                         g_warning("%u refusals were not logged while the journal or the audit "
                                   "trail took no records",
@@ -122,19 +139,26 @@ static gpointer writer_main(G_GNUC_UNUSED gpointer data)
         return NULL;
 }
 
-static void push(Record *r)
+static void flush_at_exit(void);
+
+static void push(Sink *sink, Record *r)
 {
+        static gboolean at_exit;
+
         pthread_mutex_lock(&lock);
-        /* Started at the first record; it lives as long as ptagsd, which
+        /* Started at its first record; it lives as long as ptagsd, which
          * writes what waits before it exits, however it exits (but killed). */
-        if (thread == NULL) {
-                thread = g_thread_new("ptagsd-log", writer_main, NULL);
-                atexit(ptags_log_writer_flush);
+        if (sink->thread == NULL)
+                sink->thread = g_thread_new(sink->thread_name, writer_main, sink);
+        if (!at_exit) {
+                at_exit = TRUE;
+                atexit(flush_at_exit);
         }
-        g_queue_push_tail(&queue, r);
+        g_queue_push_tail(&sink->queue, r);
+        sink->bytes += r->bytes;
         waiting_bytes += r->bytes;
         waiting++;
-        pthread_cond_signal(&queued_cond);
+        pthread_cond_signal(&sink->queued);
         pthread_mutex_unlock(&lock);
 }
 
@@ -145,7 +169,7 @@ void ptags_log_writer_journal(GPtrArray *fields)
         r->fields = fields;
         for (guint i = 0; i < fields->len; i++)
                 r->bytes += strlen(fields->pdata[i]) + 1;
-        push(r);
+        push(&journal_sink, r);
 }
 
 void ptags_log_writer_audit(int fd, GByteArray *datagram)
@@ -155,15 +179,7 @@ void ptags_log_writer_audit(int fd, GByteArray *datagram)
         r->audit = datagram;
         r->audit_fd = fd;
         r->bytes = datagram->len;
-        push(r);
-}
-
-static gsize backlog(void)
-{
-        pthread_mutex_lock(&lock);
-        gsize bytes = waiting_bytes;
-        pthread_mutex_unlock(&lock);
-        return bytes;
+        push(&audit_sink, r);
 }
 
 gboolean ptags_log_writer_may_log_refusal(void)
@@ -178,15 +194,18 @@ gboolean ptags_log_writer_may_log_refusal(void)
 
 gboolean ptags_log_writer_has_room(GError **error)
 {
-        gsize bytes = backlog();
+        pthread_mutex_lock(&lock);
+        gsize bytes = waiting_bytes;
+        const Sink *behind = journal_sink.bytes >= audit_sink.bytes ? &journal_sink : &audit_sink;
+        pthread_mutex_unlock(&lock);
 
         if (bytes < PTAGS_LOG_BACKLOG_BYTES)
                 return TRUE;
         g_set_error(error, PTAGS_ERROR, PTAGS_ERROR_LIMIT_EXCEEDED,
-                    "the journal or the audit trail is not taking records: %" G_GSIZE_FORMAT
+                    "%s is not taking records: %" G_GSIZE_FORMAT
                     " KiB of them wait to be written, and ptagsd makes no change it cannot "
                     "log; try again later",
-                    bytes / 1024);
+                    behind->name, bytes / 1024);
         return FALSE;
 }
 
@@ -196,4 +215,27 @@ void ptags_log_writer_flush(void)
         while (waiting > 0)
                 pthread_cond_wait(&drained_cond, &lock);
         pthread_mutex_unlock(&lock);
+}
+
+/* How long ptagsd waits at exit for a sink that takes nothing, well within
+ * systemd's stop timeout (90 s by default), which would kill it. */
+#define EXIT_WAIT_SECONDS 10
+
+static void flush_at_exit(void)
+{
+        struct timespec deadline;
+
+        clock_gettime(CLOCK_REALTIME, &deadline);
+        deadline.tv_sec += EXIT_WAIT_SECONDS;
+        pthread_mutex_lock(&lock);
+        int r = 0;
+        while (waiting > 0 && r != ETIMEDOUT)
+                r = pthread_cond_timedwait(&drained_cond, &lock, &deadline);
+        guint lost = waiting;
+        gsize lost_bytes = waiting_bytes;
+        pthread_mutex_unlock(&lock);
+        if (lost > 0)
+                g_warning("exiting with %u records (%" G_GSIZE_FORMAT " KiB) not written: the "
+                          "journal or the audit trail took nothing for %d s",
+                          lost, lost_bytes / 1024, EXIT_WAIT_SECONDS);
 }

@@ -7,7 +7,7 @@
  * go on meanwhile. What waits is bounded: a change is refused while
  * PTAGS_LOG_BACKLOG_BYTES or more wait (so at most that and one change's
  * records wait), as ptagsd makes no change it cannot log. Records still
- * waiting when ptagsd is killed are lost. */
+ * waiting when ptagsd is killed, or 10 s after it began to exit, are lost. */
 #pragma once
 
 #include <glib.h>
@@ -32,7 +32,7 @@ gboolean ptags_log_writer_has_room(GError **error);
 gboolean ptags_log_writer_may_log_refusal(void);
 
 /* Wait until every record queued so far has been sent (or refused by its
- * sink). Also run at exit. */
+ * sink). At exit ptagsd waits so, for at most 10 s. */
 void ptags_log_writer_flush(void);
 
 /* A failing audit sink is noted once, at debug level, wherever it shows. */

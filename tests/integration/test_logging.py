@@ -597,17 +597,22 @@ class LoggingTests(PtagsTestCase):
     def stall_lines(self, i):
         return ["%s%s" % ("+" if i % 2 == 0 else "-", t) for t in self.STALL_TAGS]
 
-    def changes_until_refused(self):
-        """With the journal sink not read, root's changes of 1000 tags one
-        after another until one is refused: (changes made, the refusal)."""
+    def changes_until_refused(self, lines_of=None):
+        """With the journal sink not read, root's changes (of 1000 tags, or
+        @lines_of(i)) one after another until one is refused: (changes
+        made, the refusal)."""
         made = 0
         for i in range(600):
             before = self.world.get_tags(self.target)
-            reply = self.world.root_call("Apply", "uas", [self.target, self.stall_lines(i)],
-                                         timeout_ms=5000)
+            lines = (lines_of or self.stall_lines)(i)
+            reply = self.world.root_call("Apply", "uas", [self.target, lines], timeout_ms=5000)
             if reply.error is not None:
                 self.assertError(reply, "LimitExceeded")
-                self.assertIn("journal", reply.message)
+                # The audit trail has its own queue and took its records
+                # (about 300 KB a change) meanwhile: what waits is the
+                # journal's.
+                self.assertTrue(reply.message.startswith("the journal is not taking records"),
+                                reply.message)
                 self.assertEqual(self.world.get_tags(self.target), before,
                                  "a change refused for want of logging was made")
                 return made, reply
@@ -667,6 +672,41 @@ class LoggingTests(PtagsTestCase):
         wait_until(lambda: "1 refusals were not logged while the journal"
                    in self.world.read_log("ptagsd.log"),
                    WAIT_S, "the warning counting the refusals not logged")
+
+    def test_audit_records_go_out_while_the_journal_stalls(self):
+        """The audit trail does not wait for the journal: each has its own
+        queue. Changes of 20 values of 4000 bytes make journal entries of
+        about 80 KB (the lines hold the values) and audit records of about
+        10 KB (the first 256 bytes of each value): the journal stalls, and
+        every change made meanwhile is audited nonetheless. Stopped then,
+        ptagsd waits for the journal only so long before it exits."""
+        audit = AuditReader()
+        self.addCleanup(audit.close)
+        names = ["log:v%d" % k for k in range(20)]
+        self.assertOk(self.world.root_call("Apply", "uas", [self.target,
+                                                            ["+" + n for n in names]]))
+        self.journal.drain()
+
+        def value_lines(i):
+            return ["!%s=%s" % (n, "ab"[i % 2] * 4000) for n in names]
+        made, _refused = self.changes_until_refused(value_lines)
+        self.assertGreater(made, 10, "changes were refused before the journal stalled")
+        # The journal is not read: what reaches the kernel meanwhile is the
+        # audit trail's own doing.
+        records = [b for b in self.daemon_records(audit, 20 + 20 * made)
+                   if b["op"] == "ptags-set-value"]
+        self.assertEqual(len(records), 20 * made, "changes made while the journal stalled "
+                         "were not audited until it took entries again")
+        self.assertEqual({b["res"] for b in records}, {"success"})
+        # Stopped while the journal still takes nothing, ptagsd waits for it
+        # only so long (10 s), then exits, saying what it could not write.
+        daemon = self.world.daemon
+        daemon.send_signal(signal.SIGTERM)
+        self.assertEqual(daemon.wait(timeout=25), 0, "ptagsd did not exit 0 on SIGTERM")
+        self.assertRegex(self.world.read_log("ptagsd.log"),
+                         r"exiting with \d+ records \(\d+ KiB\) not written")
+        # Stopped on purpose: the harness must not count it as a crash.
+        self.world.daemon = None
 
     def test_records_waiting_at_exit_are_written_first(self):
         """Changes answered as made are logged even when ptagsd is stopped

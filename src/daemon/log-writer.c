@@ -19,6 +19,7 @@
 #include <sys/uio.h>
 #include <systemd/sd-journal.h>
 #include <time.h>
+#include <unistd.h>
 
 typedef struct {
         GPtrArray *fields; /* a journal entry, or NULL */
@@ -121,16 +122,19 @@ static gpointer writer_main(gpointer data)
                 sink->bytes -= r->bytes;
                 waiting_bytes -= r->bytes;
                 waiting--;
+                /* Said here, not where they were dropped: a warning goes to
+                 * the journal (ptagsd's stderr under systemd) and may wait
+                 * on it, which the calls may not. And said by the journal's
+                 * own writer only, which the audit trail's may not either. */
                 guint unlogged = 0;
-                if (dropped > 0 && waiting_bytes < PTAGS_LOG_BACKLOG_BYTES) {
+                if (sink == &journal_sink && dropped > 0 &&
+                    waiting_bytes < PTAGS_LOG_BACKLOG_BYTES) {
                         unlogged = dropped;
                         dropped = 0;
                 }
                 pthread_cond_broadcast(&drained_cond);
                 pthread_mutex_unlock(&lock);
                 record_free(r);
-                /* Said here, not where they were dropped: this thread may
-                 * wait on its sink, the calls may not. */
                 if (unlogged > 0)
                         g_warning("%u refusals were not logged while the journal or the audit "
                                   "trail took no records",
@@ -219,7 +223,7 @@ void ptags_log_writer_flush(void)
 
 /* How long ptagsd waits at exit for a sink that takes nothing, well within
  * systemd's stop timeout (90 s by default), which would kill it. */
-#define EXIT_WAIT_SECONDS 10
+#define EXIT_WAIT_SECONDS 5
 
 static void flush_at_exit(void)
 {
@@ -234,8 +238,18 @@ static void flush_at_exit(void)
         guint lost = waiting;
         gsize lost_bytes = waiting_bytes;
         pthread_mutex_unlock(&lock);
-        if (lost > 0)
-                g_warning("exiting with %u records (%" G_GSIZE_FORMAT " KiB) not written: the "
-                          "journal or the audit trail took nothing for %d s",
-                          lost, lost_bytes / 1024, EXIT_WAIT_SECONDS);
+        if (lost == 0)
+                return;
+        /* Not through GLib: under systemd it would send this to the journal
+         * that took nothing, and wait on it. Written to stderr without
+         * waiting (the journal's stream under systemd), or not at all. */
+        g_autofree char *text = g_strdup_printf(
+                "ptagsd: exiting with %u records (%" G_GSIZE_FORMAT " KiB) not written: the "
+                "journal or the audit trail took nothing for %d s\n",
+                lost, lost_bytes / 1024, EXIT_WAIT_SECONDS);
+        size_t len = strlen(text);
+        if (send(STDERR_FILENO, text, len, MSG_DONTWAIT | MSG_NOSIGNAL) < 0 && errno == ENOTSOCK) {
+                ssize_t ignored = write(STDERR_FILENO, text, len);
+                (void)ignored;
+        }
 }

@@ -7,12 +7,12 @@
  * go on meanwhile. What waits is bounded: a change is refused while
  * PTAGS_LOG_BACKLOG_BYTES or more wait (so at most that and one change's
  * records wait), as ptagsd makes no change it cannot log. Records still
- * waiting when ptagsd is killed, or 10 s after it began to exit, are lost. */
+ * waiting when ptagsd is killed, or 5 s after it began to exit, are lost. */
 #pragma once
 
 #include <glib.h>
 
-#define PTAGS_LOG_BACKLOG_BYTES (4u * 1024u * 1024u)
+#define PTAGS_LOG_BACKLOG_BYTES (2u * 1024u * 1024u)
 
 /* Queue one journal entry: @fields are its "NAME=value" strings (transfer
  * full; every field one string, so any byte but '\n' in NAME is allowed). */
@@ -32,7 +32,7 @@ gboolean ptags_log_writer_has_room(GError **error);
 gboolean ptags_log_writer_may_log_refusal(void);
 
 /* Wait until every record queued so far has been sent (or refused by its
- * sink). At exit ptagsd waits so, for at most 10 s. */
+ * sink). At exit ptagsd waits so, for at most 5 s. */
 void ptags_log_writer_flush(void);
 
 /* A failing audit sink is noted once, at debug level, wherever it shows. */

@@ -176,6 +176,18 @@ void ptags_log_writer_journal(GPtrArray *fields)
         push(&journal_sink, r);
 }
 
+void ptags_log_writer_diagnostic(GPtrArray *fields)
+{
+        pthread_mutex_lock(&lock);
+        gboolean full = waiting_bytes >= PTAGS_LOG_BACKLOG_BYTES;
+        pthread_mutex_unlock(&lock);
+        if (full) {
+                g_ptr_array_unref(fields);
+                return;
+        }
+        ptags_log_writer_journal(fields);
+}
+
 void ptags_log_writer_audit(int fd, GByteArray *datagram)
 {
         Record *r = g_new0(Record, 1);

@@ -18,6 +18,10 @@
  * full; every field one string, so any byte but '\n' in NAME is allowed). */
 void ptags_log_writer_journal(GPtrArray *fields);
 
+/* Queue one of ptagsd's own messages for the journal, as GLib's fields
+ * "NAME=value" (transfer full): dropped while the bound is reached. */
+void ptags_log_writer_diagnostic(GPtrArray *fields);
+
 /* Queue one datagram of audit netlink messages for the socket @fd (transfer
  * full). */
 void ptags_log_writer_audit(int fd, GByteArray *datagram);

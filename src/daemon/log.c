@@ -20,6 +20,7 @@
 #include <linux/netlink.h>
 #include <sys/socket.h>
 #include <libaudit.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <syslog.h>
@@ -684,8 +685,39 @@ gboolean ptags_log_is_noise(const char *domain, const char *message)
 static PtagsLogLimiter *limiter;
 G_LOCK_DEFINE_STATIC(limiter);
 
-static GLogWriterOutput log_writer(GLogLevelFlags level, const GLogField *fields, gsize n_fields,
-                                   gpointer user_data)
+/* Under systemd ptagsd's stderr is the journal, where GLib would send a
+ * message and wait while journald takes nothing, and the calls with it. So
+ * there messages go to the journal's writer thread instead, as the records
+ * do (and are dropped while the writers are full), but for criticals and
+ * errors, which may abort right after. Elsewhere (a terminal, a file) they
+ * are written at once, by GLib. */
+static GLogWriterOutput write_out(GLogLevelFlags level, const char *domain, const GLogField *fields,
+                                  gsize n_fields, gpointer user_data)
+{
+        static gsize checked;
+        static gboolean to_journal;
+
+        if (g_once_init_enter(&checked)) {
+                to_journal = g_log_writer_is_journald(fileno(stderr));
+                g_once_init_leave(&checked, 1);
+        }
+        if (!to_journal || (level & (G_LOG_LEVEL_ERROR | G_LOG_LEVEL_CRITICAL)) != 0)
+                return g_log_writer_default(level, fields, n_fields, user_data);
+        if (g_log_writer_default_would_drop(level, domain))
+                return G_LOG_WRITER_HANDLED;
+        GPtrArray *entry = g_ptr_array_new_with_free_func(g_free);
+        for (gsize i = 0; i < n_fields; i++) {
+                const GLogField *f = &fields[i];
+                int len = f->length < 0 ? (int)strlen(f->value) : (int)f->length;
+                g_ptr_array_add(entry,
+                                g_strdup_printf("%s=%.*s", f->key, len, (const char *)f->value));
+        }
+        ptags_log_writer_diagnostic(entry);
+        return G_LOG_WRITER_HANDLED;
+}
+
+GLogWriterOutput ptags_log_write(GLogLevelFlags level, const GLogField *fields, gsize n_fields,
+                                 gpointer user_data)
 {
         const char *domain = NULL;
         const char *message = NULL;
@@ -702,17 +734,17 @@ static GLogWriterOutput log_writer(GLogLevelFlags level, const GLogField *fields
                         priority_at = i;
         }
         if (message == NULL)
-                return g_log_writer_default(level, fields, n_fields, user_data);
+                return write_out(level, domain, fields, n_fields, user_data);
 
         g_autofree GLogField *copy = g_memdup2(fields, n_fields * sizeof(*fields));
         if (ptags_log_is_noise(domain, message)) {
                 if (priority_at < n_fields)
                         copy[priority_at] = (GLogField){"PRIORITY", "7", -1};
-                return g_log_writer_default(G_LOG_LEVEL_DEBUG, copy, n_fields, user_data);
+                return write_out(G_LOG_LEVEL_DEBUG, domain, copy, n_fields, user_data);
         }
         if ((level & (G_LOG_LEVEL_CRITICAL | G_LOG_LEVEL_WARNING | G_LOG_LEVEL_MESSAGE)) == 0 ||
             (level & G_LOG_LEVEL_ERROR) != 0)
-                return g_log_writer_default(level, fields, n_fields, user_data);
+                return write_out(level, domain, fields, n_fields, user_data);
 
         guint suppressed = 0;
         G_LOCK(limiter);
@@ -724,14 +756,14 @@ static GLogWriterOutput log_writer(GLogLevelFlags level, const GLogField *fields
         if (!allow)
                 return G_LOG_WRITER_HANDLED;
         if (suppressed == 0)
-                return g_log_writer_default(level, fields, n_fields, user_data);
+                return write_out(level, domain, fields, n_fields, user_data);
         g_autofree char *noted =
                 g_strdup_printf("%s (%u more like this were suppressed)", message, suppressed);
         copy[message_at] = (GLogField){"MESSAGE", noted, -1};
-        return g_log_writer_default(level, copy, n_fields, user_data);
+        return write_out(level, domain, copy, n_fields, user_data);
 }
 
 void ptags_log_install_writer(void)
 {
-        g_log_set_writer_func(log_writer, NULL, NULL);
+        g_log_set_writer_func(ptags_log_write, NULL, NULL);
 }

@@ -106,3 +106,9 @@ gboolean ptags_log_is_noise(const char *domain, const char *message);
 /* Install the process's log writer: noise demoted to debug, warnings and
  * above rate-limited, the rest to GLib's default writer. Call first in main(). */
 void ptags_log_install_writer(void);
+
+/* That writer (a GLogWriterFunc). Under systemd, where stderr is the
+ * journal, it queues messages for the journal's writer thread (log-writer.h)
+ * rather than wait on a journal that takes nothing. */
+GLogWriterOutput ptags_log_write(GLogLevelFlags level, const GLogField *fields, gsize n_fields,
+                                 gpointer user_data);

@@ -4,7 +4,16 @@
  * forge fields; container records in the contid proposal's shape), logging
  * without journal or audit (run by without-sinks.sh), and the rate limiter
  * of ptagsd's own warnings. */
+#include <errno.h>
+#include <sched.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/mount.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "errors.h"
 #include "log.h"
@@ -147,6 +156,60 @@ static void test_logging_without_sinks(void)
                          ==, 1);
         g_assert_cmpuint(count_captured("DEBUG Apply: Tags of process 1 changed"), ==, 3);
         g_assert_cmpuint(count_captured("DEBUG Apply: Change of process 1"), ==, 6);
+}
+
+/* Under systemd ptagsd's stderr is the journal. A message written while
+ * journald takes nothing must not wait for it: it would hold up the calls.
+ * A child gets a journal of its own whose queue is full, with its stderr
+ * on the journal's stream socket, as systemd gives it, and writes one
+ * message: it must be done at once. */
+static void test_messages_do_not_wait_for_the_journal(void)
+{
+        pid_t child = fork();
+        g_assert_cmpint(child, >=, 0);
+        if (child == 0) {
+                struct sockaddr_un journal = {.sun_family = AF_UNIX,
+                                              .sun_path = "/run/systemd/journal/socket"};
+                struct sockaddr_un stream = {.sun_family = AF_UNIX,
+                                             .sun_path = "/run/systemd/journal/stdout"};
+                if ((mkdir("/run/systemd", 0755) < 0 && errno != EEXIST) ||
+                    unshare(CLONE_NEWNS) < 0 ||
+                    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+                    mount("ptags-journal", "/run/systemd", "tmpfs", 0, "size=64k") < 0 ||
+                    mkdir("/run/systemd/journal", 0755) < 0)
+                        _exit(2);
+                int sink = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+                int listener = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+                int out = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+                int filler = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+                if (bind(sink, (struct sockaddr *)&journal, sizeof(journal)) < 0 ||
+                    bind(listener, (struct sockaddr *)&stream, sizeof(stream)) < 0 ||
+                    listen(listener, 1) < 0 ||
+                    connect(out, (struct sockaddr *)&stream, sizeof(stream)) < 0 ||
+                    dup2(out, STDERR_FILENO) < 0)
+                        _exit(3);
+                /* The journal takes nothing: its queue is full. */
+                while (sendto(filler, "X=1", 3, MSG_DONTWAIT, (struct sockaddr *)&journal,
+                              sizeof(journal)) >= 0)
+                        ;
+                if (errno != EAGAIN)
+                        _exit(4);
+                const GLogField fields[] = {
+                        {"MESSAGE", "a message while the journal takes nothing", -1},
+                        {"PRIORITY", "5", -1},
+                        {"GLIB_DOMAIN", "ptagsd-test", -1},
+                };
+                alarm(5);
+                ptags_log_write(G_LOG_LEVEL_MESSAGE, fields, G_N_ELEMENTS(fields), NULL);
+                _exit(0);
+        }
+        int status = 0;
+        g_assert_cmpint(waitpid(child, &status, 0), ==, child);
+        if (WIFSIGNALED(status))
+                g_error("writing a message waited on the journal until SIGALRM (signal %d)",
+                        WTERMSIG(status));
+        g_assert_true(WIFEXITED(status));
+        g_assert_cmpint(WEXITSTATUS(status), ==, 0);
 }
 
 static void test_limiter_bucket(void)
@@ -345,6 +408,8 @@ int main(int argc, char **argv)
         g_test_add_func("/log/audit-message", test_audit_message);
         g_test_add_func("/log/container-message", test_container_message);
         g_test_add_func("/log/without-sinks", test_logging_without_sinks);
+        g_test_add_func("/log/messages-do-not-wait-for-the-journal",
+                        test_messages_do_not_wait_for_the_journal);
         g_test_add_func("/log/limiter-bucket", test_limiter_bucket);
         g_test_add_func("/log/limiter-costs", test_limiter_costs);
         g_test_add_func("/log/limiter-sites-bounded", test_limiter_sites_bounded);

@@ -45,9 +45,8 @@ static Sink journal_sink = {
         "the journal", "ptagsd-journal", PTHREAD_COND_INITIALIZER, G_QUEUE_INIT, 0, NULL};
 static Sink audit_sink = {
         "the audit trail", "ptagsd-audit", PTHREAD_COND_INITIALIZER, G_QUEUE_INIT, 0, NULL};
-static gsize waiting_bytes; /* both sinks' */
-static guint waiting;       /* their records' number */
-static guint dropped;       /* refusals not logged while full, not yet reported */
+static guint waiting; /* both sinks' records' number */
+static guint dropped; /* refusals not logged while full, not yet reported */
 static gint audit_failure_noted;
 
 void ptags_log_writer_audit_failed(int errnum)
@@ -79,6 +78,17 @@ static void audit_send(int fd, GByteArray *datagram)
         while (n < 0 && errno == EINTR);
         if (n != (ssize_t)datagram->len)
                 ptags_log_writer_audit_failed(n < 0 ? errno : EMSGSIZE);
+}
+
+/* Bytes waiting in both sinks; with the lock held. */
+static gsize waiting_bytes(void)
+{
+        return journal_sink.bytes + audit_sink.bytes;
+}
+
+static gboolean full(void)
+{
+        return waiting_bytes() >= PTAGS_LOG_BACKLOG_BYTES;
 }
 
 static void record_free(Record *r)
@@ -120,15 +130,13 @@ static gpointer writer_main(gpointer data)
 
                 pthread_mutex_lock(&lock);
                 sink->bytes -= r->bytes;
-                waiting_bytes -= r->bytes;
                 waiting--;
                 /* Said here, not where they were dropped: a warning goes to
                  * the journal (ptagsd's stderr under systemd) and may wait
                  * on it, which the calls may not. And said by the journal's
                  * own writer only, which the audit trail's may not either. */
                 guint unlogged = 0;
-                if (sink == &journal_sink && dropped > 0 &&
-                    waiting_bytes < PTAGS_LOG_BACKLOG_BYTES) {
+                if (sink == &journal_sink && dropped > 0 && !full()) {
                         unlogged = dropped;
                         dropped = 0;
                 }
@@ -160,7 +168,6 @@ static void push(Sink *sink, Record *r)
         }
         g_queue_push_tail(&sink->queue, r);
         sink->bytes += r->bytes;
-        waiting_bytes += r->bytes;
         waiting++;
         pthread_cond_signal(&sink->queued);
         pthread_mutex_unlock(&lock);
@@ -179,9 +186,9 @@ void ptags_log_writer_journal(GPtrArray *fields)
 void ptags_log_writer_diagnostic(GPtrArray *fields)
 {
         pthread_mutex_lock(&lock);
-        gboolean full = waiting_bytes >= PTAGS_LOG_BACKLOG_BYTES;
+        gboolean drop = full();
         pthread_mutex_unlock(&lock);
-        if (full) {
+        if (drop) {
                 g_ptr_array_unref(fields);
                 return;
         }
@@ -201,17 +208,17 @@ void ptags_log_writer_audit(int fd, GByteArray *datagram)
 gboolean ptags_log_writer_may_log_refusal(void)
 {
         pthread_mutex_lock(&lock);
-        gboolean full = waiting_bytes >= PTAGS_LOG_BACKLOG_BYTES;
-        if (full)
+        gboolean drop = full();
+        if (drop)
                 dropped++;
         pthread_mutex_unlock(&lock);
-        return !full;
+        return !drop;
 }
 
 gboolean ptags_log_writer_has_room(GError **error)
 {
         pthread_mutex_lock(&lock);
-        gsize bytes = waiting_bytes;
+        gsize bytes = waiting_bytes();
         const Sink *behind = journal_sink.bytes >= audit_sink.bytes ? &journal_sink : &audit_sink;
         pthread_mutex_unlock(&lock);
 
@@ -248,7 +255,7 @@ static void flush_at_exit(void)
         while (waiting > 0 && r != ETIMEDOUT)
                 r = pthread_cond_timedwait(&drained_cond, &lock, &deadline);
         guint lost = waiting;
-        gsize lost_bytes = waiting_bytes;
+        gsize lost_bytes = waiting_bytes();
         pthread_mutex_unlock(&lock);
         if (lost == 0)
                 return;

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/socket.h>
@@ -158,42 +159,59 @@ static void test_logging_without_sinks(void)
         g_assert_cmpuint(count_captured("DEBUG Apply: Change of process 1"), ==, 6);
 }
 
+/* In a child: a journal of its own whose queue is full, and stderr on the
+ * journal's stream socket, as systemd gives it. 0, or the step that failed. */
+static int stall_own_journal(void)
+{
+        struct sockaddr_un journal = {.sun_family = AF_UNIX,
+                                      .sun_path = "/run/systemd/journal/socket"};
+        struct sockaddr_un stream = {.sun_family = AF_UNIX,
+                                     .sun_path = "/run/systemd/journal/stdout"};
+        if ((mkdir("/run/systemd", 0755) < 0 && errno != EEXIST) || unshare(CLONE_NEWNS) < 0 ||
+            mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+            mount("ptags-journal", "/run/systemd", "tmpfs", 0, "size=64k") < 0 ||
+            mkdir("/run/systemd/journal", 0755) < 0)
+                return 2;
+        int sink = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+        int listener = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        int out = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        int filler = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+        if (bind(sink, (struct sockaddr *)&journal, sizeof(journal)) < 0 ||
+            bind(listener, (struct sockaddr *)&stream, sizeof(stream)) < 0 ||
+            listen(listener, 1) < 0 ||
+            connect(out, (struct sockaddr *)&stream, sizeof(stream)) < 0 ||
+            dup2(out, STDERR_FILENO) < 0)
+                return 3;
+        /* The journal takes nothing: its queue is full. */
+        while (sendto(filler, "X=1", 3, MSG_DONTWAIT, (struct sockaddr *)&journal,
+                      sizeof(journal)) >= 0)
+                ;
+        return errno == EAGAIN ? 0 : 4;
+}
+
+/* The status of child @child, which must exit 0 within its alarm. */
+static void assert_child_passed(pid_t child, const char *what)
+{
+        int status = 0;
+        g_assert_cmpint(waitpid(child, &status, 0), ==, child);
+        if (WIFSIGNALED(status))
+                g_error("%s: the child was killed by signal %d", what, WTERMSIG(status));
+        g_assert_true(WIFEXITED(status));
+        g_assert_cmpint(WEXITSTATUS(status), ==, 0);
+}
+
 /* Under systemd ptagsd's stderr is the journal. A message written while
  * journald takes nothing must not wait for it: it would hold up the calls.
- * A child gets a journal of its own whose queue is full, with its stderr
- * on the journal's stream socket, as systemd gives it, and writes one
- * message: it must be done at once. */
+ * A child writes one message to a journal of its own that takes nothing:
+ * it must be done at once (SIGALRM otherwise). */
 static void test_messages_do_not_wait_for_the_journal(void)
 {
         pid_t child = fork();
         g_assert_cmpint(child, >=, 0);
         if (child == 0) {
-                struct sockaddr_un journal = {.sun_family = AF_UNIX,
-                                              .sun_path = "/run/systemd/journal/socket"};
-                struct sockaddr_un stream = {.sun_family = AF_UNIX,
-                                             .sun_path = "/run/systemd/journal/stdout"};
-                if ((mkdir("/run/systemd", 0755) < 0 && errno != EEXIST) ||
-                    unshare(CLONE_NEWNS) < 0 ||
-                    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
-                    mount("ptags-journal", "/run/systemd", "tmpfs", 0, "size=64k") < 0 ||
-                    mkdir("/run/systemd/journal", 0755) < 0)
-                        _exit(2);
-                int sink = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-                int listener = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-                int out = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-                int filler = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-                if (bind(sink, (struct sockaddr *)&journal, sizeof(journal)) < 0 ||
-                    bind(listener, (struct sockaddr *)&stream, sizeof(stream)) < 0 ||
-                    listen(listener, 1) < 0 ||
-                    connect(out, (struct sockaddr *)&stream, sizeof(stream)) < 0 ||
-                    dup2(out, STDERR_FILENO) < 0)
-                        _exit(3);
-                /* The journal takes nothing: its queue is full. */
-                while (sendto(filler, "X=1", 3, MSG_DONTWAIT, (struct sockaddr *)&journal,
-                              sizeof(journal)) >= 0)
-                        ;
-                if (errno != EAGAIN)
-                        _exit(4);
+                int r = stall_own_journal();
+                if (r != 0)
+                        _exit(r);
                 const GLogField fields[] = {
                         {"MESSAGE", "a message while the journal takes nothing", -1},
                         {"PRIORITY", "5", -1},
@@ -203,13 +221,41 @@ static void test_messages_do_not_wait_for_the_journal(void)
                 ptags_log_write(G_LOG_LEVEL_MESSAGE, fields, G_N_ELEMENTS(fields), NULL);
                 _exit(0);
         }
-        int status = 0;
-        g_assert_cmpint(waitpid(child, &status, 0), ==, child);
-        if (WIFSIGNALED(status))
-                g_error("writing a message waited on the journal until SIGALRM (signal %d)",
-                        WTERMSIG(status));
-        g_assert_true(WIFEXITED(status));
-        g_assert_cmpint(WEXITSTATUS(status), ==, 0);
+        assert_child_passed(child, "writing a message waited on the journal");
+}
+
+/* Messages queued for a journal that takes nothing are dropped once the
+ * writers hold their bound: 3 MiB of them (debug lines, which no rate limit
+ * thins) leave at most the bound and one message waiting, as the
+ * LimitExceeded of a change then says. */
+static void test_messages_over_the_bound_are_dropped(void)
+{
+        pid_t child = fork();
+        g_assert_cmpint(child, >=, 0);
+        if (child == 0) {
+                int r = stall_own_journal();
+                if (r != 0)
+                        _exit(r);
+                g_setenv("G_MESSAGES_DEBUG", "all", TRUE);
+                g_autofree char *line = g_strnfill(10 * 1024, 'm');
+                const GLogField fields[] = {
+                        {"MESSAGE", line, -1},
+                        {"PRIORITY", "7", -1},
+                        {"GLIB_DOMAIN", "ptagsd-test", -1},
+                };
+                alarm(10);
+                for (int i = 0; i < 300; i++)
+                        ptags_log_write(G_LOG_LEVEL_DEBUG, fields, G_N_ELEMENTS(fields), NULL);
+                g_autoptr(GError) error = NULL;
+                if (ptags_log_writer_has_room(&error))
+                        _exit(5);
+                const char *at = strstr(error->message, ": ");
+                unsigned kib = 0;
+                if (at == NULL || sscanf(at, ": %u KiB", &kib) != 1)
+                        _exit(6);
+                _exit(kib <= PTAGS_LOG_BACKLOG_BYTES / 1024 + 11 ? 0 : 7);
+        }
+        assert_child_passed(child, "messages over the bound");
 }
 
 static void test_limiter_bucket(void)
@@ -410,6 +456,8 @@ int main(int argc, char **argv)
         g_test_add_func("/log/without-sinks", test_logging_without_sinks);
         g_test_add_func("/log/messages-do-not-wait-for-the-journal",
                         test_messages_do_not_wait_for_the_journal);
+        g_test_add_func("/log/messages-over-the-bound-are-dropped",
+                        test_messages_over_the_bound_are_dropped);
         g_test_add_func("/log/limiter-bucket", test_limiter_bucket);
         g_test_add_func("/log/limiter-costs", test_limiter_costs);
         g_test_add_func("/log/limiter-sites-bounded", test_limiter_sites_bounded);

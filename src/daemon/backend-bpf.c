@@ -101,8 +101,9 @@ static int bpf_exec_mark(PtagsBackend *b, int pidfd, guint64 *out)
         return 0;
 }
 
+/* @failure keeps its defaults: the whole set is one write, refused whole. */
 static int bpf_apply(PtagsBackend *b, int pidfd, pid_t pid, const ptags_plan *plan,
-                     guint64 exec_mark)
+                     guint64 exec_mark, G_GNUC_UNUSED PtagsApplyFailure *failure)
 {
         BackendBpf *self = (BackendBpf *)b;
 

@@ -135,12 +135,11 @@ static gboolean plan_needs_pages(const ptags_plan *plan)
 /* @exec_mark is not needed: the kernel applies each line to the set the
  * process holds when the line is written, and filters at exec itself. */
 static int lsm_apply(PtagsBackend *b, int pidfd, pid_t pid, const ptags_plan *plan,
-                     G_GNUC_UNUSED guint64 exec_mark)
+                     G_GNUC_UNUSED guint64 exec_mark, PtagsApplyFailure *failure)
 {
         BackendLsm *self = (BackendLsm *)b;
         g_autofree char *path = attr_path(self, pid);
         WriteTarget t = {path, pidfd};
-        gboolean undo_failed = FALSE;
         gboolean journalled = FALSE;
 
         if (plan_needs_pages(plan)) {
@@ -156,8 +155,9 @@ static int lsm_apply(PtagsBackend *b, int pidfd, pid_t pid, const ptags_plan *pl
                         return r;
                 journalled = TRUE;
         }
-        int r = ptags_plan_write(plan, PTAGS_WRITE_MAX, write_page, &t, &undo_failed);
-        if (undo_failed)
+        int r = ptags_plan_write(plan, PTAGS_WRITE_MAX, write_page, &t, &failure->refused,
+                                 &failure->partial);
+        if (failure->partial)
                 g_warning("process %d holds part of a change: writing it failed (%s) and so "
                           "did the undo, as another writer changed its tags meanwhile",
                           (int)pid, g_strerror(-r));
@@ -169,6 +169,10 @@ static int lsm_apply(PtagsBackend *b, int pidfd, pid_t pid, const ptags_plan *pl
          * change acknowledged since. */
         if (journalled)
                 unlink(self->intent_path);
+        /* Only these are the kernel's verdicts on a line (ptags(7)); the
+         * others are about the file or the process (ESRCH, EACCES). */
+        if (r != -EINVAL && r != -EPERM && r != -ENOENT && r != -ECANCELED)
+                failure->refused = -1;
         return r;
 }
 

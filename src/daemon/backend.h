@@ -25,6 +25,17 @@ typedef void (*PtagsFoundFunc)(pid_t pid, const ptags_set *tags, guint64 list_id
 /* Called by list_contids() once per live process carrying a container ID. */
 typedef void (*PtagsContidFunc)(pid_t pid, guint64 contid, void *user_data);
 
+/* What a failed apply() tells beyond its errno. */
+typedef struct {
+        /* The change of the plan the kernel refused (its index), when the
+         * errno is its verdict on that change; -1 otherwise. */
+        gssize refused;
+        /* Taking back the changes written before it failed too (another
+         * writer changed the tags meanwhile): the process holds part of
+         * the plan. */
+        gboolean partial;
+} PtagsApplyFailure;
+
 typedef struct {
         /* The Backend D-Bus property: "ptags-lsm", "bpf-lsm" or "bpf-tracepoint". */
         const char *name;
@@ -52,12 +63,13 @@ typedef struct {
          * given to apply(). 0 and *out, or -errno. */
         int (*exec_mark)(PtagsBackend *b, int pidfd, guint64 *out);
         /* Apply every change of @plan, all or nothing: 0, or -errno with the
-         * target's tags as they were before the call. @exec_mark: what
+         * target's tags as they were before the call (but for
+         * @failure->partial) and @failure filled in. @exec_mark: what
          * exec_mark() gave before the plan's read (PTAGS_NO_EXEC_MARK when
          * none); a process that exec'd since gets the change ordered before
          * that exec, so the exec drops what it does not keep. */
         int (*apply)(PtagsBackend *b, int pidfd, pid_t pid, const ptags_plan *plan,
-                     guint64 exec_mark);
+                     guint64 exec_mark, PtagsApplyFailure *failure);
         /* Call @cb for every live process holding a tag that matches the
          * validated @pattern (empty = any tag). 0 or -errno. */
         int (*find)(PtagsBackend *b, const char *pattern, size_t len, PtagsFoundFunc cb,
@@ -113,9 +125,10 @@ static inline int ptags_backend_exec_mark(PtagsBackend *b, int pidfd, guint64 *o
 }
 
 static inline int ptags_backend_apply(PtagsBackend *b, int pidfd, pid_t pid, const ptags_plan *plan,
-                                      guint64 exec_mark)
+                                      guint64 exec_mark, PtagsApplyFailure *failure)
 {
-        return b->ops->apply(b, pidfd, pid, plan, exec_mark);
+        *failure = (PtagsApplyFailure){.refused = -1, .partial = FALSE};
+        return b->ops->apply(b, pidfd, pid, plan, exec_mark, failure);
 }
 
 static inline gboolean ptags_backend_has_contids(PtagsBackend *b)

@@ -60,6 +60,7 @@
 #include "manager-budgets.h"
 #include "page-writer.h"
 
+#include <errno.h>
 #include <linux/capability.h>
 #include <string.h>
 
@@ -144,6 +145,34 @@ static gboolean target_still_runs(Call *call)
         return FALSE;
 }
 
+/* The error of a failed write. The plan held when ptagsd read the tags, so
+ * a line the kernel refuses means another writer (one with CAP_MAC_ADMIN,
+ * writing the kernel's file directly) changed them since: ENOENT, a tag
+ * whose value is set is gone; ECANCELED, the list filled up. */
+static GError *apply_error(Call *call, int r, const PtagsApplyFailure *failure)
+{
+        pid_t pid = call->target.pid;
+
+        if (failure->refused < 0 || (gsize)failure->refused >= ptags_plan_change_count(call->plan))
+                return ptags_errno_error(r, "cannot change the tags of", pid);
+        const ptags_change *c = ptags_plan_change_at(call->plan, (gsize)failure->refused);
+        g_autofree char *label = change_label(call, c->line);
+        PtagsError code = r == -ENOENT ? PTAGS_ERROR_NO_SUCH_TAG : ptags_error_from_errno(-r);
+        const char *why = r == -ENOENT ? "its tag is gone" : g_strerror(-r);
+        if (failure->partial)
+                return g_error_new(PTAGS_ERROR, PTAGS_ERROR_FAILED,
+                                   "cannot change the tags of process %d: the kernel refused %s "
+                                   "(%s: another writer changed the tags after ptagsd read "
+                                   "them), and taking back the lines before it failed too: the "
+                                   "process holds part of this change",
+                                   (int)pid, label, why);
+        return g_error_new(PTAGS_ERROR, code,
+                           "cannot change the tags of process %d: the kernel refused %s (%s: "
+                           "another writer changed the tags after ptagsd read them); nothing "
+                           "changed",
+                           (int)pid, label, why);
+}
+
 /* Apply, log, signal and reply: steps 7 to 10 of a change whose plan still
  * holds. This runs within one main-loop dispatch (or holding the main loop's
  * lock in the bus thread) and the backend applies
@@ -160,10 +189,11 @@ static void change_apply(Call *call)
                 change_refuse(call, error);
                 return;
         }
+        PtagsApplyFailure failure;
         int r = ptags_backend_apply(call->svc->backend, call->target.pidfd, pid, call->plan,
-                                    call->exec_mark);
+                                    call->exec_mark, &failure);
         if (r < 0) {
-                change_refuse(call, ptags_errno_error(r, "cannot change the tags of", pid));
+                change_refuse(call, apply_error(call, r, &failure));
                 return;
         }
         log_context(call, &ctx);

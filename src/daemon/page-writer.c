@@ -72,14 +72,16 @@ static size_t count_lines(const char *buf, size_t len)
         return n;
 }
 
-/* Write @lines in pages; *written gets how many lines the kernel applied. */
+/* Write @lines in pages; *written gets how many lines the kernel applied,
+ * and *@by_kernel whether a failure is a write's own -errno. */
 static int write_lines(GPtrArray *lines, size_t page, PtagsPageWriteFunc write_fn, void *user_data,
-                       size_t *written)
+                       size_t *written, gboolean *by_kernel)
 {
         g_autoptr(GPtrArray) pages =
                 ptags_pack_lines((const char *const *)lines->pdata, lines->len, page);
 
         *written = 0;
+        *by_kernel = FALSE;
         if (pages == NULL)
                 return -EOPNOTSUPP;
         for (guint p = 0; p < pages->len; p++) {
@@ -90,8 +92,10 @@ static int write_lines(GPtrArray *lines, size_t page, PtagsPageWriteFunc write_f
                  * rest again makes that line fail first, which yields its errno. */
                 while (off < len) {
                         ssize_t r = write_fn(buf + off, len - off, user_data);
-                        if (r < 0)
+                        if (r < 0) {
+                                *by_kernel = TRUE;
                                 return (int)r;
+                        }
                         if (r == 0 || (size_t)r > len - off)
                                 return -EIO;
                         *written += count_lines(buf + off, (size_t)r);
@@ -104,14 +108,19 @@ static int write_lines(GPtrArray *lines, size_t page, PtagsPageWriteFunc write_f
 }
 
 int ptags_plan_write(const ptags_plan *plan, size_t page, PtagsPageWriteFunc write_fn,
-                     void *user_data, gboolean *undo_failed)
+                     void *user_data, gssize *refused, gboolean *undo_failed)
 {
         g_autoptr(GPtrArray) forward = ptags_plan_lines(plan);
         size_t applied = 0;
+        gboolean by_kernel = FALSE;
 
         if (undo_failed != NULL)
                 *undo_failed = FALSE;
-        int r = write_lines(forward, page, write_fn, user_data, &applied);
+        int r = write_lines(forward, page, write_fn, user_data, &applied, &by_kernel);
+        /* Lines run in order and stop at the first failing one, so the
+         * failure is the verdict on the change after those applied. */
+        if (refused != NULL)
+                *refused = r < 0 && by_kernel ? (gssize)applied : -1;
         if (r == 0 || applied == 0)
                 return r;
 
@@ -123,10 +132,12 @@ int ptags_plan_write(const ptags_plan *plan, size_t page, PtagsPageWriteFunc wri
                         g_ptr_array_add(undo, g_strdup(inv->pdata[j]));
         }
         size_t undone = 0;
-        int ur = write_lines(undo, page, write_fn, user_data, &undone);
+        int ur = write_lines(undo, page, write_fn, user_data, &undone, &by_kernel);
         if (ur != 0) {
-                g_critical("undo of a partly applied change failed after %zu of %u lines: %s",
-                           undone, undo->len, g_strerror(-ur));
+                /* Not a bug of ptagsd's: another writer changed the tags
+                 * meanwhile. The caller says what the process holds now. */
+                g_debug("undo of a partly applied change failed after %zu of %u lines: %s", undone,
+                        undo->len, g_strerror(-ur));
                 if (undo_failed != NULL)
                         *undo_failed = TRUE;
         }

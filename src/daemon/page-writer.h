@@ -28,7 +28,10 @@ GPtrArray *ptags_plan_lines(const ptags_plan *plan);
 
 /* Write every change of @plan through @write_fn in pages of @page bytes. On
  * a failure midway, write the inverse of what was applied (newest first) and
- * return the failure's -errno; 0 when everything applied. *@undo_failed (may
- * be NULL) is set when the undo itself failed, leaving the target changed. */
+ * return the failure's -errno; 0 when everything applied. *@refused (may be
+ * NULL) gets the index of the change whose write failed with that errno (the
+ * kernel's verdict on it, or on the file), or -1 when no write failed (a line
+ * too long, or a count the kernel cannot have given). *@undo_failed (may be
+ * NULL) is set when the undo itself failed, leaving the target changed. */
 int ptags_plan_write(const ptags_plan *plan, size_t page, PtagsPageWriteFunc write_fn,
-                     void *user_data, gboolean *undo_failed);
+                     void *user_data, gssize *refused, gboolean *undo_failed);

@@ -110,25 +110,31 @@ static void test_write_success_spans_pages(void)
         g_autoptr(GPtrArray) lines = big_batch();
         ptags_plan *plan = plan_of(k.set, lines);
         gboolean undo_failed = TRUE;
+        gssize refused = 0;
 
-        g_assert_cmpint(ptags_plan_write(plan, k.page, fake_write, &k, &undo_failed), ==, 0);
+        g_assert_cmpint(ptags_plan_write(plan, k.page, fake_write, &k, &refused, &undo_failed), ==,
+                        0);
         g_assert_false(undo_failed);
+        g_assert_cmpint(refused, ==, -1);
         g_assert_cmpuint(k.writes, >, 1);
         g_assert_true(ptags_set_equal(k.set, ptags_plan_result(plan)));
         ptags_plan_free(plan);
         ptags_set_free(k.set);
 }
 
-static void check_failure_is_undone(FakeKernel *k, int expect_errno)
+/* @expect_refused: the index of the change the failing write began with. */
+static void check_failure_is_undone(FakeKernel *k, int expect_errno, gssize expect_refused)
 {
         g_autoptr(GPtrArray) lines = big_batch();
         ptags_set *before = set_of(initial);
         ptags_plan *plan = plan_of(k->set, lines);
         gboolean undo_failed = TRUE;
+        gssize refused = -2;
 
-        g_assert_cmpint(ptags_plan_write(plan, k->page, fake_write, k, &undo_failed), ==,
+        g_assert_cmpint(ptags_plan_write(plan, k->page, fake_write, k, &refused, &undo_failed), ==,
                         -expect_errno);
         g_assert_false(undo_failed);
+        g_assert_cmpint(refused, ==, expect_refused);
         g_autofree char *now = ptags_set_format(k->set, NULL);
         g_assert_cmpstr(now, ==, initial);
         g_assert_true(ptags_set_equal(k->set, before));
@@ -143,7 +149,8 @@ static void test_failing_second_page_is_undone(void)
                         .page = PTAGS_WRITE_MAX,
                         .refuse_tag = "bulk:tag-number-0300"};
 
-        check_failure_is_undone(&k, EPERM);
+        /* Three changes to existing tags come before the bulk lines. */
+        check_failure_is_undone(&k, EPERM, 3 + 300);
         ptags_set_free(k.set);
 }
 
@@ -152,7 +159,7 @@ static void test_short_count_mid_page_is_undone(void)
         /* Small pages: the refused line sits in the middle of a page. */
         FakeKernel k = {.set = set_of(initial), .page = 100, .refuse_tag = "bulk:tag-number-0007"};
 
-        check_failure_is_undone(&k, EPERM);
+        check_failure_is_undone(&k, EPERM, 3 + 7);
         ptags_set_free(k.set);
 }
 
@@ -163,7 +170,7 @@ static void test_first_line_failure_changes_nothing(void)
                         .fail_from_write = 1,
                         .fail_errno = EACCES};
 
-        check_failure_is_undone(&k, EACCES);
+        check_failure_is_undone(&k, EACCES, 0);
         g_assert_cmpuint(k.writes, ==, 1); /* nothing applied, nothing to undo */
         ptags_set_free(k.set);
 }
@@ -177,11 +184,14 @@ static void test_undo_failure_is_reported(void)
         g_autoptr(GPtrArray) lines = big_batch();
         ptags_plan *plan = plan_of(k.set, lines);
         gboolean undo_failed = FALSE;
+        gssize refused = -1;
 
-        g_test_expect_message("ptagsd-writer", G_LOG_LEVEL_CRITICAL, "*undo*");
-        g_assert_cmpint(ptags_plan_write(plan, k.page, fake_write, &k, &undo_failed), ==, -EIO);
-        g_test_assert_expected_messages();
+        g_assert_cmpint(ptags_plan_write(plan, k.page, fake_write, &k, &refused, &undo_failed), ==,
+                        -EIO);
         g_assert_true(undo_failed);
+        /* The first page applied: the failing write began after its lines. */
+        g_assert_cmpint(refused, >, 0);
+        g_assert_cmpint(refused, <, 404);
         ptags_plan_free(plan);
         ptags_set_free(k.set);
 }

@@ -8,10 +8,11 @@
 # would let any writer) to change the target behind ptagsd's back.
 
 import os
+import subprocess
 import time
 import unittest
 
-from ptags_harness import PtagsTestCase, wait_until
+from ptags_harness import PYTHON, PtagsTestCase, wait_until
 
 ADD = "org.ptags.tag.add"
 REMOVE = "org.ptags.tag.remove"
@@ -281,6 +282,41 @@ class KernelWriteRaceTests(TargetWorld):
         self.assertIn(reply.error, RACE_ERRORS + ("org.ptags.Error.TooManyTags",), reply)
         self.assertEqual(self.world.get_tags(self.target), expected,
                          "a failed batch must leave no tag behind")
+
+    def spawn_losing_target(self):
+        """A process named ptags-lost-tags: the kernel fixture removes all
+        its tags just before any other process writes to it, as a third
+        writer would after ptagsd's last read. It holds app:a=v, set in one
+        write."""
+        script = ("import sys\n"
+                  "open('/proc/self/comm', 'w').write('ptags-lost-tags')\n"
+                  "print('ready', flush=True)\n"
+                  "sys.stdin.readline()\n")
+        proc = self.world.spawn("target", [PYTHON, "-c", script], stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE)
+        self.assertEqual(proc.stdout.readline().strip(), b"ready")
+        self.assertOk(self.world.root_call("Apply", "uas", [proc.pid, ["+app:a", "!app:a=v"]]))
+        self.assertEqual(self.world.get_tags(proc.pid), [("app:a", False, "v")])
+        return proc.pid
+
+    def test_a_tag_removed_just_before_the_write_is_named(self):
+        """Another writer removes the tag after ptagsd read the tags and
+        before it writes the new value: the kernel refuses the line with
+        ENOENT, which is NoSuchTag naming that line, not NoSuchProcess
+        (the process is there)."""
+        target = self.spawn_losing_target()
+        reply = self.world.root_call("SetValue", "uss", [target, "app:a", "w"])
+        self.assertError(reply, "NoSuchTag")
+        self.assertIn('argument tag ("app:a")', reply.message)
+        self.assertIn("another writer", reply.message)
+        self.assertEqual(self.world.get_tags(target), [])
+
+        self.assertOk(self.world.root_call("Apply", "uas", [target, ["+app:a", "!app:a=v"]]))
+        reply = self.world.root_call("Apply", "uas", [target, ["+app:b", "!app:a=w"]])
+        self.assertError(reply, "NoSuchTag")
+        self.assertIn('line 2 ("!app:a=w")', reply.message)
+        # The first line, applied before the refused one, was taken back.
+        self.assertEqual(self.world.get_tags(target), [])
 
 
 if __name__ == "__main__":

@@ -203,13 +203,26 @@ static int cmd_peer(sd_bus *bus, char **args)
         return r;
 }
 
+/* An empty PATTERN means every tag to ptagsd, so an unset shell variable
+ * ("ptagsctl remove $pid $tag") would remove them all: ptagsctl refuses
+ * it, and a batch says "every tag" in so many words. */
+static int pattern_arg_ok(const char *what, size_t len)
+{
+        if (len == 0)
+                return ctl_invalid(what, _("an empty pattern would match every tag; to mean that, "
+                                           "give the line to 'ptagsctl apply'"));
+        return EXIT_OK;
+}
+
 static int cmd_check(sd_bus *bus, char **args)
 {
         sd_bus_error error = SD_BUS_ERROR_NULL;
         CtlTarget target;
         bool match = false;
-        int r = open_target(bus, args[0], true, _("Cannot check the tags"), &target);
+        int r = pattern_arg_ok(_("Cannot check the tags"), strlen(args[1]));
 
+        if (r == EXIT_OK)
+                r = open_target(bus, args[0], true, _("Cannot check the tags"), &target);
         if (r)
                 return r;
         uint32_t pid = target.pid;
@@ -319,7 +332,7 @@ static int line_arg_ok(const char *what, const char *given, size_t len, bool is_
                                      "keep flag is --keep's, keep's and unkeep's)"),
                                    (int)len, given);
         if (!is_tag)
-                return EXIT_OK;
+                return pattern_arg_ok(what, len);
         if (len == 0)
                 return ctl_invalid(what, _("a tag cannot be empty"));
         for (const char *c = "*="; *c; c++)

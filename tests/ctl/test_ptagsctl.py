@@ -327,6 +327,12 @@ class ChangeTests(CtlTestCase):
             (["remove", str(pid), "@app:a"], "starts with '@'"),
             # "!app:a=b=w" would set app:a's value to "b=w".
             (["set", str(pid), "app:a=b", "w"], "contains '='"),
+            # "-", "+@" and "-@" act on every tag: an unset shell variable
+            # must not remove them all.
+            (["remove", str(pid), ""], "empty pattern"),
+            (["keep", str(pid), ""], "empty pattern"),
+            (["unkeep", str(pid), ""], "empty pattern"),
+            (["check", str(pid), ""], "empty pattern"),
         ]
         for argv, message in cases:
             with self.subTest(argv=argv):

@@ -113,9 +113,13 @@ static gboolean parse_info(ContainerArgs *a, GVariant *info, GError **error)
                 } else if (g_str_equal(key, "name") &&
                            g_variant_is_of_type(value, G_VARIANT_TYPE_STRING)) {
                         const char *name = g_variant_get_string(value, NULL);
+                        /* The bus gives valid UTF-8. Every control
+                         * character (Cc): C1's U+009B is a terminal's CSI
+                         * as ESC [ is, and the name reaches signals,
+                         * polkit details and other programs' output. */
                         gboolean control = FALSE;
-                        for (const char *p = name; *p != '\0'; p++)
-                                control |= (guchar)*p < 0x20 || *p == 0x7f;
+                        for (const char *p = name; *p != '\0'; p = g_utf8_next_char(p))
+                                control |= g_unichar_iscntrl(g_utf8_get_char(p));
                         if (strlen(name) > NAME_MAX_BYTES || control) {
                                 g_set_error(error, G_DBUS_ERROR, G_DBUS_ERROR_INVALID_ARGS,
                                             "argument info: name must be at most %d bytes "

@@ -217,6 +217,9 @@ class ContainerTests(ContainerTestCase):
         invalid = "org.freedesktop.DBus.Error.InvalidArgs"
         self.assertError(self.register(target, 102, uuid=b"\x01" * 15), invalid)
         self.assertError(self.register(target, 102, name="a\nb"), invalid)
+        # C1 controls too: U+009B is a terminal's CSI, as ESC [ is.
+        self.assertError(self.register(target, 102, name="\u009b2Jweb"), invalid)
+        self.assertError(self.register(target, 102, name="web\u0085"), invalid)
         self.assertError(self.register(target, 102, name="x" * 257), invalid)
         reply = self.world.root_call("RegisterContainer", "uta{sv}",
                                      [target, 102, {"colour": GLib.Variant("s", "red")}])

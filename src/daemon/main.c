@@ -248,7 +248,17 @@ int main(int argc, char **argv)
         }
         if (remove_state) {
 #ifdef HAVE_BPF_BACKEND
+                /* Refused while a ptagsd runs, which would still use the
+                 * registry too. */
                 if (!ptags_backend_bpf_remove_state(&error)) {
+                        g_printerr("ptagsd: %s\n", error->message);
+                        return 1;
+                }
+                /* Every container ID went with the bpf state: a registry
+                 * kept would make the next ptagsd announce the end of
+                 * containers that ended long before. */
+                g_autofree char *registry = ptags_registry_default_path();
+                if (!ptags_registry_remove_file(registry, &error)) {
                         g_printerr("ptagsd: %s\n", error->message);
                         return 1;
                 }

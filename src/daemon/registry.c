@@ -88,6 +88,36 @@ char *ptags_registry_default_path(void)
         return ptags_runtime_path("containers");
 }
 
+/* A save writes NAME.XXXXXX beside the file, then renames it over. */
+static gboolean is_save_copy(const char *entry, const char *name)
+{
+        size_t n = strlen(name);
+
+        return strncmp(entry, name, n) == 0 && entry[n] == '.' && strlen(entry + n + 1) == 6;
+}
+
+gboolean ptags_registry_remove_file(const char *path, GError **error)
+{
+        g_autofree char *dir_path = g_path_get_dirname(path);
+        g_autofree char *name = g_path_get_basename(path);
+        int saved = 0;
+
+        if (unlink(path) < 0 && errno != ENOENT)
+                saved = errno;
+        g_autoptr(GDir) dir = g_dir_open(dir_path, 0, NULL);
+        for (const char *e; dir != NULL && (e = g_dir_read_name(dir)) != NULL;) {
+                g_autofree char *copy = g_build_filename(dir_path, e, NULL);
+                if (is_save_copy(e, name) && unlink(copy) < 0 && errno != ENOENT && saved == 0)
+                        saved = errno;
+        }
+        if (saved != 0) {
+                g_set_error(error, PTAGS_ERROR, PTAGS_ERROR_FAILED, "cannot remove %s: %s", path,
+                            g_strerror(saved));
+                return FALSE;
+        }
+        return TRUE;
+}
+
 PtagsRegistry *ptags_registry_new(PtagsBackend *backend, const char *path,
                                   PtagsContainerGoneFunc gone, void *user_data)
 {

@@ -72,6 +72,10 @@ void ptags_registry_load(PtagsRegistry *r);
  * (transfer full) */
 char *ptags_registry_default_path(void);
 
+/* Remove the registry file @path and the temporary copies a save killed
+ * midway leaves beside it (uninstalling: no ptagsd may run). */
+gboolean ptags_registry_remove_file(const char *path, GError **error);
+
 /* (transfer none) NULL when @contid is not a live container. */
 PtagsContainer *ptags_registry_lookup(PtagsRegistry *r, guint64 contid);
 /* Live containers registered by @uid. */

@@ -121,6 +121,12 @@ done
 expect_tags "$target" 'a(sbs) 2 "app:big" false "'"$pad"'40" "session" true "42"' "after the churn"
 echo "daemon-bpf: journal $grown -> $size bytes after 40 Applies"
 
+# A registered container, and the copy a save killed midway leaves: both
+# are runtime state, which --remove-state removes with the container IDs.
+call RegisterContainer 'uta{sv}' "$second" 4242 0 >/dev/null
+[ -e "$tmp/run/containers" ] || fail "no registry file after RegisterContainer"
+: >"$tmp/run/containers.Ab12Cd"
+
 # Teardown: refused while a daemon runs, then everything goes.
 if "$ptagsd" --remove-state >"$tmp/remove.log" 2>&1; then
   fail "--remove-state succeeded while ptagsd runs"

@@ -187,15 +187,17 @@ class ContainerCommandTests(ContainerCtlTestCase):
 
     def test_names_that_do_not_print_are_escaped_but_exact_in_json(self):
         target = self.target()
-        name = "web\u202e\u009b2J\u2028x"
-        shown = "web\\u{202E}\\u{009B}2J\\u{2028}x"
+        # (ptagsd refuses control characters in names: these are a format
+        # character and a line separator.)
+        name = "web\u202e2J\u2028x"
+        shown = "web\\u{202E}2J\\u{2028}x"
         self.assertExit(run(self.world, "container", "register", str(target), "12", "--name",
                             name), OK)
         for argv in (["container", "show", "12"], ["container", "list"]):
             with self.subTest(argv=argv):
                 out = run(self.world, *argv)
                 self.assertExit(out, OK)
-                self.assertEqual([c for c in "\u202e\u009b\u2028" if c in out.stdout], [],
+                self.assertEqual([c for c in "\u202e\u2028" if c in out.stdout], [],
                                  out.stdout)
                 self.assertIn(shown, out.stdout)
         self.assertEqual(run_json(self, self.world, "container", "show", "12")["name"], name)

@@ -46,6 +46,12 @@ struct _PtagsRegistry {
         GHashTable *containers; /* guint64* contid -> PtagsContainer */
         PtagsContainerGoneFunc gone;
         void *user_data;
+        /* Containers waiting for the next check (a set), which serves them
+         * all with one scan, and when the last scan ran and what it cost. */
+        GHashTable *due;
+        guint check_source;
+        gint64 last_scan_us; /* monotonic; 0: none yet */
+        gint64 last_cost_us;
 };
 
 static void member_free(gpointer data)
@@ -64,6 +70,8 @@ static void container_free(gpointer data)
 
         if (c->retry_source != 0)
                 g_source_remove(c->retry_source);
+        g_hash_table_remove(c->registry->due, c);
+        g_clear_pointer(&c->gone, g_hash_table_unref);
         g_ptr_array_unref(c->members);
         if (c->namespaces != NULL)
                 g_array_unref(c->namespaces);
@@ -133,6 +141,7 @@ PtagsRegistry *ptags_registry_new(PtagsBackend *backend, const char *path,
         r->backend = backend;
         r->path = g_strdup(path);
         r->containers = g_hash_table_new_full(g_int64_hash, g_int64_equal, NULL, container_free);
+        r->due = g_hash_table_new(NULL, NULL);
         r->gone = gone;
         r->user_data = user_data;
         return r;
@@ -142,7 +151,10 @@ void ptags_registry_free(PtagsRegistry *r)
 {
         if (r == NULL)
                 return;
+        if (r->check_source != 0)
+                g_source_remove(r->check_source);
         g_hash_table_unref(r->containers);
+        g_hash_table_unref(r->due);
         g_free(r->path);
         g_free(r);
 }
@@ -252,29 +264,32 @@ static gboolean registry_save(PtagsRegistry *r, GError **error)
 
 /* ------------------------------------------------------------ removal */
 
-static void container_check(PtagsContainer *c);
+static void container_check_soon(PtagsContainer *c);
 
 /* A process of a container may fork and exit as fast as it likes, and a
- * check walks every process (more than once when carriers exit under it):
- * one container's checks are this far apart at least, so no container can
- * keep the main loop scanning. Meanwhile the container stays, as its ID
- * may still be carried. */
-#define SCAN_SPACING_MS 100
+ * check walks every process: checks are this far apart at least, and ten
+ * times as far as the last one took, however many containers wait for
+ * one. One check serves every container waiting, so neither many
+ * containers nor their processes can keep the main loop scanning.
+ * Meanwhile a container stays, as its ID may still be carried. */
+#define SCAN_SPACING_MS   100
+#define SCAN_COST_SPACING 10
 
 static gboolean container_retry(gpointer data);
+static gboolean run_checks(gpointer data);
 
 static void container_check_soon(PtagsContainer *c)
 {
-        gint64 wait_us = c->last_scan_us + SCAN_SPACING_MS * 1000 - g_get_monotonic_time();
+        PtagsRegistry *r = c->registry;
 
-        if (c->last_scan_us == 0 || wait_us <= 0) {
-                container_check(c);
+        g_hash_table_add(r->due, c);
+        if (r->check_source != 0)
                 return;
-        }
-        /* Sooner than any retry already due, which it stands for. */
-        if (c->retry_source != 0)
-                g_source_remove(c->retry_source);
-        c->retry_source = g_timeout_add((guint)(wait_us / 1000) + 1, container_retry, c);
+        gint64 spacing = MAX(SCAN_SPACING_MS * 1000, SCAN_COST_SPACING * r->last_cost_us);
+        gint64 wait_us = r->last_scan_us + spacing - g_get_monotonic_time();
+        r->check_source = r->last_scan_us == 0 || wait_us <= 0
+                                  ? g_idle_add(run_checks, r)
+                                  : g_timeout_add((guint)(wait_us / 1000) + 1, run_checks, r);
 }
 
 static gboolean member_exited(gint fd, GIOCondition condition, gpointer user_data)
@@ -299,7 +314,7 @@ static gboolean container_has_member(PtagsContainer *c, pid_t pid)
         return FALSE;
 }
 
-gboolean ptags_registry_watch(PtagsContainer *c, const PtagsTarget *t)
+static gboolean watch_member(PtagsContainer *c, const PtagsTarget *t)
 {
         if (c->members->len >= PTAGS_REGISTRY_MAX_PINNED || container_has_member(c, t->pid))
                 return TRUE;
@@ -315,6 +330,18 @@ gboolean ptags_registry_watch(PtagsContainer *c, const PtagsTarget *t)
         m->source = g_unix_fd_add(m->target.pidfd, G_IO_IN, member_exited, m);
         g_ptr_array_add(c->members, m);
         return TRUE;
+}
+
+gboolean ptags_registry_watch(PtagsContainer *c, const PtagsTarget *t)
+{
+        if (watch_member(c, t))
+                return TRUE;
+        /* Nothing would ever notice the end of a container none of whose
+         * processes is watched: look for them later, as after a scan that
+         * could not pin them. */
+        if (c->members->len == 0 && c->retry_source == 0)
+                c->retry_source = g_timeout_add_seconds(RETRY_SCAN_S, container_retry, c);
+        return FALSE;
 }
 
 /* What pinning a process that a scan listed as a carrier found. */
@@ -356,7 +383,7 @@ static PinResult pin_found(PtagsContainer *c, pid_t pid)
 
         if (p != PIN_CARRIER)
                 return p;
-        gboolean ok = ptags_registry_watch(c, &t);
+        gboolean ok = watch_member(c, &t);
         ptags_target_clear(&t);
         return ok ? PIN_CARRIER : PIN_UNSURE;
 }
@@ -385,6 +412,9 @@ static GHashTable *scan_backend(PtagsRegistry *r)
                                         (GDestroyNotify)g_array_unref)};
         gint64 start = g_get_monotonic_time();
         int e = r->backend->ops->list_contids(r->backend, scan_one, &s);
+
+        r->last_scan_us = start;
+        r->last_cost_us = g_get_monotonic_time() - start;
 
         if (e < 0) {
                 g_warning("cannot list the processes carrying container IDs: %s", g_strerror(-e));
@@ -415,51 +445,56 @@ static void container_drop(PtagsContainer *c)
 
 /* A scan is a snapshot: a carrier may fork and exit between the scan and
  * its pinning, leaving the ID to a child the scan did not list. So a
- * carrier found gone calls for another scan, this many at most before the
- * slow retry. */
+ * carrier found gone calls for another check, this many in a row at most
+ * before the slow retry. */
 #define MAX_RESCANS 3
+
+/* The end of a run of checks of @c. */
+static void container_settled(PtagsContainer *c)
+{
+        c->rescans = 0;
+        g_clear_pointer(&c->gone, g_hash_table_unref);
+}
 
 /* Pin the carriers @found holds for @c; forget @c when a scan lists none
  * but the ones already found gone (zombies, until reaped). @found is NULL
  * when the backend could not list. */
-static gboolean container_retry(gpointer data);
-
 static void container_settle(PtagsContainer *c, GHashTable *found)
 {
-        g_autoptr(GHashTable) gone = g_hash_table_new(NULL, NULL);
-        g_autoptr(GHashTable) rescan = NULL;
+        GArray *pids = found != NULL ? g_hash_table_lookup(found, &c->contid) : NULL;
         guint64 unknown = PTAGS_CONTID_UNSET;
+        /* When the backend cannot list, or could not read some process's
+         * ID, keep the container and ask again later: a wrong removal is
+         * worse than a late one. */
+        gboolean sure = found != NULL && !g_hash_table_contains(found, &unknown);
+        gboolean newly_gone = FALSE;
 
-        for (guint scans = 0;; scans++) {
-                GArray *pids = found != NULL ? g_hash_table_lookup(found, &c->contid) : NULL;
-                /* When the backend cannot list, or could not read some
-                 * process's ID, keep the container and ask again later: a
-                 * wrong removal is worse than a late one. */
-                gboolean sure = found != NULL && !g_hash_table_contains(found, &unknown);
-                gboolean newly_gone = FALSE;
-
-                for (guint i = 0;
-                     pids != NULL && i < pids->len && c->members->len < PTAGS_REGISTRY_MAX_PINNED;
-                     i++) {
-                        pid_t pid = g_array_index(pids, pid_t, i);
-                        PinResult p = pin_found(c, pid);
-                        sure &= p != PIN_UNSURE;
-                        if (p == PIN_GONE && g_hash_table_add(gone, GINT_TO_POINTER(pid)))
-                                newly_gone = TRUE;
-                }
-                if (c->members->len > 0)
-                        return;
-                if (sure && !newly_gone) {
-                        container_drop(c);
-                        return;
-                }
-                if (!sure || scans == MAX_RESCANS)
-                        break;
-                g_debug("a carrier of container %" G_GUINT64_FORMAT " exited: scanning again",
-                        c->contid);
-                g_clear_pointer(&rescan, g_hash_table_unref);
-                found = rescan = scan_backend(c->registry);
+        if (c->gone == NULL)
+                c->gone = g_hash_table_new(NULL, NULL);
+        for (guint i = 0;
+             pids != NULL && i < pids->len && c->members->len < PTAGS_REGISTRY_MAX_PINNED; i++) {
+                pid_t pid = g_array_index(pids, pid_t, i);
+                PinResult p = pin_found(c, pid);
+                sure &= p != PIN_UNSURE;
+                if (p == PIN_GONE && g_hash_table_add(c->gone, GINT_TO_POINTER(pid)))
+                        newly_gone = TRUE;
         }
+        if (c->members->len > 0) {
+                container_settled(c);
+                return;
+        }
+        if (sure && !newly_gone) {
+                container_drop(c);
+                return;
+        }
+        if (sure && c->rescans < MAX_RESCANS) {
+                c->rescans++;
+                g_debug("a carrier of container %" G_GUINT64_FORMAT " exited: checking again",
+                        c->contid);
+                container_check_soon(c);
+                return;
+        }
+        container_settled(c);
         if (c->retry_source == 0)
                 c->retry_source = g_timeout_add_seconds(RETRY_SCAN_S, container_retry, c);
 }
@@ -469,16 +504,36 @@ static gboolean container_retry(gpointer data)
         PtagsContainer *c = data; /* alive: freeing it removes this source */
 
         c->retry_source = 0;
-        container_check(c);
+        container_check_soon(c);
         return G_SOURCE_REMOVE;
 }
 
-static void container_check(PtagsContainer *c)
+/* One scan for every container due. */
+static gboolean run_checks(gpointer data)
 {
-        c->last_scan_us = g_get_monotonic_time();
-        g_autoptr(GHashTable) found = scan_backend(c->registry);
+        PtagsRegistry *r = data;
+        g_autoptr(GArray) contids = g_array_new(FALSE, FALSE, sizeof(guint64));
+        GHashTableIter it;
+        gpointer key;
 
-        container_settle(c, found);
+        r->check_source = 0;
+        g_hash_table_iter_init(&it, r->due);
+        while (g_hash_table_iter_next(&it, &key, NULL))
+                g_array_append_val(contids, ((PtagsContainer *)key)->contid);
+        g_hash_table_remove_all(r->due);
+        g_autoptr(GHashTable) found = scan_backend(r);
+        /* By ID: settling one container may drop it, never another. */
+        for (guint i = 0; i < contids->len; i++) {
+                PtagsContainer *c = ptags_registry_lookup(r, g_array_index(contids, guint64, i));
+                if (c == NULL)
+                        continue;
+                if (c->retry_source != 0) {
+                        g_source_remove(c->retry_source); /* this check stands for it */
+                        c->retry_source = 0;
+                }
+                container_settle(c, found);
+        }
+        return G_SOURCE_REMOVE;
 }
 
 /* ------------------------------------------------------------ loading */

@@ -45,9 +45,10 @@ typedef struct {
         gint64 registered_us; /* realtime */
         GArray *namespaces;   /* PtagsNamespace */
         /* private */
-        GPtrArray *members;  /* pinned known processes */
-        guint retry_source;  /* the next check, put off or to try again */
-        gint64 last_scan_us; /* monotonic, of the last check */
+        GPtrArray *members; /* pinned known processes */
+        guint retry_source; /* the next check after a failed one */
+        guint rescans;      /* checks in a row that found carriers exiting */
+        GHashTable *gone;   /* pids those checks found exited, or NULL */
         struct _PtagsRegistry *registry;
 } PtagsContainer;
 

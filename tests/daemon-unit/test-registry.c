@@ -255,11 +255,44 @@ static void test_carrier_gone_before_pinning(void)
         g_rmdir(dir);
 }
 
+/* A container whose leader cannot be watched at registration (out of file
+ * descriptors) is looked for later: without a watched process, nothing
+ * else would ever notice its end. */
+static void test_unwatched_container_is_checked_later(void)
+{
+        g_autofree char *dir = g_dir_make_tmp("ptags-registry-XXXXXX", NULL);
+        g_autofree char *path = g_build_filename(dir, "containers", NULL);
+        FakeBackend fake = {{&fake_ops}, g_hash_table_new_full(NULL, NULL, NULL, g_free), 0};
+        g_autoptr(GArray) gone = g_array_new(FALSE, FALSE, sizeof(guint64));
+        PtagsTarget me;
+        /* A pidfd that cannot be duplicated, as when none is left. */
+        PtagsTarget leader = {.pid = getpid(), .pidfd = 1000000};
+
+        g_assert_true(ptags_target_pin_pid(&me, getpid(), NULL));
+        PtagsRegistry *r = ptags_registry_new(&fake.parent, path, record_gone, gone);
+        g_test_expect_message("ptagsd-registry", G_LOG_LEVEL_WARNING,
+                              "cannot watch process * of container 11: *");
+        PtagsContainer *c = ptags_registry_add(r, 11, PTAGS_CONTID_UNSET, &leader, 1000, &me, NULL,
+                                               NULL, NULL, NULL);
+        g_test_assert_expected_messages();
+        g_assert_nonnull(c);
+        g_assert_cmpuint(c->members->len, ==, 0);
+        g_assert_cmpuint(c->retry_source, !=, 0);
+        ptags_registry_free(r);
+
+        ptags_target_clear(&me);
+        g_hash_table_unref(fake.ids);
+        g_unlink(path);
+        g_rmdir(dir);
+}
+
 int main(int argc, char **argv)
 {
         g_test_init(&argc, &argv, NULL);
         g_test_add_func("/registry/save-load-and-removal", test_save_load_and_removal);
         g_test_add_func("/registry/unreadable-carrier", test_unreadable_carrier);
         g_test_add_func("/registry/carrier-gone-before-pinning", test_carrier_gone_before_pinning);
+        g_test_add_func("/registry/unwatched-container-is-checked-later",
+                        test_unwatched_container_is_checked_later);
         return g_test_run();
 }

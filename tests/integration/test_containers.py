@@ -891,6 +891,45 @@ class ContainerInheritanceTests(ContainerTestCase):
         self.assertEqual(self.contid_of(child), UNSET)
 
 
+    def test_hopping_containers_share_their_scans(self):
+        # Four containers whose processes hop (fork, exit) at once: their
+        # checks share one walk of every process, at most one per 100 ms
+        # for them all. Each container used to scan on its own spacing, so
+        # many containers, or a process of each, kept ptagsd scanning.
+        script = ("import os, sys, time\n"
+                  "sys.stdin.readline()\n"
+                  "for _ in range(400):\n"
+                  "    if os.fork():\n"
+                  "        os._exit(0)\n"
+                  "    time.sleep(0.001)\n"
+                  "print(os.getpid(), flush=True)\n"
+                  "time.sleep(600)\n")
+        procs = []
+        for contid in range(180, 184):
+            proc = self.world.spawn("target", ["setsid", PYTHON, "-c", script],
+                                    stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+            self.addCleanup(self._kill_group, proc.pid)
+            wait_until(lambda: os.path.basename(os.readlink("/proc/%d/exe" % proc.pid))
+                       != "setsid", 10, "setsid to exec python")
+            self.assertOk(self.register(proc.pid, contid))
+            procs.append(proc)
+        log_start = os.path.getsize(self.world.daemon_log_path)
+        hop_start = time.monotonic()
+        for proc in procs:
+            proc.stdin.write(b"\n")
+            proc.stdin.flush()
+        for proc in procs:
+            self.addCleanup(kill_quietly, self.read_line(proc))
+        hopped = time.monotonic() - hop_start
+        self.signals.pump(0.5)
+        self.assertEqual(self.signals.removed, [])
+        with open(self.world.daemon_log_path, "rb") as f:
+            f.seek(log_start)
+            scans = f.read().count(b"container scan:")
+        print("4 x 400 hops in %.2f s: %d scans" % (hopped, scans))
+        self.assertLessEqual(scans, int((hopped + 0.5) / 0.1) + 2)
+
+
 class ContainerLoggingTests(test_logging.LoggingTests):
     """The journal entries and audit records of registrations, refused ones
     and removals, as they leave ptagsd (the sinks of test_logging)."""

@@ -448,10 +448,16 @@ out:
         return r;
 }
 
-/* The journal exists and its tail is whole before anything is appended. */
+/* The journal exists and its tail is whole before anything is appended:
+ * 0, or 1 when it had to be rewritten from the table in memory, which then
+ * holds every removal made so far (no drop record may follow: the load
+ * refuses the drop of a set it does not know), or -errno. */
 static int journal_ready(ptags_bpf_sets *t)
 {
-        return t->fd < 0 || t->must_rewrite ? ptags_bpf_sets_compact(t) : 0;
+        if (t->fd >= 0 && !t->must_rewrite)
+                return 0;
+        int r = ptags_bpf_sets_compact(t);
+        return r < 0 ? r : 1;
 }
 
 int ptags_bpf_sets_add(ptags_bpf_sets *t, const char *text, size_t len, uint64_t kept_id,
@@ -524,6 +530,7 @@ int ptags_bpf_sets_retain(ptags_bpf_sets *t, bool (*keep)(ptags_bpf_set_entry *e
                 unlink_entry(t, e);
                 (*dropped)++;
         }
+        /* Unlinked from memory above, so a rewrite has dropped them. */
         if (n > 0 && journal_ready(t) == 0 && append(t, drops, n * HEAD_LEN, NULL, 0) < 0)
                 t->must_rewrite = true;
         free(drops);
@@ -546,7 +553,7 @@ int ptags_bpf_sets_remove(ptags_bpf_sets *t, ptags_bpf_set_entry *e)
         int r = journal_ready(t);
         if (r == 0)
                 r = append(t, &h, HEAD_LEN, NULL, 0);
-        return r;
+        return r < 0 ? r : 0;
 }
 
 int ptags_bpf_sets_forget(ptags_bpf_sets *t)

@@ -492,14 +492,50 @@ static void test_grace(test_instance *t)
         child_kill(&c);
 }
 
+static bool keep_all_but(ptags_bpf_set_entry *e, void *data)
+{
+        return e->id != *(uint64_t *)data;
+}
+
+/* After a failed append (ENOSPC, say) the journal is rewritten from the
+ * table in memory before the next record. A drop's record must not follow
+ * that rewrite, which no longer holds the set: a load refuses a drop of an
+ * unknown set, and ptagsd would not start again. */
+static void test_drop_after_rewrite(void)
+{
+        char path[128], err[512];
+        ptags_bpf_sets t;
+        size_t dropped = 0;
+        make_dir();
+        snprintf(path, sizeof(path), "%s/sets", dir);
+        open_table(&t, path, 0, err, sizeof(err));
+        uint64_t a = add(&t, "a\n", 0), b = add(&t, "b\n", 0), c = add(&t, "c\n", 0);
+        t.must_rewrite = true; /* as a failed append leaves it */
+        CHECK(ptags_bpf_sets_retain(&t, keep_all_but, &b, NULL, &dropped) == 0 && dropped == 1,
+              "collect b");
+        ptags_bpf_sets_clear(&t);
+        open_table(&t, path, 0, err, sizeof(err));
+        CHECK(has(&t, "a\n", a) && has(&t, "c\n", c) && !ptags_bpf_sets_by_id(&t, b),
+              "a and c, not b, after the collection");
+        t.must_rewrite = true;
+        CHECK(ptags_bpf_sets_remove(&t, ptags_bpf_sets_by_id(&t, c)) == 0, "remove c");
+        ptags_bpf_sets_clear(&t);
+        open_table(&t, path, 0, err, sizeof(err));
+        CHECK(has(&t, "a\n", a) && !ptags_bpf_sets_by_id(&t, c), "a, not c, after the removal");
+        ptags_bpf_sets_clear(&t);
+}
+
 static const struct {
         const char *name;
         void (*run)(test_instance *t);
         void (*plain)(void);
 } cases[] = {
-        {"sets-torn-tail", NULL, test_torn_tail}, {"sets-legacy", NULL, test_legacy},
-        {"sets-sigkill", test_sigkill, NULL},     {"sets-bounded", test_bounded, NULL},
+        {"sets-torn-tail", NULL, test_torn_tail},
+        {"sets-legacy", NULL, test_legacy},
+        {"sets-sigkill", test_sigkill, NULL},
+        {"sets-bounded", test_bounded, NULL},
         {"sets-grace", test_grace, NULL},
+        {"sets-drop-after-rewrite", NULL, test_drop_after_rewrite},
 };
 
 int main(int argc, char **argv)

@@ -364,8 +364,11 @@ static int load(ptags_bpf *b, bool lsm)
  * run's), emptied, or older than the pinned records (a backup put back):
  * a record holding an id the table lacks would name whatever set gets that
  * id next, another process's tags and rights included. So every set id a
- * live task holds must be listed; otherwise refuse, rather than drop every
- * record and the tags and container IDs with them unasked. */
+ * live task holds must be listed or below the table's next id; otherwise
+ * refuse, rather than drop every record and the tags and container IDs with
+ * them unasked. An id below the next one that the table lacks was dropped
+ * by a collection while a slow fork was copying it (README.md): it is never
+ * given out again, and its holder reads as an error. */
 static int check_held_sets_listed(ptags_bpf *b, const char *state)
 {
         ptags_bpf_task *tasks = NULL;
@@ -376,7 +379,8 @@ static int check_held_sets_listed(ptags_bpf *b, const char *state)
                 return r;
         for (size_t i = 0; i < n; i++) {
                 uint64_t id = tasks[i].set_id;
-                if (id != PTAGS_SET_EMPTY && ptags_bpf_sets_by_id(&b->sets, id) == NULL) {
+                if (id != PTAGS_SET_EMPTY && id >= b->sets.next_id &&
+                    ptags_bpf_sets_by_id(&b->sets, id) == NULL) {
                         holders++;
                         example = id;
                 }

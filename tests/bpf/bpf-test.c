@@ -719,6 +719,47 @@ static void test_restart_without_table(test_instance *t)
         child_kill(&d);
 }
 
+/* A task may hold a set the table dropped: a fork slower than the
+ * collection's grace period (src/bpf/README.md). Its id is below every id
+ * the table will give out, so no other set can ever take it, and a start
+ * goes on; the task reads as an error. */
+static void test_restart_with_collected_set(test_instance *t)
+{
+        child_proc c;
+        char sets[300], err[512] = "";
+        ptags_bpf_sets table;
+        ptags_bpf_options o = {.pin_dir = t->pin_dir, .state_dir = t->state_dir};
+        child_spawn(&c);
+        snprintf(sets, sizeof(sets), "%s/sets", t->state_dir);
+        tag(t, c.pid, "app:held\n");
+        uint64_t held = record_of(t, c.pid).set_id;
+        ptags_bpf_close(t->bpf);
+        t->bpf = NULL;
+
+        /* The collection's drop, as when it lost that race. */
+        CHECK(ptags_bpf_sets_init(&table, sets) == 0 &&
+                      ptags_bpf_sets_load(&table, err, sizeof(err)) == 0,
+              "load %s: %s", sets, err);
+        ptags_bpf_set_entry *e = ptags_bpf_sets_by_id(&table, held);
+        CHECK(e != NULL && ptags_bpf_sets_remove(&table, e) == 0, "drop set %llu",
+              (unsigned long long)held);
+        ptags_bpf_sets_clear(&table);
+
+        int r = ptags_bpf_open(&o, &t->bpf, err, sizeof(err));
+        CHECK(r == 0, "a start while a task holds collected set %llu (%d): %s",
+              (unsigned long long)held, r, err);
+        if (r < 0)
+                die("reopen: %s", err);
+        ptags_set *other = set_from("other\n");
+        uint64_t id = 0;
+        if (ptags_bpf_intern(t->bpf, other, &id) < 0)
+                die("intern: %s", ptags_bpf_last_error(t->bpf));
+        CHECK(id > held, "a new set got id %llu, not above the held %llu", (unsigned long long)id,
+              (unsigned long long)held);
+        ptags_set_free(other);
+        child_kill(&c);
+}
+
 /* A table that holds "sentinel" in @path. */
 static bool sentinel_in(const char *path)
 {
@@ -797,6 +838,7 @@ static const struct {
         {"fork-storm", test_fork_storm},
         {"restart", test_restart},
         {"restart-without-table", test_restart_without_table},
+        {"restart-with-collected-set", test_restart_with_collected_set},
         {"state-dir-pairing", test_state_dir_pairing},
         {"find-tagged", test_find_tagged},
         {"errors", test_errors},

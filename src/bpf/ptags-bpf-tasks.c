@@ -288,6 +288,14 @@ static bool leader_marked(ptags_bpf *b, int pidfd)
                rec.write_token == b->write_token;
 }
 
+/* Whether the calling thread's last retag_locked wrote its leader. */
+static __thread bool leader_written;
+
+bool ptags_bpf_last_write_partial(void)
+{
+        return leader_written;
+}
+
 /* Writes the record of every thread of the process @pidfd names; *@set_written
  * is the set its leader holds now (the one given, or the one kept for a
  * write of the container ID alone). */
@@ -300,6 +308,7 @@ static int retag_once(ptags_bpf *b, int pidfd, uint32_t mask, uint64_t set_id, u
         int r = write_leader(b, pidfd, mask, set_id, contid, set_written);
         if (r < 0)
                 return r;
+        leader_written = true;
         /* A process of one thread needs no pass over its threads: its only
          * thread was the leader just written (the mark, read after the
          * count, proves no other thread exec'd and took its place, and that
@@ -413,6 +422,7 @@ static int retag_locked(ptags_bpf *b, int pidfd, uint32_t mask, uint64_t set_id,
                         uint64_t mark)
 {
         uint64_t stamp, written;
+        leader_written = false;
         int r = exec_stamp(b, pidfd, &stamp);
         if (r < 0)
                 return r;

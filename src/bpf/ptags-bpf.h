@@ -123,6 +123,12 @@ int ptags_bpf_exec_mark(ptags_bpf *b, int pidfd, uint64_t *out);
  * keeps of @tags. */
 int ptags_bpf_write_tags(ptags_bpf *b, int pidfd, const ptags_set *tags, uint64_t mark);
 
+/* After the calling thread's last write failed: whether the process's
+ * leader had taken the new record before the failure (a thread pass that
+ * failed, or threads that kept exec'ding), so the process holds part of
+ * the write: its leader the new set, other threads the old one. */
+bool ptags_bpf_last_write_partial(void);
+
 /* Give every thread an already interned set id (tests, restore). */
 int ptags_bpf_write_set_id(ptags_bpf *b, int pidfd, uint64_t set_id);
 

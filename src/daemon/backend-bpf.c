@@ -101,9 +101,8 @@ static int bpf_exec_mark(PtagsBackend *b, int pidfd, guint64 *out)
         return 0;
 }
 
-/* @failure keeps its defaults: the whole set is one write, refused whole. */
 static int bpf_apply(PtagsBackend *b, int pidfd, pid_t pid, const ptags_plan *plan,
-                     guint64 exec_mark, G_GNUC_UNUSED PtagsApplyFailure *failure)
+                     guint64 exec_mark, PtagsApplyFailure *failure)
 {
         BackendBpf *self = (BackendBpf *)b;
 
@@ -116,6 +115,15 @@ static int bpf_apply(PtagsBackend *b, int pidfd, pid_t pid, const ptags_plan *pl
         int r = ptags_bpf_write_tags(self->bpf, pidfd, ptags_plan_result(plan), exec_mark);
         if (r < 0)
                 g_debug("writing %d: %s", (int)pid, ptags_bpf_last_error(self->bpf));
+        /* The leader's record is written first, then the other threads':
+         * a failure after the first leaves the process with part of it
+         * (never a refused line: the whole set is one record). */
+        if (r < 0 && r != -ESRCH && ptags_bpf_last_write_partial()) {
+                failure->partial = TRUE;
+                g_warning("process %d holds part of a change: its main thread took it, but "
+                          "writing its other threads failed: %s",
+                          (int)pid, ptags_bpf_last_error(self->bpf));
+        }
         return r;
 }
 

@@ -148,11 +148,17 @@ static gboolean target_still_runs(Call *call)
 /* The error of a failed write. The plan held when ptagsd read the tags, so
  * a line the kernel refuses means another writer (one with CAP_MAC_ADMIN,
  * writing the kernel's file directly) changed them since: ENOENT, a tag
- * whose value is set is gone; ECANCELED, the list filled up. */
+ * whose value is set is gone; ECANCELED, the list filled up. A partial
+ * write says so: it is no refusal, whatever the log calls it. */
 static GError *apply_error(Call *call, int r, const PtagsApplyFailure *failure)
 {
         pid_t pid = call->target.pid;
 
+        if (failure->partial && failure->refused < 0)
+                return g_error_new(PTAGS_ERROR, PTAGS_ERROR_FAILED,
+                                   "cannot change the tags of process %d: %s, after part of the "
+                                   "change was written: the process holds part of this change",
+                                   (int)pid, g_strerror(-r));
         if (failure->refused < 0 || (gsize)failure->refused >= ptags_plan_change_count(call->plan))
                 return ptags_errno_error(r, "cannot change the tags of", pid);
         const ptags_change *c = ptags_plan_change_at(call->plan, (gsize)failure->refused);

@@ -79,6 +79,11 @@ int ctl_call_failed(const char *what, int r, const sd_bus_error *error)
                         if (strcmp(error->name, error_codes[i].name) == 0)
                                 code = error_codes[i].code;
                 }
+                /* The bus could not start ptagsd: dbus-daemon's own
+                 * errors, or systemd's when it starts the unit. */
+                if (strncmp(error->name, "org.freedesktop.DBus.Error.Spawn.", 33) == 0 ||
+                    strncmp(error->name, "org.freedesktop.systemd1.", 25) == 0)
+                        code = EXIT_UNREACHABLE;
                 fprintf(stderr, "ptagsctl: %s: %s (%s)\n", what,
                         error->message ? error->message : error->name, error->name);
                 if (strcmp(error->name,

@@ -17,7 +17,7 @@ import unittest
 
 import ctl_run
 from ctl_run import run, run_json, tags_json
-from ptags_harness import NOBODY_UID, PtagsTestCase, sleep_sleeps, wait_until
+from ptags_harness import NOBODY_UID, PYTHON, PtagsTestCase, sleep_sleeps, wait_until
 
 ADD = "org.ptags.tag.add"
 REMOVE = "org.ptags.tag.remove"
@@ -539,6 +539,44 @@ class UsageTests(CtlTestCase):
             os.kill(stub.pid, signal.SIGKILL)
             stdout, stderr = pending.communicate(timeout=30)
         self.assertEqual((pending.returncode, stdout), (UNREACHABLE, ""), stderr)
+
+    def test_daemon_that_cannot_be_started_is_unreachable(self):
+        """When the bus cannot start ptagsd (its unit masked, its program
+        failing), the bus answers with an activation error: unreachable (6),
+        as documented, not "any other failure" (7)."""
+        self.world.daemon.terminate()
+        self.world.daemon.wait(timeout=30)
+        self.world.daemon = None  # stopped on purpose
+        # A stand-in for the bus's activation: ptagsd's name answers every
+        # call with the error a bus gives when starting it failed.
+        script = (
+            "import sys\n"
+            "from gi.repository import Gio, GLib\n"
+            "bus = Gio.DBusConnection.new_for_address_sync(sys.argv[1], "
+            "Gio.DBusConnectionFlags.AUTHENTICATION_CLIENT | "
+            "Gio.DBusConnectionFlags.MESSAGE_BUS_CONNECTION, None, None)\n"
+            "def filt(conn, msg, incoming):\n"
+            "    if incoming and msg.get_message_type() == Gio.DBusMessageType.METHOD_CALL:\n"
+            "        err = msg.new_method_error_literal(sys.argv[2], 'cannot start ptagsd')\n"
+            "        conn.send_message(err, Gio.DBusSendMessageFlags.NONE)\n"
+            "        return None\n"
+            "    return msg\n"
+            "bus.add_filter(filt)\n"
+            "bus.call_sync('org.freedesktop.DBus', '/org/freedesktop/DBus', "
+            "'org.freedesktop.DBus', 'RequestName', GLib.Variant('(su)', "
+            "('org.ptags.Manager', 4)), None, 0, -1, None)\n"
+            "print('ready', flush=True)\n"
+            "GLib.MainLoop().run()\n")
+        for name in ("org.freedesktop.DBus.Error.Spawn.ChildExited",
+                     "org.freedesktop.systemd1.UnitMasked"):
+            with self.subTest(error=name):
+                stub = self.world.spawn("stand-in", [PYTHON, "-c", script, self.world.address,
+                                                     name], stdout=subprocess.PIPE)
+                self.assertEqual(stub.stdout.readline().strip(), b"ready")
+                out = run(self.world, "list", "1")
+                self.assertExit(out, UNREACHABLE, name)
+                stub.kill()
+                stub.wait()
 
 
 class ReadmeTests(CtlTestCase):

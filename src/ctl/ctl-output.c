@@ -53,22 +53,26 @@ static long utf8_next(const unsigned char *s, size_t *n)
 /* Whether @c does not print as itself, or could make text on a terminal
  * read as other text: controls (C0, DEL and C1, whose U+009B is CSI on
  * xterm), format characters (the bidi overrides and isolates, zero-width
- * characters), the line and paragraph separators, spaces other than
- * U+0020 (they look like a column break), private-use characters and
- * noncharacters. Unassigned characters are not known here: that would
- * take Unicode's whole table. */
+ * characters), the other characters Unicode says to show as nothing
+ * (variation selectors, the combining grapheme joiner), characters that
+ * show as a blank (the Hangul fillers, the blank Braille pattern), the line
+ * and paragraph separators, spaces other than U+0020 (they look like a
+ * column break), private-use characters and noncharacters. Unassigned
+ * characters are not known here: that would take Unicode's whole table. */
 static bool is_hidden(long c)
 {
         static const struct {
                 long first, last;
         } ranges[] = {
-                {0x0000, 0x001f},   {0x007f, 0x00a0},    {0x00ad, 0x00ad},   {0x0600, 0x0605},
-                {0x061c, 0x061c},   {0x06dd, 0x06dd},    {0x070f, 0x070f},   {0x0890, 0x0891},
-                {0x08e2, 0x08e2},   {0x1680, 0x1680},    {0x180e, 0x180e},   {0x2000, 0x200f},
-                {0x2028, 0x202f},   {0x205f, 0x206f},    {0x3000, 0x3000},   {0xe000, 0xf8ff},
-                {0xfdd0, 0xfdef},   {0xfeff, 0xfeff},    {0xfff9, 0xfffb},   {0x110bd, 0x110bd},
-                {0x110cd, 0x110cd}, {0x13430, 0x1343f},  {0x1bca0, 0x1bca3}, {0x1d173, 0x1d17a},
-                {0xe0001, 0xe007f}, {0xf0000, 0x10ffff},
+                {0x0000, 0x001f},    {0x007f, 0x00a0},   {0x00ad, 0x00ad},   {0x034f, 0x034f},
+                {0x0600, 0x0605},    {0x061c, 0x061c},   {0x06dd, 0x06dd},   {0x070f, 0x070f},
+                {0x0890, 0x0891},    {0x08e2, 0x08e2},   {0x115f, 0x1160},   {0x1680, 0x1680},
+                {0x17b4, 0x17b5},    {0x180b, 0x180f},   {0x2000, 0x200f},   {0x2028, 0x202f},
+                {0x205f, 0x206f},    {0x2800, 0x2800},   {0x3000, 0x3000},   {0x3164, 0x3164},
+                {0xe000, 0xf8ff},    {0xfdd0, 0xfdef},   {0xfe00, 0xfe0f},   {0xfeff, 0xfeff},
+                {0xffa0, 0xffa0},    {0xfff0, 0xfffb},   {0x110bd, 0x110bd}, {0x110cd, 0x110cd},
+                {0x13430, 0x1343f},  {0x1bca0, 0x1bca3}, {0x1d173, 0x1d17a}, {0xe0000, 0xe0fff},
+                {0xf0000, 0x10ffff},
         };
 
         if (c >= 0x20 && c < 0x7f)

@@ -30,10 +30,33 @@ GVariant *ptags_set_to_variant(const ptags_set *set)
         return g_variant_new_array(G_VARIANT_TYPE("(sbs)"), items, n);
 }
 
+/* Whether @c shows as nothing or as a blank though Unicode counts it a
+ * mark, a letter or a symbol: the characters to be shown as nothing that
+ * are no format characters (the combining grapheme joiner, variation
+ * selectors), and the Hangul fillers and the blank Braille pattern. */
+static gboolean blank_or_invisible(gunichar c)
+{
+        static const struct {
+                gunichar first, last;
+        } ranges[] = {
+                {0x034f, 0x034f}, {0x115f, 0x1160}, {0x17b4, 0x17b5},
+                {0x180b, 0x180f}, {0x2800, 0x2800}, {0x3164, 0x3164},
+                {0xfe00, 0xfe0f}, {0xffa0, 0xffa0}, {0xe0100, 0xe01ef},
+        };
+
+        for (gsize i = 0; i < G_N_ELEMENTS(ranges); i++)
+                if (c >= ranges[i].first && c <= ranges[i].last)
+                        return TRUE;
+        return FALSE;
+}
+
 /* Whether @c prints as itself: not a control, format (bidi), unassigned,
- * private-use or separator character other than the space. */
+ * private-use or separator character other than the space, nor one that
+ * shows as nothing or a blank. */
 static gboolean prints(gunichar c)
 {
+        if (blank_or_invisible(c))
+                return FALSE;
         switch (g_unichar_type(c)) {
         case G_UNICODE_CONTROL:
         case G_UNICODE_FORMAT:

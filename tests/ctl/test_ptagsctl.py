@@ -202,14 +202,16 @@ class ReadTests(CtlTestCase):
 
 # Valid tag text (no byte below 0x20, no DEL) that a terminal must never get
 # raw: U+009B is CSI on xterm, U+202E turns the rest of the line around,
-# U+2028 ends it. Anyone allowed to tag a process chooses such text.
-SNEAKY_TAG = "app:\u009b2J\u202ex"
+# U+2028 ends it, U+FE0F (a variation selector) is invisible and U+3164 (a
+# Hangul filler) shows as a blank. Anyone allowed to tag a process chooses
+# such text.
+SNEAKY_TAG = "app:\u009b2J\u202ex\ufe0f\u3164"
 # U+E0041 (an invisible tag character) beyond the BMP; the rest prints.
 SNEAKY_VALUE = "one\u2028two\\u{0041}\U000e0041\U0001f600\u00e9"
-SHOWN_TAG = "app:\\u{009B}2J\\u{202E}x"
+SHOWN_TAG = "app:\\u{009B}2J\\u{202E}x\\u{FE0F}\\u{3164}"
 # The backslash too, so that no text can pass for an escaped character.
 SHOWN_VALUE = "one\\u{2028}two\\u{005C}u{0041}\\u{E0041}\U0001f600\u00e9"
-RAW = ("\u009b", "\u202e", "\u2028")
+RAW = ("\u009b", "\u202e", "\u2028", "\ufe0f", "\u3164")
 
 
 class EscapeTests(CtlTestCase):

@@ -139,12 +139,14 @@ class PolkitDetailsTests(PtagsTestCase):
         backslashes are escaped, and text past 80 characters is cut. The
         exact text stays in tag and value, for rules."""
         tag = "app:\u202ex\u201d to sleep (1) \\ \"q\" \u2028" + "y" * 100
-        value = "v\u2066 \u201eok\u201c"
+        # U+034F and U+FE0F are invisible marks, U+2800 and U+3164 blanks.
+        value = "v\u2066 \u201eok\u201c\u034f\ufe0f\u2800\u3164"
         self.assertError(self.client.call("SetValue", "uss", [self.target, "app:a", value]),
                          "NotAuthorized")
         details = self.only_check()["details"]
         self.assertDetails(details, value=value, tag="app:a", shown_tag="app:a",
-                           shown_value="v\\u{2066} \\u{201E}ok\\u{201C}",
+                           shown_value="v\\u{2066} \\u{201E}ok\\u{201C}\\u{034F}\\u{FE0F}"
+                           "\\u{2800}\\u{3164}",
                            shown_target_comm="sleep")
         self.world.polkit.clear_checks()
         self.assertError(self.client.call("AddTag", "usb", [self.target, tag, False]),

@@ -96,6 +96,9 @@ char *ptags_registry_default_path(void)
         return ptags_runtime_path("containers");
 }
 
+/* What a registry that cannot be read is renamed to at load. */
+#define DAMAGED_SUFFIX ".damaged"
+
 /* A save writes NAME.XXXXXX beside the file, then renames it over. */
 static gboolean is_save_copy(const char *entry, const char *name)
 {
@@ -115,7 +118,10 @@ gboolean ptags_registry_remove_file(const char *path, GError **error)
         g_autoptr(GDir) dir = g_dir_open(dir_path, 0, NULL);
         for (const char *e; dir != NULL && (e = g_dir_read_name(dir)) != NULL;) {
                 g_autofree char *copy = g_build_filename(dir_path, e, NULL);
-                if (is_save_copy(e, name) && unlink(copy) < 0 && errno != ENOENT && saved == 0)
+                gboolean damaged = g_str_has_prefix(e, name) &&
+                                   g_str_equal(e + strlen(name), DAMAGED_SUFFIX);
+                if ((is_save_copy(e, name) || damaged) && unlink(copy) < 0 && errno != ENOENT &&
+                    saved == 0)
                         saved = errno;
         }
         if (saved != 0) {
@@ -552,6 +558,14 @@ static gboolean parse_hex(const char *text, guint8 *out, gsize n)
         return TRUE;
 }
 
+static guint64 key_or(GKeyFile *kf, const char *group, const char *key, guint64 missing)
+{
+        g_autoptr(GError) error = NULL;
+        guint64 v = g_key_file_get_uint64(kf, group, key, &error);
+
+        return error == NULL ? v : missing;
+}
+
 static PtagsContainer *container_from_group(PtagsRegistry *r, GKeyFile *kf, const char *group)
 {
         char *end = NULL;
@@ -560,12 +574,13 @@ static PtagsContainer *container_from_group(PtagsRegistry *r, GKeyFile *kf, cons
         if (end == group || *end != '\0' || contid == PTAGS_CONTID_UNSET)
                 return NULL;
         PtagsContainer *c = container_new(r, contid);
-        c->parent = g_key_file_get_uint64(kf, group, "parent", NULL);
+        /* A key missing (an edited file) is no container 0 and no uid 0. */
+        c->parent = key_or(kf, group, "parent", PTAGS_CONTID_UNSET);
         g_autofree char *uuid = g_key_file_get_string(kf, group, "uuid", NULL);
         c->has_uuid = parse_hex(uuid, c->uuid, sizeof(c->uuid));
         c->name = g_key_file_get_string(kf, group, "name", NULL);
         c->leader = (pid_t)g_key_file_get_int64(kf, group, "leader", NULL);
-        c->owner_uid = (uid_t)g_key_file_get_uint64(kf, group, "owner-uid", NULL);
+        c->owner_uid = (uid_t)key_or(kf, group, "owner-uid", PTAGS_REGISTRY_OWNER_UNKNOWN);
         c->owner_pid = (pid_t)g_key_file_get_int64(kf, group, "owner-pid", NULL);
         c->owner_start = g_key_file_get_uint64(kf, group, "owner-start", NULL);
         c->registered_us = g_key_file_get_int64(kf, group, "registered", NULL);
@@ -645,7 +660,13 @@ void ptags_registry_load(PtagsRegistry *r)
                         g_hash_table_replace(r->containers, &c->contid, c);
                 }
         } else if (!g_error_matches(error, G_FILE_ERROR, G_FILE_ERROR_NOENT)) {
-                g_warning("cannot read the container registry %s: %s", r->path, error->message);
+                /* Kept aside for the administrator: the next save would
+                 * write over it. */
+                g_autofree char *aside = g_strconcat(r->path, DAMAGED_SUFFIX, NULL);
+                gboolean kept = g_key_file_error_quark() == error->domain &&
+                                rename(r->path, aside) == 0;
+                g_warning("cannot read the container registry %s: %s%s%s", r->path,
+                          error->message, kept ? "; kept as " : "", kept ? aside : "");
         }
         /* One scan finds the processes of every container at once, and the
          * IDs in use that the registry lost. */

@@ -286,6 +286,52 @@ static void test_unwatched_container_is_checked_later(void)
         g_rmdir(dir);
 }
 
+/* A registry edited by hand: a missing key is no container 0 and no uid 0
+ * (the parent unset, the registrant unknown). One that cannot be parsed is
+ * kept aside for the administrator, not written over by the next save. */
+static void test_edited_and_damaged_files(void)
+{
+        g_autofree char *dir = g_dir_make_tmp("ptags-registry-XXXXXX", NULL);
+        g_autofree char *path = g_build_filename(dir, "containers", NULL);
+        g_autofree char *aside = g_strconcat(path, ".damaged", NULL);
+        FakeBackend fake = {{&fake_ops}, g_hash_table_new_full(NULL, NULL, NULL, g_free), 0};
+        g_autoptr(GArray) gone = g_array_new(FALSE, FALSE, sizeof(guint64));
+        pid_t carrier = spawn_sleeper();
+        g_autofree char *text = g_strdup_printf("[7]\nleader=%d\n", (int)carrier);
+
+        fake_set(&fake, carrier, 7);
+        g_assert_true(g_file_set_contents(path, text, -1, NULL));
+        PtagsRegistry *r = ptags_registry_new(&fake.parent, path, record_gone, gone);
+        ptags_registry_load(r);
+        PtagsContainer *c = ptags_registry_lookup(r, 7);
+        g_assert_nonnull(c);
+        g_assert_cmpuint(c->parent, ==, PTAGS_CONTID_UNSET);
+        g_assert_cmpuint(c->owner_uid, ==, PTAGS_REGISTRY_OWNER_UNKNOWN);
+        ptags_registry_free(r);
+
+        g_assert_true(g_file_set_contents(path, "[7\nnot a key file\n", -1, NULL));
+        r = ptags_registry_new(&fake.parent, path, record_gone, gone);
+        g_test_expect_message("ptagsd-registry", G_LOG_LEVEL_WARNING,
+                              "cannot read the container registry *; kept as *.damaged");
+        g_test_expect_message("ptagsd-registry", G_LOG_LEVEL_WARNING,
+                              "audit container 7 is carried by process *");
+        ptags_registry_load(r);
+        g_test_assert_expected_messages();
+        g_autofree char *kept = NULL;
+        g_assert_true(g_file_get_contents(aside, &kept, NULL, NULL));
+        g_assert_cmpstr(kept, ==, "[7\nnot a key file\n");
+        ptags_registry_free(r);
+
+        /* And --remove-state takes it with the rest. */
+        g_assert_true(ptags_registry_remove_file(path, NULL));
+        g_assert_false(g_file_test(aside, G_FILE_TEST_EXISTS));
+        g_assert_false(g_file_test(path, G_FILE_TEST_EXISTS));
+        kill(carrier, SIGKILL);
+        waitpid(carrier, NULL, 0);
+        g_hash_table_unref(fake.ids);
+        g_rmdir(dir);
+}
+
 int main(int argc, char **argv)
 {
         g_test_init(&argc, &argv, NULL);
@@ -294,5 +340,6 @@ int main(int argc, char **argv)
         g_test_add_func("/registry/carrier-gone-before-pinning", test_carrier_gone_before_pinning);
         g_test_add_func("/registry/unwatched-container-is-checked-later",
                         test_unwatched_container_is_checked_later);
+        g_test_add_func("/registry/edited-and-damaged-files", test_edited_and_damaged_files);
         return g_test_run();
 }

@@ -47,19 +47,39 @@ static gboolean pidfd_running(int pidfd)
         return pidfd < 0 || ptags_pidfd_running(pidfd);
 }
 
+/* The first read's buffer: room for a few hundred tags; larger lists
+ * take another read per quadrupling, up to the largest list the kernel can
+ * hold (4000 tags of 4000 bytes with values of 32700). */
+#define SNAPSHOT_FIRST (64u * 1024u)
+#define SNAPSHOT_MAX   (256u * 1024u * 1024u)
+
+/* The whole text of the open attr file @fd, from one read(2): the kernel
+ * builds the text anew for every read, so a file read in pieces may join
+ * the start of one list to the rest of another, and show tags (rights tags
+ * too) the process never held, or a container ID it never carried. So it
+ * is read from offset 0 in one go, into a buffer grown until the text
+ * fits. */
 static int read_all(int fd, GByteArray *out)
 {
-        char chunk[8192];
-
-        for (;;) {
-                ssize_t r = read(fd, chunk, sizeof(chunk));
-                if (r < 0 && errno == EINTR)
-                        continue;
-                if (r < 0)
-                        return -errno;
-                if (r == 0)
+        for (gsize cap = SNAPSHOT_FIRST;; cap *= 4) {
+                g_byte_array_set_size(out, (guint)cap);
+                ssize_t r;
+                do
+                        r = pread(fd, out->data, cap, 0);
+                while (r < 0 && errno == EINTR);
+                if (r < 0) {
+                        int saved = errno;
+                        g_byte_array_set_size(out, 0);
+                        return -saved;
+                }
+                if ((gsize)r < cap) {
+                        g_byte_array_set_size(out, (guint)r);
                         return 0;
-                g_byte_array_append(out, (const guint8 *)chunk, (guint)r);
+                }
+                if (cap >= SNAPSHOT_MAX) {
+                        g_byte_array_set_size(out, 0);
+                        return -EFBIG;
+                }
         }
 }
 

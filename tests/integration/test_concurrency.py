@@ -283,6 +283,33 @@ class KernelWriteRaceTests(TargetWorld):
         self.assertEqual(self.world.get_tags(self.target), expected,
                          "a failed batch must leave no tag behind")
 
+    def test_a_read_never_joins_two_lists(self):
+        """The kernel builds the text of the file anew for every read(2): a
+        list read in pieces could join the start of one list to the rest of
+        the next, and show a tag the process never held. Here another writer
+        flips a:1's value between none and "app:admin": "a:1\\n" then, from
+        byte 4 of "a:1=app:admin\\n", "app:admin\\n" made a:1 and app:admin."""
+        target = self.world.spawn_target()
+        self.assertOk(self.world.root_call("AddTag", "usb", [target, "a:1", False]))
+        path = os.path.join(self.world.mount, str(target), "attr", "ptags")
+        flipper = ("import os, sys\n"
+                   "while True:\n"
+                   "    for line in (b'!a:1=app:admin\\n', b'!a:1\\n'):\n"
+                   "        fd = os.open(sys.argv[1], os.O_WRONLY)\n"
+                   "        os.write(fd, line)\n"
+                   "        os.close(fd)\n")
+        proc = self.world.spawn("flipper", [PYTHON, "-c", flipper, path])
+        try:
+            forged = 0
+            for _ in range(2000):
+                reply = self.world.root_call("HasTag", "us", [target, "app:admin"])
+                self.assertOk(reply)
+                forged += reply.value[0]
+        finally:
+            proc.kill()
+            proc.wait()
+        self.assertEqual(forged, 0, "app:admin was read from a joined list")
+
     def spawn_losing_target(self):
         """A process named ptags-lost-tags: the kernel fixture removes all
         its tags just before any other process writes to it, as a third

@@ -390,6 +390,13 @@ static gboolean retry_fire(gpointer data)
         Retry *r = data;
 
         pthread_mutex_lock(&r->c->lock);
+        /* A refused read in the bus thread may have destroyed this wait
+         * while it waited for the lock, and started another in its place:
+         * that one is the client's now. */
+        if (g_source_is_destroyed(g_main_current_source())) {
+                pthread_mutex_unlock(&r->c->lock);
+                return G_SOURCE_REMOVE;
+        }
         g_clear_pointer(&r->cl->retry, g_source_unref);
         r->cl->confirming = FALSE; /* the wait held the slot */
         confirm_send(r->c, r->cl);
@@ -405,6 +412,11 @@ static void retry_later(PtagsClients *c, Client *cl)
         r->c = c;
         r->cl = cl;
         cl->confirming = TRUE;
+        /* One wait per client: one left behind would outlive the record. */
+        if (cl->retry != NULL) {
+                g_source_destroy(cl->retry);
+                g_source_unref(cl->retry);
+        }
         cl->retry = g_timeout_source_new(cl->retry_msec);
         g_source_set_callback(cl->retry, retry_fire, r, g_free);
         g_source_attach(cl->retry, c->context);

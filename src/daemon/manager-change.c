@@ -63,6 +63,7 @@
 #include <errno.h>
 #include <linux/capability.h>
 #include <string.h>
+#include <unistd.h>
 
 static void change_authorize(Call *call);
 
@@ -163,8 +164,21 @@ static GError *apply_error(Call *call, int r, const PtagsApplyFailure *failure)
                 return ptags_errno_error(r, "cannot change the tags of", pid);
         const ptags_change *c = ptags_plan_change_at(call->plan, (gsize)failure->refused);
         g_autofree char *label = change_label(call, c->line);
-        PtagsError code = r == -ENOENT ? PTAGS_ERROR_NO_SUCH_TAG : ptags_error_from_errno(-r);
-        const char *why = r == -ENOENT ? "its tag is gone" : g_strerror(-r);
+        PtagsError code = ptags_error_from_errno(-r);
+        const char *why = g_strerror(-r);
+        if (r == -ENOENT) {
+                code = PTAGS_ERROR_NO_SUCH_TAG;
+                why = "its tag is gone";
+        } else if (r == -EINVAL) {
+                /* The model took the line: the kernel's grammar is
+                 * narrower (the 2016 code refuses bytes past 0x7f where
+                 * char is signed, as on x86-64). No other writer did it. */
+                return g_error_new(PTAGS_ERROR, PTAGS_ERROR_NOT_SUPPORTED,
+                                   "cannot change the tags of process %d: the kernel refused %s "
+                                   "as invalid, though ptags(7) allows it (a kernel that takes "
+                                   "no bytes past 0x7f?); nothing changed",
+                                   (int)pid, label);
+        }
         if (failure->partial)
                 return g_error_new(PTAGS_ERROR, PTAGS_ERROR_FAILED,
                                    "cannot change the tags of process %d: the kernel refused %s "
@@ -450,10 +464,20 @@ static void change_read_and_plan(Call *call)
 /* Runs once the caller is known and the target pinned. Reading and planning
  * parse whole tag lists, so they wait for the caller uid's turn like reads:
  * a flood of changes (even ones that change nothing) delays nobody else.
- * A call in the bus thread was only let in when its uid (root) had nothing
- * queued or running: this is its turn. */
+ * A call in the bus thread (root's) runs at once and in full, holding the
+ * main loop's lock: the bus thread runs one change at a time, so it takes
+ * no turn, and its uid's queue bound does not apply to it.
+ * ptagsd itself is no target: on ptags-lsm its tags are the rights it
+ * writes every other process's tags with. */
 static void change_start(Call *call)
 {
+        if (call->target.pid == getpid()) {
+                call_fail(call, g_error_new(PTAGS_ERROR, PTAGS_ERROR_NOT_SUPPORTED,
+                                            "process %d is ptagsd itself, whose tags ptagsd does "
+                                            "not change",
+                                            (int)call->target.pid));
+                return;
+        }
         if (call->in_bus_thread)
                 change_read_and_plan(call);
         else

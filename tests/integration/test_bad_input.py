@@ -181,6 +181,23 @@ class BadInputTests(PtagsTestCase):
                 self.assertError(reply, "NoSuchProcess")
                 self.assertIn("4294967295", reply.message)
 
+    def test_ptagsd_itself_is_no_target_of_changes(self):
+        """ptagsd's own tags hold the rights it writes every other process's
+        tags with (ptags-lsm): taken away through ptagsd, every later change
+        failed until it restarted. Its tags are read like any process's."""
+        daemon = self.world.daemon.pid
+        before = self.world.get_tags(daemon)
+        for method, sig, args in (("RemoveTag", "us", [daemon, "ptags:*"]),
+                                  ("AddTag", "usb", [daemon, "app:x", False]),
+                                  ("Apply", "uas", [daemon, ["-"]])):
+            with self.subTest(method):
+                reply = self.world.root_call(method, sig, args)
+                self.assertError(reply, "NotSupported")
+                self.assertIn("ptagsd itself", reply.message)
+        self.assertEqual(self.world.get_tags(daemon), before)
+        target = self.world.spawn_target()
+        self.assertOk(self.world.root_call("AddTag", "usb", [target, "app:after", False]))
+
     def test_thread_id_as_pid(self):
         """A thread id is not a process id: ptagsd says NoSuchProcess,
         naming the thread's process, never a generic Failed, and changes

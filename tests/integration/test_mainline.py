@@ -29,5 +29,25 @@ class MainlineKernelTests(PtagsTestCase):
         self.assertEqual(signals.drain(0.3), [], "a refused change is not signalled")
 
 
+class AsciiOnlyKernelTests(PtagsTestCase):
+    """The 2016 code refuses bytes past 0x7f where char is signed (x86-64),
+    which ptags(7) allows: the kernel's EINVAL is NotSupported, not another
+    writer's doing, and a batch is taken back whole."""
+    backends = ("ptags-lsm",)
+    world_options = {"fixture_args": ["--ascii-only"]}
+
+    def test_a_line_the_kernel_refuses_is_not_supported(self):
+        target = self.world.spawn_target()
+        reply = self.world.root_call("AddTag", "usb", [target, "app:caf\u00e9", False])
+        self.assertError(reply, "NotSupported")
+        self.assertIn("past 0x7f", reply.message)
+        self.assertNotIn("another writer", reply.message)
+        reply = self.world.root_call("Apply", "uas", [target, ["+app:a", "+app:\u00e9"]])
+        self.assertError(reply, "NotSupported")
+        self.assertIn('line 2 ("+app:\u00e9")', reply.message)
+        self.assertEqual(self.world.get_tags(target), [])
+        self.assertOk(self.world.root_call("AddTag", "usb", [target, "app:cafe", False]))
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -461,9 +461,9 @@ static gboolean process_info_read(const PtagsTarget *t, PtagsProcessInfo *info, 
          * than the file again: the system unit is the first unit below the
          * slices (user@UID.service for everything a user's manager runs),
          * the user unit the one below that manager. A user's unit named like
-         * a system service thus stays a user unit. Both follow from the text
-         * (and PID 1's), so a re-check compares that. */
-        if (full && info->cgroup != NULL) {
+         * a system service thus stays a user unit. A re-check compares
+         * them, as a rule sees them. */
+        if (info->cgroup != NULL) {
                 g_autofree char *pid1 = pid1_cgroup(g_get_monotonic_time());
                 ptags_cgroup_units(info->cgroup, pid1, ptags_cgroup_tree(), &info->unit,
                                    &info->user_unit);
@@ -502,14 +502,17 @@ gboolean ptags_process_info_read(const PtagsTarget *t, PtagsProcessInfo *info, G
         return process_info_read(t, info, TRUE, error);
 }
 
-/* The user name follows from the uid and the units from the cgroups, so
- * neither is compared (nor looked up again). Any move to another cgroup
- * counts as a change, even one that keeps the units. */
+/* The facts a rule may rely on: the uids (all four: a setuid() without an
+ * exec changes no other fact), the program and the units. The user name
+ * follows from the uid, so it is not looked up again. Not the command name,
+ * which the process sets itself whenever it likes (so a rule cannot rely on
+ * it), nor a move between cgroups of one unit: a process renaming or moving
+ * itself in a loop would otherwise fail every change but root's to itself,
+ * its revocation included. */
 static gboolean process_info_equal(const PtagsProcessInfo *a, const PtagsProcessInfo *b)
 {
-        /* All four uids: a setuid() without an exec changes no other fact. */
         return memcmp(a->uids, b->uids, sizeof(a->uids)) == 0 && g_strcmp0(a->exe, b->exe) == 0 &&
-               g_strcmp0(a->comm, b->comm) == 0 && g_strcmp0(a->cgroup, b->cgroup) == 0;
+               g_strcmp0(a->unit, b->unit) == 0 && g_strcmp0(a->user_unit, b->user_unit) == 0;
 }
 
 gboolean ptags_process_info_same(const PtagsTarget *t, const PtagsProcessInfo *seen, GError **error)

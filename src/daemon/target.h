@@ -49,8 +49,9 @@ typedef struct {
 gboolean ptags_process_info_read(const PtagsTarget *t, PtagsProcessInfo *info, GError **error);
 void ptags_process_info_clear(PtagsProcessInfo *info);
 /* Reads the pinned target again: TRUE when it is still what @seen
- * describes to a polkit rule (the same uid, exe, comm and cgroups, so the
- * same units); FALSE when it changed, or with @error set when it exited. */
+ * describes to a polkit rule (the same uids, exe and units; its command
+ * name is its own to change); FALSE when it changed, or with @error set
+ * when it exited. */
 gboolean ptags_process_info_same(const PtagsTarget *t, const PtagsProcessInfo *seen,
                                  GError **error);
 

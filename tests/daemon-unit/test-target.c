@@ -729,8 +729,26 @@ static void test_plain_process(void)
 
 /* Moves @pid into a new cgroup of the first hierarchy root may write here;
  * returns that cgroup's directory (to remove once empty) or NULL. */
-static char *move_to_new_cgroup(pid_t pid)
+/* Move @pid to a new cgroup: a unit of its own (ptags-test-PID.scope at the
+ * top) when @under is NULL, else a cgroup below @under (the same unit). */
+static char *move_to_new_cgroup(pid_t pid, const char *under)
 {
+        if (under != NULL) {
+                g_autofree char *dir = g_build_filename(under, "inner", NULL);
+                g_autofree char *procs = g_build_filename(dir, "cgroup.procs", NULL);
+                g_autofree char *text = g_strdup_printf("%d", (int)pid);
+                if (mkdir(dir, 0755) != 0)
+                        return NULL;
+                int fd = open(procs, O_WRONLY | O_CLOEXEC);
+                gboolean moved = fd >= 0 && write(fd, text, strlen(text)) == (ssize_t)strlen(text);
+                if (fd >= 0)
+                        close(fd);
+                if (!moved) {
+                        rmdir(dir);
+                        return NULL;
+                }
+                return g_steal_pointer(&dir);
+        }
         static const char *const roots[] = {"/sys/fs/cgroup/unified", "/sys/fs/cgroup/systemd",
                                             "/sys/fs/cgroup"};
         for (guint i = 0; i < G_N_ELEMENTS(roots); i++) {
@@ -738,7 +756,8 @@ static char *move_to_new_cgroup(pid_t pid)
                 if (statfs(roots[i], &fs) != 0 ||
                     (fs.f_type != CGROUP_SUPER_MAGIC && fs.f_type != CGROUP2_SUPER_MAGIC))
                         continue;
-                g_autofree char *dir = g_strdup_printf("%s/ptags-test-%d", roots[i], (int)getpid());
+                g_autofree char *dir =
+                        g_strdup_printf("%s/ptags-test-%d.scope", roots[i], (int)getpid());
                 if (mkdir(dir, 0755) != 0)
                         continue;
                 g_autofree char *procs = g_build_filename(dir, "cgroup.procs", NULL);
@@ -825,8 +844,10 @@ static void test_same_process_info_after_setuid(void)
         ptags_target_clear(&t);
 }
 
-/* The re-check after polkit answered: the same program stays the same; an
- * exec or a move to another cgroup (so perhaps another unit) does not. */
+/* The re-check after polkit answered: the same program stays the same, and
+ * so does one that moves within its unit; an exec or a move to another unit
+ * does not. (A rename, which only the process itself can make, is
+ * test_concurrency's.) */
 static void test_same_process_info(void)
 {
         int go;
@@ -841,15 +862,19 @@ static void test_same_process_info(void)
         g_assert_true(ptags_process_info_same(&t, &seen, &error));
         g_assert_no_error(error);
 
-        g_autofree char *cgroup = NULL;
+        g_autofree char *cgroup = NULL, *inner = NULL;
         if (geteuid() == 0) {
-                cgroup = move_to_new_cgroup(child);
+                cgroup = move_to_new_cgroup(child, NULL);
                 g_assert_nonnull(cgroup); /* root can always make one here */
                 g_assert_false(ptags_process_info_same(&t, &seen, &error));
                 g_assert_no_error(error);
                 ptags_process_info_clear(&seen);
                 g_assert_true(ptags_process_info_read(&t, &seen, &error));
                 g_assert_true(ptags_process_info_same(&t, &seen, &error));
+                inner = move_to_new_cgroup(child, cgroup);
+                g_assert_nonnull(inner);
+                g_assert_true(ptags_process_info_same(&t, &seen, &error));
+                g_assert_no_error(error);
         } else {
                 g_test_message("not root: the cgroup move is not tried");
         }
@@ -870,6 +895,8 @@ static void test_same_process_info(void)
         g_assert_cmpint(waitpid(child, NULL, 0), ==, child);
         g_assert_false(ptags_process_info_same(&t, &seen, &error));
         g_assert_error(error, PTAGS_ERROR, PTAGS_ERROR_NO_SUCH_PROCESS);
+        if (inner != NULL)
+                g_assert_cmpint(rmdir(inner), ==, 0);
         if (cgroup != NULL)
                 g_assert_cmpint(rmdir(cgroup), ==, 0);
         ptags_process_info_clear(&seen);

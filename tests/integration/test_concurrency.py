@@ -230,6 +230,26 @@ class ConcurrencyTests(TargetWorld):
         self.assertEqual(self.world.get_tags(self.target), [("app:a", False, "v")])
 
 
+class RenamingTargetTests(PtagsTestCase):
+    def test_a_target_renaming_itself_cannot_refuse_a_change(self):
+        """A process names itself (comm) as often as it likes, and a rule
+        cannot rely on that name: a change of it while polkit decides is no
+        reason to ask again. Every rename used to make the call plan and
+        ask again, and fail after the second time, so a process renaming
+        itself in a loop kept any change but root's off itself, its
+        revocation included."""
+        script = ("import itertools\n"
+                  "for i in itertools.count():\n"
+                  "    open('/proc/self/comm', 'w').write('r%d' % (i % 1000))\n")
+        target = self.world.spawn("target", [PYTHON, "-c", script]).pid
+        self.assertOk(self.world.root_call("AddTag", "usb", [target, "app:camera", False]))
+        self.world.polkit.set_allowed([ADD, REMOVE])
+        client = self.world.spawn_client()
+        self.assertOk(client.call("RemoveTag", "us", [target, "app:camera"]))
+        self.assertOk(client.call("AddTag", "usb", [target, "app:other", False]))
+        self.assertEqual(self.world.get_tags(target), [("app:other", False, "")])
+
+
 class KernelWriteRaceTests(TargetWorld):
     """Writes straight to the kernel file: the fixture's, so ptags-lsm only."""
 

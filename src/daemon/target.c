@@ -606,19 +606,26 @@ static gboolean status_runs_as(const char *status, uid_t uid)
         return TRUE;
 }
 
-gboolean ptags_status_is_plain_process_of(const char *status, uid_t uid, const guint32 *gids,
-                                          gsize n_gids)
+/* No setgid gain: the same gid throughout (real, effective, saved, file
+ * system), into @ids. */
+static gboolean status_one_gid(const char *status, guint64 ids[4])
 {
-        guint64 ids[4], cap = 0;
-
-        if (!status_runs_as(status, uid))
-                return FALSE;
-        /* No setgid gain: one gid throughout, and one the bus saw. */
         if (status_numbers(status, "\nGid:", 10, ids, 4) != 4)
                 return FALSE;
         for (int i = 1; i < 4; i++)
                 if (ids[i] != ids[0])
                         return FALSE;
+        return TRUE;
+}
+
+gboolean ptags_status_is_plain_process_of(const char *status, uid_t uid, const guint32 *gids,
+                                          gsize n_gids)
+{
+        guint64 ids[4], cap = 0;
+
+        if (!status_runs_as(status, uid) || !status_one_gid(status, ids))
+                return FALSE;
+        /* And one the bus saw. */
         if (gids != NULL) {
                 gboolean found = FALSE;
                 for (gsize i = 0; i < n_gids && !found; i++)
@@ -683,9 +690,11 @@ gboolean ptags_peer_process_unchanged(const PtagsPeer *peer)
  *
  * The bus's ProcessFD (@by_bus) proves which process opened the connection,
  * not what it runs as now: a process that connected and then executed a
- * setuid program keeps its pidfd while a child of it uses the connection.
- * So it counts only while it runs as the connection's uid throughout; its
- * capabilities and dumpability now (file capabilities of its own) are kept
+ * setuid or setgid program keeps its pidfd while a child of it uses the
+ * connection. So it counts only while it runs as the connection's uid and
+ * one gid throughout, whether it executed that program before ptagsd first
+ * looked or after; its capabilities and dumpability now (file capabilities
+ * of its own, which the bus does not tell from ones gained since) are kept
  * as what it may hold.
  *
  * Without a ProcessFD, the pid the bus reports is that of whoever called
@@ -711,7 +720,9 @@ static gboolean peer_process_proven(PtagsPeer *peer, gboolean by_bus, const guin
 
         if (!g_file_get_contents(status_path, &status, NULL, NULL))
                 return FALSE;
-        gboolean ok = by_bus ? peer->uid == 0 || status_runs_as(status, peer->uid)
+        guint64 ids[4];
+        gboolean ok = by_bus ? peer->uid == 0 || (status_runs_as(status, peer->uid) &&
+                                                  status_one_gid(status, ids))
                              : ptags_status_is_plain_process_of(status, peer->uid, gids, n_gids);
         if (!ok || !privilege_read(peer->target.pid, &peer->proven))
                 return FALSE;

@@ -568,6 +568,26 @@ static void test_peer_process_fd_that_becomes_root(void)
         close(go[0]);
         close(go[1]);
 
+        /* A setgid program, when first looked at: no more the caller's
+         * than a setuid one (its egid is not the one it connected with). */
+        g_autofree char *sgid_sleep = g_build_filename(dir, "sgid-sleep", NULL);
+        g_assert_true(g_file_set_contents(sgid_sleep, contents, (gssize)length, NULL));
+        g_assert_cmpint(chown(sgid_sleep, 0, 0), ==, 0);
+        g_assert_cmpint(chmod(sgid_sleep, 02755), ==, 0);
+        pid_t sgid = spawn_as_nobody(sgid_sleep, -1);
+        g_autofree char *sgid_status = g_strdup_printf("/proc/%d/status", (int)sgid);
+        for (int i = 0; i < 1000; i++) {
+                g_autofree char *text = NULL;
+                if (g_file_get_contents(sgid_status, &text, NULL, NULL) &&
+                    strstr(text, "\nGid:\t65534\t0\t") != NULL)
+                        break;
+                g_usleep(5000);
+        }
+        g_autoptr(PtagsPeer) setgid_peer = peer_with_process_fd(sgid);
+        g_assert_false(setgid_peer->process_known);
+        kill_and_reap(sgid);
+
+        g_assert_cmpint(unlink(sgid_sleep), ==, 0);
         g_assert_cmpint(unlink(suid_sleep), ==, 0);
         g_assert_cmpint(rmdir(dir), ==, 0);
 }

@@ -189,8 +189,10 @@ static void tell_waiting(GSList *waiting, uid_t uid, const GError *error)
         g_slist_free_full(waiting, g_free);
 }
 
-/* Forget a connection that left; its unread replies died with it. */
-static void client_remove(PtagsClients *c, const char *name)
+/* Forget a connection that left (@why NULL; its unread replies died with
+ * it), or whose uid the bus would not tell (@why): its waiting calls get
+ * that error, and its next call asks again. */
+static void client_remove_because(PtagsClients *c, const char *name, const GError *why)
 {
         pthread_mutex_lock(&c->lock);
         Client *cl = g_hash_table_lookup(c->clients, name);
@@ -204,9 +206,19 @@ static void client_remove(PtagsClients *c, const char *name)
         g_hash_table_remove(c->clients, name);
         pthread_mutex_unlock(&c->lock);
 
-        g_autoptr(GError) error = g_error_new(PTAGS_ERROR, PTAGS_ERROR_NO_SUCH_PROCESS,
-                                              "the caller %s left the bus", name);
+        g_autoptr(GError) error =
+                why == NULL || g_error_matches(why, G_DBUS_ERROR, G_DBUS_ERROR_NAME_HAS_NO_OWNER)
+                        ? g_error_new(PTAGS_ERROR, PTAGS_ERROR_NO_SUCH_PROCESS,
+                                      "the caller %s left the bus", name)
+                        : g_error_new(PTAGS_ERROR, PTAGS_ERROR_FAILED,
+                                      "the bus did not tell the uid of the caller %s: %s", name,
+                                      why->message);
         tell_waiting(waiting, (uid_t)-1, error);
+}
+
+static void client_remove(PtagsClients *c, const char *name)
+{
+        client_remove_because(c, name, NULL);
 }
 
 static void name_owner_changed(GDBusConnection *bus, const char *sender, const char *path,
@@ -297,7 +309,7 @@ static void uid_answered(GObject *source, GAsyncResult *res, gpointer user_data)
                 return;
         if (reply == NULL) {
                 g_debug("cannot learn the uid of %s: %s", name, error->message);
-                client_remove(c, name);
+                client_remove_because(c, name, error);
                 question_free(q);
                 return;
         }

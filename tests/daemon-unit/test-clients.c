@@ -7,12 +7,14 @@
 #include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
+#include <string.h>
 #include <glib/gstdio.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "clients.h"
+#include "errors.h"
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 /* The sanitizers' allocator, which mallinfo2() knows nothing of, counts
@@ -38,8 +40,9 @@ static void die_with_parent(gpointer unused)
         prctl(PR_SET_PDEATHSIG, SIGKILL);
 }
 
-/* A private bus that lets everyone send anything, the Stats interface too. */
-static void start_bus(Fixture *f)
+/* A private bus that lets everyone send anything, the Stats interface too
+ * (but for @deny_member of the bus, when not NULL). */
+static void start_bus_denying(Fixture *f, const char *deny_member)
 {
         g_autoptr(GError) error = NULL;
         f->dir = g_dir_make_tmp("ptags-clients-XXXXXX", &error);
@@ -54,8 +57,12 @@ static void start_bus(Fixture *f)
                 "<allow send_requested_reply=\"true\" send_type=\"error\"/>"
                 "<allow receive_type=\"method_call\"/><allow receive_type=\"method_return\"/>"
                 "<allow receive_type=\"error\"/><allow receive_type=\"signal\"/>"
-                "</policy></busconfig>",
-                f->dir);
+                "%s%s%s</policy></busconfig>",
+                f->dir,
+                deny_member ? "<deny send_destination=\"org.freedesktop.DBus\" "
+                              "send_interface=\"org.freedesktop.DBus\" send_member=\""
+                            : "",
+                deny_member ? deny_member : "", deny_member ? "\"/>" : "");
         g_assert_true(g_file_set_contents(config, text, -1, &error));
         g_autofree char *config_arg = g_strconcat("--config-file=", config, NULL);
         char *argv[] = {"dbus-daemon", "--nofork", "--print-address=1", config_arg, NULL};
@@ -69,6 +76,11 @@ static void start_bus(Fixture *f)
         g_assert_nonnull(fgets(line, sizeof line, stream));
         fclose(stream);
         f->address = g_strstrip(g_strdup(line));
+}
+
+static void start_bus(Fixture *f)
+{
+        start_bus_denying(f, NULL);
 }
 
 static void stop_bus(Fixture *f)
@@ -259,9 +271,50 @@ static void test_users_are_forgotten(Fixture *f, gconstpointer unused)
         }
 }
 
+static void uid_refused(gpointer data, uid_t uid, const GError *error)
+{
+        g_assert_nonnull(error);
+        *(GError **)data = g_error_copy(error);
+}
+
+/* A caller whose uid the bus will not tell has not left the bus: its calls
+ * get the bus's reason, and one that did leave is told so. */
+static void test_uid_the_bus_does_not_tell(void)
+{
+        Fixture f = {0};
+        start_bus_denying(&f, "GetConnectionUnixUser");
+        f.server = connect_to(&f);
+        f.client = connect_to(&f);
+        ptags_limits_init(&f.limits);
+        f.clients = ptags_clients_new(f.server, &f.limits);
+
+        GError *error = NULL;
+        ptags_clients_get_uid(f.clients, g_dbus_connection_get_unique_name(f.client), uid_refused,
+                              &error);
+        while (error == NULL)
+                g_main_context_iteration(NULL, TRUE);
+        g_assert_error(error, PTAGS_ERROR, PTAGS_ERROR_FAILED);
+        g_assert_nonnull(strstr(error->message, "did not tell the uid"));
+        g_clear_error(&error);
+        fixture_tear_down(&f, NULL);
+
+        start_bus(&f);
+        f.server = connect_to(&f);
+        f.client = connect_to(&f);
+        f.clients = ptags_clients_new(f.server, &f.limits);
+        ptags_clients_get_uid(f.clients, ":1.999", uid_refused, &error);
+        while (error == NULL)
+                g_main_context_iteration(NULL, TRUE);
+        g_assert_error(error, PTAGS_ERROR, PTAGS_ERROR_NO_SUCH_PROCESS);
+        g_assert_nonnull(strstr(error->message, "left the bus"));
+        g_clear_error(&error);
+        fixture_tear_down(&f, NULL);
+}
+
 int main(int argc, char **argv)
 {
         g_test_init(&argc, &argv, NULL);
+        g_test_add_func("/clients/uid-the-bus-does-not-tell", test_uid_the_bus_does_not_tell);
         g_test_add("/clients/cached-uid", Fixture, NULL, fixture_set_up, test_cached_uid,
                    fixture_tear_down);
         g_test_add("/clients/threads", Fixture, NULL, fixture_set_up, test_threads,

@@ -169,7 +169,7 @@ static GError *apply_error(Call *call, int r, const PtagsApplyFailure *failure)
         if (r == -ENOENT) {
                 code = PTAGS_ERROR_NO_SUCH_TAG;
                 why = "its tag is gone";
-        } else if (r == -EINVAL) {
+        } else if (r == -EINVAL && !failure->partial) {
                 /* The model took the line: the kernel's grammar is
                  * narrower (the 2016 code refuses bytes past 0x7f where
                  * char is signed, as on x86-64). No other writer did it. */
@@ -302,6 +302,36 @@ static gboolean caller_rights_still_hold(Call *call)
         return TRUE;
 }
 
+/* Whether every change of @plan takes something away: a tag, or its keep
+ * flag. */
+static gboolean takes_away_only(const ptags_plan *plan)
+{
+        for (size_t i = 0; i < ptags_plan_change_count(plan); i++) {
+                ptags_change_kind kind = ptags_plan_change_at(plan, i)->kind;
+                if (kind != PTAGS_CHANGE_REMOVE && kind != PTAGS_CHANGE_CLEAR_KEEP)
+                        return FALSE;
+        }
+        return TRUE;
+}
+
+/* Whether each change of @now is one of @allowed's (the same kind on the
+ * same tag). */
+static gboolean plan_within(const ptags_plan *now, const ptags_plan *allowed)
+{
+        for (size_t i = 0; i < ptags_plan_change_count(now); i++) {
+                const ptags_change *c = ptags_plan_change_at(now, i);
+                gboolean found = FALSE;
+                for (size_t j = 0; j < ptags_plan_change_count(allowed) && !found; j++) {
+                        const ptags_change *a = ptags_plan_change_at(allowed, j);
+                        found = a->kind == c->kind && a->tag_len == c->tag_len &&
+                                memcmp(a->tag, c->tag, c->tag_len) == 0;
+                }
+                if (!found)
+                        return FALSE;
+        }
+        return TRUE;
+}
+
 /* The budgets again, just before the apply: other processes of the
  * target's user may have grown meanwhile. */
 static gboolean change_budgets_at_commit(Call *call)
@@ -349,6 +379,27 @@ static void change_commit(Call *call)
                 return;
         }
         same = same && caller_rights_still_hold(call);
+        gboolean planned = FALSE;
+        if (!same && takes_away_only(call->plan) && caller_rights_still_hold(call)) {
+                /* A plan that only takes away still holds, whatever else the
+                 * target did meanwhile (its name, unit, program or other
+                 * tags), while planned again it takes away no more than
+                 * polkit allowed: it can grant nothing, and a target that
+                 * could void it by changing would keep its own revocation
+                 * off for good. */
+                ptags_plan *allowed = g_steal_pointer(&call->plan);
+                planned = change_plan(call, &error);
+                same = planned && plan_within(call->plan, allowed);
+                ptags_plan_free(allowed);
+                if (error != NULL) {
+                        change_refuse(call, error);
+                        return;
+                }
+                if (same && ptags_plan_change_count(call->plan) == 0) {
+                        call_return(call, NULL);
+                        return;
+                }
+        }
         if (same && over_budget != NULL) {
                 change_refuse(call, g_steal_pointer(&over_budget));
                 return;
@@ -368,7 +419,7 @@ static void change_commit(Call *call)
         call->rebuilt = TRUE;
         g_debug("%s: process %d or its caller's rights changed during authorization; re-planning",
                 call->method, (int)pid);
-        if (!change_plan(call, &error)) {
+        if (!planned && !change_plan(call, &error)) {
                 change_refuse(call, error);
                 return;
         }

@@ -330,6 +330,30 @@ class KernelWriteRaceTests(TargetWorld):
             proc.wait()
         self.assertEqual(forged, 0, "app:admin was read from a joined list")
 
+    def test_a_target_changing_its_tags_cannot_refuse_a_removal(self):
+        """A removal polkit allowed takes away nothing more when the target
+        changed meanwhile, so it is applied whatever else changed: another
+        writer flipping one of the target's other tags in a loop (as the
+        target itself may, holding a right to) made every non-root
+        revocation plan and ask again, then fail."""
+        target = self.world.spawn_target()
+        self.assertOk(self.world.root_call("Apply", "uas", [target, ["+app:camera", "+x:flip"]]))
+        path = os.path.join(self.world.mount, str(target), "attr", "ptags")
+        flipper = ("import itertools, os, sys\n"
+                   "for i in itertools.count():\n"
+                   "    fd = os.open(sys.argv[1], os.O_WRONLY)\n"
+                   "    os.write(fd, b'!x:flip=%d\\n' % (i % 1000))\n"
+                   "    os.close(fd)\n")
+        proc = self.world.spawn("flipper", [PYTHON, "-c", flipper, path])
+        try:
+            self.world.polkit.set_allowed([REMOVE])
+            client = self.world.spawn_client()
+            self.assertOk(client.call("RemoveTag", "us", [target, "app:camera"]))
+        finally:
+            proc.kill()
+            proc.wait()
+        self.assertEqual([t[0] for t in self.world.get_tags(target)], ["x:flip"])
+
     def spawn_losing_target(self):
         """A process named ptags-lost-tags: the kernel fixture removes all
         its tags just before any other process writes to it, as a third

@@ -453,6 +453,7 @@ static int retag_locked(ptags_bpf *b, int pidfd, uint32_t mask, uint64_t set_id,
 int ptags_bpf_write_tags(ptags_bpf *b, int pidfd, const ptags_set *tags, uint64_t mark)
 {
         uint64_t id;
+        leader_written = false; /* a failed intern writes nothing */
         pthread_mutex_lock(&b->lock);
         int r = intern_locked(b, tags, &id);
         if (r == 0)

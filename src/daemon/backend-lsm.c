@@ -177,6 +177,9 @@ static int lsm_apply(PtagsBackend *b, int pidfd, pid_t pid, const ptags_plan *pl
         }
         int r = ptags_plan_write(plan, PTAGS_WRITE_MAX, write_page, &t, &failure->refused,
                                  &failure->partial);
+        /* A process that exited midway holds nothing any more. */
+        if (r == -ESRCH && !pidfd_running(pidfd))
+                failure->partial = FALSE;
         if (failure->partial)
                 g_warning("process %d holds part of a change: writing it failed (%s) and so "
                           "did the undo, as another writer changed its tags meanwhile",

@@ -248,8 +248,9 @@ int main(int argc, char **argv)
         }
         if (remove_state) {
 #ifdef HAVE_BPF_BACKEND
-                /* Refused while a ptagsd runs, which would still use the
-                 * registry too. */
+                /* Refused while a ptagsd on bpf runs (its pins' lock);
+                 * the registry's removal below, while one on ptags-lsm
+                 * does (the runtime directory's). */
                 if (!ptags_backend_bpf_remove_state(&error)) {
                         g_printerr("ptagsd: %s\n", error->message);
                         return 1;

@@ -15,6 +15,8 @@
 #include <glib/gstdio.h>
 #include <stdio.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -113,17 +115,28 @@ gboolean ptags_registry_remove_file(const char *path, GError **error)
         g_autofree char *name = g_path_get_basename(path);
         int saved = 0;
 
+        /* A ptagsd on ptags-lsm holds the runtime directory's lock while it
+         * runs (on bpf, the pins' lock stopped the caller already). */
+        int lock = open(dir_path, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+        if (lock >= 0 && flock(lock, LOCK_EX | LOCK_NB) < 0 && errno == EWOULDBLOCK) {
+                close(lock);
+                g_set_error(error, PTAGS_ERROR, PTAGS_ERROR_FAILED,
+                            "%s is in use by a running ptagsd: stop it first", dir_path);
+                return FALSE;
+        }
         if (unlink(path) < 0 && errno != ENOENT)
                 saved = errno;
         g_autoptr(GDir) dir = g_dir_open(dir_path, 0, NULL);
         for (const char *e; dir != NULL && (e = g_dir_read_name(dir)) != NULL;) {
                 g_autofree char *copy = g_build_filename(dir_path, e, NULL);
-                gboolean damaged = g_str_has_prefix(e, name) &&
-                                   g_str_equal(e + strlen(name), DAMAGED_SUFFIX);
+                gboolean damaged =
+                        g_str_has_prefix(e, name) && g_str_equal(e + strlen(name), DAMAGED_SUFFIX);
                 if ((is_save_copy(e, name) || damaged) && unlink(copy) < 0 && errno != ENOENT &&
                     saved == 0)
                         saved = errno;
         }
+        if (lock >= 0)
+                close(lock);
         if (saved != 0) {
                 g_set_error(error, PTAGS_ERROR, PTAGS_ERROR_FAILED, "cannot remove %s: %s", path,
                             g_strerror(saved));
@@ -294,7 +307,7 @@ static void container_check_soon(PtagsContainer *c)
         gint64 spacing = MAX(SCAN_SPACING_MS * 1000, SCAN_COST_SPACING * r->last_cost_us);
         gint64 wait_us = r->last_scan_us + spacing - g_get_monotonic_time();
         r->check_source = r->last_scan_us == 0 || wait_us <= 0
-                                  ? g_idle_add(run_checks, r)
+                                  ? g_timeout_add(0, run_checks, r)
                                   : g_timeout_add((guint)(wait_us / 1000) + 1, run_checks, r);
 }
 
@@ -663,10 +676,10 @@ void ptags_registry_load(PtagsRegistry *r)
                 /* Kept aside for the administrator: the next save would
                  * write over it. */
                 g_autofree char *aside = g_strconcat(r->path, DAMAGED_SUFFIX, NULL);
-                gboolean kept = g_key_file_error_quark() == error->domain &&
-                                rename(r->path, aside) == 0;
-                g_warning("cannot read the container registry %s: %s%s%s", r->path,
-                          error->message, kept ? "; kept as " : "", kept ? aside : "");
+                gboolean kept =
+                        g_key_file_error_quark() == error->domain && rename(r->path, aside) == 0;
+                g_warning("cannot read the container registry %s: %s%s%s", r->path, error->message,
+                          kept ? "; kept as " : "", kept ? aside : "");
         }
         /* One scan finds the processes of every container at once, and the
          * IDs in use that the registry lost. */

@@ -4,6 +4,9 @@
  * is saved comes back after a restart, containers without a carrier are
  * reported gone at load, and a member's exit leads to one scan. */
 #include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/file.h>
 #include <glib/gstdio.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -322,7 +325,15 @@ static void test_edited_and_damaged_files(void)
         g_assert_cmpstr(kept, ==, "[7\nnot a key file\n");
         ptags_registry_free(r);
 
-        /* And --remove-state takes it with the rest. */
+        /* And --remove-state takes it with the rest, but never from under a
+         * ptagsd holding the runtime directory's lock (ptags-lsm). */
+        int held = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        g_assert_cmpint(flock(held, LOCK_EX), ==, 0);
+        g_autoptr(GError) busy = NULL;
+        g_assert_false(ptags_registry_remove_file(path, &busy));
+        g_assert_nonnull(strstr(busy->message, "in use by a running ptagsd"));
+        g_assert_true(g_file_test(aside, G_FILE_TEST_EXISTS));
+        close(held);
         g_assert_true(ptags_registry_remove_file(path, NULL));
         g_assert_false(g_file_test(aside, G_FILE_TEST_EXISTS));
         g_assert_false(g_file_test(path, G_FILE_TEST_EXISTS));

@@ -904,7 +904,8 @@ class ContainerInheritanceTests(ContainerTestCase):
                   "print(os.getpid(), flush=True)\n"
                   "time.sleep(600)\n")
         procs = []
-        for contid in range(180, 184):
+        contids = range(180, 184)
+        for contid in contids:
             proc = self.world.spawn("target", ["setsid", PYTHON, "-c", script],
                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE)
             self.addCleanup(self._kill_group, proc.pid)
@@ -917,8 +918,10 @@ class ContainerInheritanceTests(ContainerTestCase):
         for proc in procs:
             proc.stdin.write(b"\n")
             proc.stdin.flush()
+        last = []
         for proc in procs:
-            self.addCleanup(kill_quietly, self.read_line(proc))
+            last.append(self.read_line(proc))
+            self.addCleanup(kill_quietly, last[-1])
         hopped = time.monotonic() - hop_start
         self.signals.pump(0.5)
         self.assertEqual(self.signals.removed, [])
@@ -926,7 +929,12 @@ class ContainerInheritanceTests(ContainerTestCase):
             f.seek(log_start)
             scans = f.read().count(b"container scan:")
         print("4 x 400 hops in %.2f s: %d scans" % (hopped, scans))
+        self.assertGreater(scans, 0, "the containers were never checked")
         self.assertLessEqual(scans, int((hopped + 0.5) / 0.1) + 2)
+        # Still each its own, and each found at the end of its chain.
+        self.assertEqual([self.contid_of(pid) for pid in last], list(contids))
+        for contid in contids:
+            self.container(contid)
 
 
 class ContainerLoggingTests(test_logging.LoggingTests):

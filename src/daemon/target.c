@@ -427,7 +427,7 @@ char *ptags_status_comm(const char *status)
 }
 
 /* @full: also look up the user name (a user-database query, which may
- * leave the machine) and the units; a re-check needs neither. */
+ * leave the machine), which a re-check does not need. */
 static gboolean process_info_read(const PtagsTarget *t, PtagsProcessInfo *info, gboolean full,
                                   GError **error)
 {
@@ -618,21 +618,25 @@ static gboolean status_one_gid(const char *status, guint64 ids[4])
         return TRUE;
 }
 
+/* Whether @gid is one of the @n_gids the bus saw (any when it told none). */
+static gboolean gid_seen(guint64 gid, const guint32 *gids, gsize n_gids)
+{
+        if (gids == NULL)
+                return TRUE;
+        for (gsize i = 0; i < n_gids; i++)
+                if (gids[i] == gid)
+                        return TRUE;
+        return FALSE;
+}
+
 gboolean ptags_status_is_plain_process_of(const char *status, uid_t uid, const guint32 *gids,
                                           gsize n_gids)
 {
         guint64 ids[4], cap = 0;
 
-        if (!status_runs_as(status, uid) || !status_one_gid(status, ids))
+        if (!status_runs_as(status, uid) || !status_one_gid(status, ids) ||
+            !gid_seen(ids[0], gids, n_gids))
                 return FALSE;
-        /* And one the bus saw. */
-        if (gids != NULL) {
-                gboolean found = FALSE;
-                for (gsize i = 0; i < n_gids && !found; i++)
-                        found = gids[i] == ids[0];
-                if (!found)
-                        return FALSE;
-        }
         if (uid == 0)
                 return TRUE; /* root holds every privilege anyway */
         /* No capability an ordinary uid does not have (file capabilities,
@@ -722,7 +726,8 @@ static gboolean peer_process_proven(PtagsPeer *peer, gboolean by_bus, const guin
                 return FALSE;
         guint64 ids[4];
         gboolean ok = by_bus ? peer->uid == 0 || (status_runs_as(status, peer->uid) &&
-                                                  status_one_gid(status, ids))
+                                                  status_one_gid(status, ids) &&
+                                                  gid_seen(ids[0], gids, n_gids))
                              : ptags_status_is_plain_process_of(status, peer->uid, gids, n_gids);
         if (!ok || !privilege_read(peer->target.pid, &peer->proven))
                 return FALSE;
@@ -802,12 +807,17 @@ static void credentials_done(GObject *source, GAsyncResult *res, gpointer user_d
         g_autoptr(PtagsPeer) peer = peer_new(uid);
         if (g_variant_lookup(creds, "ProcessID", "u", &pid))
                 peer->reported_pid = (pid_t)pid;
+        /* The groups the connection had when it was made. */
+        g_autoptr(GVariant) groups =
+                g_variant_lookup_value(creds, "UnixGroupIDs", G_VARIANT_TYPE("au"));
+        gsize n_gids = 0;
+        const guint32 *gids = groups != NULL ? g_variant_get_fixed_array(groups, &n_gids, 4) : NULL;
         if (g_variant_lookup(creds, "ProcessFD", "h", &fd_index) && fds != NULL) {
                 /* The bus vouches for this one: it is the connection's. */
                 int fd = g_unix_fd_list_get(fds, fd_index, NULL);
                 if (fd >= 0 && ptags_target_adopt_pidfd(&peer->target, fd, NULL)) {
                         peer->pid_namespace = peer_pid_namespace(&peer->target);
-                        peer->process_known = peer_process_proven(peer, TRUE, NULL, 0);
+                        peer->process_known = peer_process_proven(peer, TRUE, gids, n_gids);
                 }
         } else if (peer->reported_pid > 0 &&
                    ptags_target_pin_pid(&peer->target, peer->reported_pid, NULL) &&
@@ -816,11 +826,6 @@ static void credentials_done(GObject *source, GAsyncResult *res, gpointer user_d
                    ptags_bus_joins_may_have_opened(lookup->unique_name,
                                                    ptags_lineage_start_time(peer->reported_pid))) {
                 peer->pid_namespace = peer_pid_namespace(&peer->target);
-                g_autoptr(GVariant) groups =
-                        g_variant_lookup_value(creds, "UnixGroupIDs", G_VARIANT_TYPE("au"));
-                gsize n_gids = 0;
-                const guint32 *gids =
-                        groups != NULL ? g_variant_get_fixed_array(groups, &n_gids, 4) : NULL;
                 peer->process_known = peer_process_proven(peer, FALSE, gids, n_gids);
         }
         if (!peer->process_known) {

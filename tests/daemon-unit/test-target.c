@@ -428,6 +428,9 @@ static void fake_bus_call(GDBusConnection *connection, const char *sender, const
         GVariantBuilder creds;
         g_variant_builder_init(&creds, G_VARIANT_TYPE("a{sv}"));
         g_variant_builder_add(&creds, "{sv}", "UnixUserID", g_variant_new_uint32(65534));
+        const guint32 groups[] = {65534};
+        g_variant_builder_add(&creds, "{sv}", "UnixGroupIDs",
+                              g_variant_new_fixed_array(G_VARIANT_TYPE_UINT32, groups, 1, 4));
         g_variant_builder_add(&creds, "{sv}", "ProcessID", g_variant_new_uint32((guint32)pid));
         g_variant_builder_add(&creds, "{sv}", "ProcessFD", g_variant_new_handle(index));
         g_dbus_method_invocation_return_value_with_unix_fd_list(
@@ -496,16 +499,16 @@ static gboolean runs_with_euid(pid_t pid, uid_t euid)
         return FALSE;
 }
 
-/* A child of nobody that executes @program 600 once @go_fd is readable (at
- * once when it is -1). */
-static pid_t spawn_as_nobody(const char *program, int go_fd)
+/* A child of nobody (in group @gid) that executes @program 600 once @go_fd
+ * is readable (at once when it is -1). */
+static pid_t spawn_as_nobody_in(gid_t gid, const char *program, int go_fd)
 {
         pid_t child = fork();
         g_assert_cmpint(child, >=, 0);
         if (child == 0) {
                 char byte;
                 alarm(30); /* never outlive a failing test */
-                if (setresgid(65534, 65534, 65534) != 0 || setresuid(65534, 65534, 65534) != 0)
+                if (setresgid(gid, gid, gid) != 0 || setresuid(65534, 65534, 65534) != 0)
                         _exit(1);
                 if (go_fd >= 0 && read(go_fd, &byte, 1) != 1)
                         _exit(1);
@@ -513,6 +516,11 @@ static pid_t spawn_as_nobody(const char *program, int go_fd)
                 _exit(1);
         }
         return child;
+}
+
+static pid_t spawn_as_nobody(const char *program, int go_fd)
+{
+        return spawn_as_nobody_in(65534, program, go_fd);
 }
 
 static void kill_and_reap(pid_t child)
@@ -586,6 +594,21 @@ static void test_peer_process_fd_that_becomes_root(void)
         g_autoptr(PtagsPeer) setgid_peer = peer_with_process_fd(sgid);
         g_assert_false(setgid_peer->process_known);
         kill_and_reap(sgid);
+
+        /* One gid throughout, but not one the connection had (a setgid
+         * program that made its real gid its effective one). */
+        pid_t regrouped = spawn_as_nobody_in(100, "/bin/sleep", -1);
+        g_autofree char *regrouped_status = g_strdup_printf("/proc/%d/status", (int)regrouped);
+        for (int i = 0; i < 1000; i++) {
+                g_autofree char *text = NULL;
+                if (g_file_get_contents(regrouped_status, &text, NULL, NULL) &&
+                    strstr(text, "\nGid:\t100\t100\t") != NULL && strstr(text, "\nUid:\t65534"))
+                        break;
+                g_usleep(5000);
+        }
+        g_autoptr(PtagsPeer) regrouped_peer = peer_with_process_fd(regrouped);
+        g_assert_false(regrouped_peer->process_known);
+        kill_and_reap(regrouped);
 
         g_assert_cmpint(unlink(sgid_sleep), ==, 0);
         g_assert_cmpint(unlink(suid_sleep), ==, 0);

@@ -15,7 +15,7 @@ import unittest
 
 from gi.repository import Gio, GLib
 
-from ptags_harness import DAEMON_SANITIZED, POLKIT_NAME, PtagsTestCase, wait_until
+from ptags_harness import DAEMON_SANITIZED, PtagsTestCase
 import ptags_client
 
 # How soon a restarted ptagsd must be back on the bus (median of the

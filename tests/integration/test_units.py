@@ -7,7 +7,6 @@
 # the system's camera-app.service: polkit rules trust target-unit.
 
 import os
-import shutil
 import unittest
 
 from ptags_harness import HarnessError, PtagsTestCase

@@ -77,8 +77,11 @@ static int bpf_read(PtagsBackend *b, int pidfd, pid_t pid, ptags_set **out)
                 if (r == 0)
                         r = ptags_bpf_tags_of_record(self->bpf, &rec, out);
         }
-        /* A record naming a set not in the table is ptagsd's own fault. */
-        if (r == -EIO)
+        /* A record naming a set not in the table: a fork slower than the
+         * collection's grace (src/bpf/README.md). Said once per process,
+         * however often a caller asks about it. */
+        static pid_t warned_pid;
+        if (r == -EIO && __atomic_exchange_n(&warned_pid, pid, __ATOMIC_RELAXED) != pid)
                 g_warning("reading %d: %s", (int)pid, ptags_bpf_last_error(self->bpf));
         else if (r < 0 && r != -ESRCH)
                 g_debug("reading %d: %s", (int)pid, ptags_bpf_last_error(self->bpf));

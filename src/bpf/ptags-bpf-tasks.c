@@ -450,6 +450,21 @@ static int retag_locked(ptags_bpf *b, int pidfd, uint32_t mask, uint64_t set_id,
         return r;
 }
 
+bool ptags_bpf_has_set(ptags_bpf *b, const ptags_set *tags)
+{
+        if (ptags_set_count(tags) == 0)
+                return true;
+        size_t len = 0;
+        char *text = ptags_set_format(tags, &len);
+        if (!text)
+                return false; /* out of memory: say it would add one */
+        pthread_mutex_lock(&b->lock);
+        bool held = ptags_bpf_sets_by_text(&b->sets, text, len) != NULL;
+        pthread_mutex_unlock(&b->lock);
+        free(text);
+        return held;
+}
+
 int ptags_bpf_write_tags(ptags_bpf *b, int pidfd, const ptags_set *tags, uint64_t mark)
 {
         uint64_t id;

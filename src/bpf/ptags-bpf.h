@@ -123,6 +123,10 @@ int ptags_bpf_exec_mark(ptags_bpf *b, int pidfd, uint64_t *out);
  * keeps of @tags. */
 int ptags_bpf_write_tags(ptags_bpf *b, int pidfd, const ptags_set *tags, uint64_t mark);
 
+/* Whether the table already holds a set of exactly @tags (the empty set
+ * always counts as held). */
+bool ptags_bpf_has_set(ptags_bpf *b, const ptags_set *tags);
+
 /* After the calling thread's last write failed: whether the process's
  * leader had taken the new record before the failure (a thread pass that
  * failed, or threads that kept exec'ding), so the process holds part of

@@ -130,6 +130,11 @@ static int bpf_apply(PtagsBackend *b, int pidfd, pid_t pid, const ptags_plan *pl
         return r;
 }
 
+static gboolean bpf_adds_list(PtagsBackend *b, const ptags_set *tags)
+{
+        return !ptags_bpf_has_set(((BackendBpf *)b)->bpf, tags);
+}
+
 static int bpf_find(PtagsBackend *b, const char *pattern, size_t len, PtagsFoundFunc cb,
                     void *user_data)
 {
@@ -268,6 +273,7 @@ static const PtagsBackendOps bpf_lsm_ops = {
         .read_id = bpf_read_id,
         .exec_mark = bpf_exec_mark,
         .apply = bpf_apply,
+        .adds_list = bpf_adds_list,
         .find = bpf_find,
         .free = bpf_free,
         .read_contid = bpf_read_contid,
@@ -282,6 +288,7 @@ static const PtagsBackendOps bpf_tracepoint_ops = {
         .read_id = bpf_read_id,
         .exec_mark = bpf_exec_mark,
         .apply = bpf_apply,
+        .adds_list = bpf_adds_list,
         .find = bpf_find,
         .free = bpf_free,
         .read_contid = bpf_read_contid,

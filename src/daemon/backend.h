@@ -70,6 +70,12 @@ typedef struct {
          * that exec, so the exec drops what it does not keep. */
         int (*apply)(PtagsBackend *b, int pidfd, pid_t pid, const ptags_plan *plan,
                      guint64 exec_mark, PtagsApplyFailure *failure);
+        /* Optional: whether writing @tags would add a list to what the
+         * backend keeps itself (bpf: each distinct list once, in ptagsd's
+         * memory and its table), so a change that keeps a process's size
+         * still grows the backend. NULL: never (ptags-lsm: the kernel keeps
+         * each process's list). */
+        gboolean (*adds_list)(PtagsBackend *b, const ptags_set *tags);
         /* Call @cb for every live process holding a tag that matches the
          * validated @pattern (empty = any tag). 0 or -errno. */
         int (*find)(PtagsBackend *b, const char *pattern, size_t len, PtagsFoundFunc cb,
@@ -129,6 +135,11 @@ static inline int ptags_backend_apply(PtagsBackend *b, int pidfd, pid_t pid, con
 {
         *failure = (PtagsApplyFailure){.refused = -1, .partial = FALSE};
         return b->ops->apply(b, pidfd, pid, plan, exec_mark, failure);
+}
+
+static inline gboolean ptags_backend_adds_list(PtagsBackend *b, const ptags_set *tags)
+{
+        return b->ops->adds_list != NULL && b->ops->adds_list(b, tags);
 }
 
 static inline gboolean ptags_backend_has_contids(PtagsBackend *b)

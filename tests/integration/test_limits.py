@@ -18,7 +18,7 @@ import unittest
 
 import ptags_client
 from ptags_harness import (HeldThread, LIB_DIR, PYTHON, PtagsTestCase, rss_kib, second_user_uid,
-                           unprivileged_argv)
+                           unprivileged_argv, wait_until)
 
 ADD = "org.ptags.tag.add"
 MiB = 1024 * 1024
@@ -252,6 +252,46 @@ class ConfiguredBudgetTests(LimitWorld):
         # Root needs no polkit, so the budget does not apply to it.
         self.assertOk(self.world.root_call("Apply", "uas",
                                            [target, ["+r:%d" % i for i in range(21)]]))
+
+
+class SharedListBudgetTests(LimitWorld):
+    # Only the bpf backend keeps lists itself, once for every process
+    # sharing one.
+    backends = ("bpf",)
+    world_options = {"daemon_args": ["--max-process-bytes=2000", "--max-user-bytes=3000"]}
+
+    def test_a_list_of_its_own_is_growth(self):
+        """A forked child shares its parent's list, and a change that keeps
+        a process's size (a keep flag, a value of the same length) was never
+        counted against the uid. But each such change gives the process a
+        list of its own, which ptagsd keeps in memory and in /run: a user
+        forking children and changing each so grew ptagsd without bound."""
+        script = ("import os, sys, time\n"
+                  "sys.stdin.readline()\n"
+                  "if os.fork() == 0:\n"
+                  "    print(os.getpid(), flush=True)\n"
+                  "    time.sleep(600)\n"
+                  "time.sleep(600)\n")
+        proc = self.world.spawn("forker", unprivileged_argv() + [PYTHON, "-c", script],
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        # Tagged once setpriv has exec'd python: that exec would drop the tag.
+        wait_until(lambda: os.readlink("/proc/%d/exe" % proc.pid).startswith(
+            os.path.realpath(PYTHON)), 10, "the forker to exec python")
+        tag = "a:" + "x" * 1598
+        self.assertOk(self.world.root_call("AddTag", "usb", [proc.pid, tag, False]))
+        proc.stdin.write(b"go\n")
+        proc.stdin.flush()
+        child = int(proc.stdout.readline())
+        self.assertEqual(self.world.get_tags(child), [(tag, False, "")])
+        # Parent and child hold 3200 bytes together, one list in ptagsd.
+        reply = self.world.root_call("SetKeep", "usb", [child, tag, True])
+        self.assertError(reply, "LimitExceeded")
+        self.assertIn("MaxUserBytes", reply.message)
+        self.assertEqual(self.world.get_tags(child), [(tag, False, "")])
+        # A list ptagsd already keeps is no growth: the parent's, given back.
+        self.assertOk(self.world.root_call("Apply", "uas", [child, ["-" + tag, "+" + tag]]))
+        # Shrinking stays allowed.
+        self.assertOk(self.world.root_call("RemoveTag", "us", [child, tag]))
 
 
 class NewUserWalkTests(LimitWorld):

@@ -114,10 +114,51 @@ def check_activation(bus_policy, dbus_service, unit, libexecdir):
              % ([p.attrib for p in owners], BUS_NAME))
 
 
+def unit_values(path, key):
+    """Every value of @key in the unit file (systemd takes many keys more
+    than once, where configparser keeps the last)."""
+    values = []
+    with open(path) as f:
+        for line in f:
+            line = line.strip()
+            if line.startswith(key + "="):
+                values.append(line[len(key) + 1:])
+    return values
+
+
+def check_unit_sandbox(unit):
+    """What ptagsd needs of its unit's sandbox, by systemd's rules, which
+    no test here can run (no systemd as PID 1):
+    - ProtectKernelTunables= mounts /sys/fs/bpf read-only, and a
+      ReadWritePaths= of that same path loses to it (of two mounts of one
+      path systemd keeps the more restrictive), so the bpf backend could not
+      make its pins: the unit must name the pin directory itself, which must
+      exist before the sandbox is set up, so an ExecStartPre= run outside it
+      ("+") makes it.
+    - Type=dbus gets no notification socket without NotifyAccess=, and
+      ptagsd reports readiness and its backend through it."""
+    pin_dir = "/sys/fs/bpf/ptags"
+    writable = [p.lstrip("-") for v in unit_values(unit, "ReadWritePaths") for p in v.split()]
+    if unit_values(unit, "ProtectKernelTunables") == ["yes"]:
+        if "/sys/fs/bpf" in writable:
+            fail("ReadWritePaths=/sys/fs/bpf loses to ProtectKernelTunables=: name %s" % pin_dir)
+        if pin_dir not in writable:
+            fail("ReadWritePaths= does not name %s" % pin_dir)
+        if not any("+" in v.split()[0] and "mkdir" in v and pin_dir in v
+                   for v in unit_values(unit, "ExecStartPre")):
+            fail("no ExecStartPre=+ makes %s before the sandbox is set up" % pin_dir)
+    if unit_values(unit, "NotifyAccess") not in (["main"], ["all"]):
+        fail("NotifyAccess= is %r: a Type=dbus unit gets no NOTIFY_SOCKET without it"
+             % unit_values(unit, "NotifyAccess"))
+    if unit_values(unit, "Restart") != ["on-failure"]:
+        fail("Restart= is %r, expected on-failure" % unit_values(unit, "Restart"))
+
+
 CASES = {
     "polkit-actions": (check_polkit_actions, 1),
     "polkit-german": (check_polkit_german, 1),
     "activation": (check_activation, 4),
+    "unit-sandbox": (check_unit_sandbox, 1),
 }
 
 if __name__ == "__main__":

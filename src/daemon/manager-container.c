@@ -131,8 +131,8 @@ static gboolean parse_info(ContainerArgs *a, GVariant *info, GError **error)
                         a->name = g_strdup(name);
                 } else {
                         /* The key is the caller's: shortened and escaped,
-                         * as it reaches the journal too. */
-                        g_autofree char *shown = ptags_shorten(key);
+                         * quotes too, as it reaches the journal's line. */
+                        g_autofree char *shown = ptags_shown_text(key, strlen(key), 80);
                         g_set_error(error, G_DBUS_ERROR, G_DBUS_ERROR_INVALID_ARGS,
                                     "argument info: unknown key \"%s\" or wrong type (expected "
                                     "uuid ay, name s)",
@@ -813,9 +813,12 @@ static void list_authorized(GObject *source, GAsyncResult *res, gpointer user_da
         g_autoptr(GError) error = NULL;
         gboolean all = ptags_authority_check_all_finish(res, &error);
 
-        /* A denial narrows the list to the caller's own; only a caller that
-         * left gets nothing. */
-        if (!all && g_error_matches(error, G_IO_ERROR, G_IO_ERROR_CANCELLED)) {
+        /* A denial narrows the list to the caller's own. A caller that left
+         * gets nothing, and one whose check polkit was never asked (a
+         * budget) gets that error: a narrowed list would be a wrong
+         * answer. */
+        if (!all && (g_error_matches(error, G_IO_ERROR, G_IO_ERROR_CANCELLED) ||
+                     g_error_matches(error, PTAGS_ERROR, PTAGS_ERROR_LIMIT_EXCEEDED))) {
                 call_fail(call, g_steal_pointer(&error));
                 return;
         }

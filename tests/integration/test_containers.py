@@ -233,7 +233,12 @@ class ContainerTests(ContainerTestCase):
                                      [target, 102, {key: GLib.Variant("s", "red")}])
         self.assertError(reply, invalid)
         self.assertLess(len(reply.message), 200, reply.message)
-        self.assertIn('"\\x1b[2Jkkk', reply.message)
+        self.assertIn('"\\u{001B}[2Jkkk', reply.message)
+        # Quotes too: the key cannot close the message's quotation.
+        reply = self.world.root_call("RegisterContainer", "uta{sv}",
+                                     [target, 102, {'k" is fine, "x': GLib.Variant("s", "red")}])
+        self.assertError(reply, invalid)
+        self.assertIn('"k\\u{0022} is fine, \\u{0022}x"', reply.message)
         # A key of 100000 bytes is refused for its size before it is read.
         reply = self.world.root_call("RegisterContainer", "uta{sv}",
                                      [target, 102, {"k" * 100000: GLib.Variant("s", "red")}])
@@ -642,6 +647,28 @@ class ContainerTests(ContainerTestCase):
         self.assertError(client.call("GetContainer", "t", [211]), "NoSuchContainer")
         listed = self.assertOk(client.call("ListContainers"))[0]
         self.assertEqual([c for c, _ in listed], [210])
+
+
+class ContainerListBudgetTests(ContainerTestCase):
+    backends = ("bpf",)  # the authority's bound, the same on both backends
+    daemon_args = ("--max-polkit-calls=1",)
+
+    def test_a_list_polkit_was_not_asked_about_is_no_answer(self):
+        """ListContainers narrows the list to the caller's own containers
+        when polkit says no. It did so too when polkit was never asked (the
+        caller's uid had MaxPolkitCalls waiting already), and so answered
+        as if the others' containers did not exist."""
+        self.assertOk(self.register(self.world.spawn_target(), 214))
+        self.world.polkit.set_allowed([INSPECT])
+        self.world.polkit.set_hang([INSPECT])
+        waiting = self.world.spawn_client()
+        waiting.send("ListContainers", "", [])
+        self.world.polkit.wait_hanging(1)
+        client = self.world.spawn_client()
+        self.assertError(client.call("ListContainers"), "LimitExceeded")
+        self.world.polkit.set_hang([])
+        self.world.polkit.release()
+        self.assertEqual([c for c, _ in self.assertOk(waiting.receive())[0]], [214])
 
 
 class ContainerReadFaultTests(ContainerTestCase):

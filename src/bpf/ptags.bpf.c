@@ -226,7 +226,9 @@ int ptags_iter_find(struct bpf_iter__task *ctx)
         struct ptags_list_entry e;
         __u32 flags, gen = find_gen, *found;
 
-        if (!task)
+        /* A task that has exited (a zombie until reaped) keeps its record
+         * but holds nothing: an exited process is gone to every method. */
+        if (!task || BPF_CORE_READ(task, exit_state) != 0)
                 return 0;
         rec = bpf_task_storage_get(&task_records, task, 0, 0);
         if (!rec)

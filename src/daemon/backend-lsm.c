@@ -18,6 +18,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/syscall.h>
@@ -266,6 +267,24 @@ static void lsm_recover(BackendLsm *self)
         unlink(self->intent_path);
 }
 
+/* Whether @pid's process has exited (a zombie not yet reaped, or gone):
+ * the kernel still shows a zombie's tags. */
+static gboolean exited(pid_t pid)
+{
+        char path[48], buf[512];
+        snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return TRUE;
+        ssize_t n = read(fd, buf, sizeof(buf) - 1);
+        close(fd);
+        if (n <= 0)
+                return TRUE;
+        buf[n] = '\0';
+        const char *state = strrchr(buf, ')');
+        return state == NULL || state[1] != ' ' || state[2] == 'Z' || state[2] == 'X';
+}
+
 static int lsm_find(PtagsBackend *b, const char *pattern, size_t len, PtagsFoundFunc cb,
                     void *user_data)
 {
@@ -284,7 +303,7 @@ static int lsm_find(PtagsBackend *b, const char *pattern, size_t len, PtagsFound
                 ptags_set *tags = NULL;
                 if (lsm_read(b, -1, (pid_t)pid, &tags) != 0)
                         continue; /* exited meanwhile, or unreadable: not a holder */
-                if (ptags_set_matches(tags, pattern, len, false))
+                if (ptags_set_matches(tags, pattern, len, false) && !exited((pid_t)pid))
                         cb((pid_t)pid, tags, 0, user_data);
                 ptags_set_free(tags);
         }

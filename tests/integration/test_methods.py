@@ -7,11 +7,13 @@
 # non-root caller exercises authorization) on an unprivileged target.
 
 import os
+import signal
+import subprocess
 import unittest
 import xml.etree.ElementTree as ET
 
 import ptags_client
-from ptags_harness import INTERACTIVE_REQUIRED, PtagsTestCase
+from ptags_harness import INTERACTIVE_REQUIRED, PtagsTestCase, sleep_sleeps, wait_until
 
 ADD = "org.ptags.tag.add"
 REMOVE = "org.ptags.tag.remove"
@@ -310,6 +312,29 @@ class ChangeMethodTests(PtagsTestCase):
         self.assertOk(self.client.call("Apply", "uas", [self.target, lines]))
         self.assertEqual(self.world.get_tags(self.target),
                          [("app:b", False, "new"), ("app:c", False, "")])
+
+
+class ZombieFindTests(PtagsTestCase):
+    def test_find_tagged_lists_no_exited_process(self):
+        """An exited process is gone, zombie or reaped, for every method:
+        FindTagged listed a zombie (its parent had not reaped it) that held
+        a matching tag, whose GetTags then failed."""
+        zombie = subprocess.Popen(["sleep", "600"])
+        try:
+            wait_until(lambda: sleep_sleeps(zombie.pid), 10, "sleep to exec")
+            self.assertOk(self.world.root_call("AddTag", "usb", [zombie.pid, "app:zz", False]))
+            found = self.assertOk(self.world.root_call("FindTagged", "s", ["app:zz"]))[0]
+            self.assertEqual([pid for pid, _ in found], [zombie.pid])
+            os.kill(zombie.pid, signal.SIGKILL)
+            wait_until(lambda: open("/proc/%d/stat" % zombie.pid).read().rsplit(")", 1)[1]
+                       .split()[0] == "Z", 10, "sleep to be a zombie")
+            self.assertEqual(self.assertOk(
+                self.world.root_call("FindTagged", "s", ["app:zz"]))[0], [])
+            self.assertError(self.world.root_call("GetTags", "u", [zombie.pid]),
+                             "NoSuchProcess")
+        finally:
+            zombie.kill()
+            zombie.wait(timeout=10)
 
 
 if __name__ == "__main__":

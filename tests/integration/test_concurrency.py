@@ -303,6 +303,20 @@ class KernelWriteRaceTests(TargetWorld):
         self.assertEqual(self.world.get_tags(self.target), expected,
                          "a failed batch must leave no tag behind")
 
+    def write_in_a_loop(self, pid, line):
+        """Another process writes @line (a Python expression of the count i,
+        giving bytes) to @pid's kernel file, again and again, until the test
+        ends."""
+        path = os.path.join(self.world.mount, str(pid), "attr", "ptags")
+        script = ("import itertools, os, sys\n"
+                  "for i in itertools.count():\n"
+                  "    fd = os.open(sys.argv[1], os.O_WRONLY)\n"
+                  "    os.write(fd, %s)\n"
+                  "    os.close(fd)\n" % line)
+        proc = self.world.spawn("writer", [PYTHON, "-c", script, path])
+        self.addCleanup(proc.wait)
+        self.addCleanup(proc.kill)
+
     def test_a_read_never_joins_two_lists(self):
         """The kernel builds the text of the file anew for every read(2): a
         list read in pieces could join the start of one list to the rest of
@@ -311,23 +325,12 @@ class KernelWriteRaceTests(TargetWorld):
         byte 4 of "a:1=app:admin\\n", "app:admin\\n" made a:1 and app:admin."""
         target = self.world.spawn_target()
         self.assertOk(self.world.root_call("AddTag", "usb", [target, "a:1", False]))
-        path = os.path.join(self.world.mount, str(target), "attr", "ptags")
-        flipper = ("import os, sys\n"
-                   "while True:\n"
-                   "    for line in (b'!a:1=app:admin\\n', b'!a:1\\n'):\n"
-                   "        fd = os.open(sys.argv[1], os.O_WRONLY)\n"
-                   "        os.write(fd, line)\n"
-                   "        os.close(fd)\n")
-        proc = self.world.spawn("flipper", [PYTHON, "-c", flipper, path])
-        try:
-            forged = 0
-            for _ in range(2000):
-                reply = self.world.root_call("HasTag", "us", [target, "app:admin"])
-                self.assertOk(reply)
-                forged += reply.value[0]
-        finally:
-            proc.kill()
-            proc.wait()
+        self.write_in_a_loop(target, "(b'!a:1=app:admin\\n', b'!a:1\\n')[i % 2]")
+        forged = 0
+        for _ in range(2000):
+            reply = self.world.root_call("HasTag", "us", [target, "app:admin"])
+            self.assertOk(reply)
+            forged += reply.value[0]
         self.assertEqual(forged, 0, "app:admin was read from a joined list")
 
     def test_a_target_changing_its_tags_cannot_refuse_a_removal(self):
@@ -338,20 +341,10 @@ class KernelWriteRaceTests(TargetWorld):
         revocation plan and ask again, then fail."""
         target = self.world.spawn_target()
         self.assertOk(self.world.root_call("Apply", "uas", [target, ["+app:camera", "+x:flip"]]))
-        path = os.path.join(self.world.mount, str(target), "attr", "ptags")
-        flipper = ("import itertools, os, sys\n"
-                   "for i in itertools.count():\n"
-                   "    fd = os.open(sys.argv[1], os.O_WRONLY)\n"
-                   "    os.write(fd, b'!x:flip=%d\\n' % (i % 1000))\n"
-                   "    os.close(fd)\n")
-        proc = self.world.spawn("flipper", [PYTHON, "-c", flipper, path])
-        try:
-            self.world.polkit.set_allowed([REMOVE])
-            client = self.world.spawn_client()
-            self.assertOk(client.call("RemoveTag", "us", [target, "app:camera"]))
-        finally:
-            proc.kill()
-            proc.wait()
+        self.write_in_a_loop(target, "b'!x:flip=%d\\n' % (i % 1000)")
+        self.world.polkit.set_allowed([REMOVE])
+        client = self.world.spawn_client()
+        self.assertOk(client.call("RemoveTag", "us", [target, "app:camera"]))
         self.assertEqual([t[0] for t in self.world.get_tags(target)], ["x:flip"])
 
     def spawn_losing_target(self):

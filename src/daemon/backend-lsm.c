@@ -268,21 +268,17 @@ static void lsm_recover(BackendLsm *self)
 }
 
 /* Whether @pid's process has exited (a zombie not yet reaped, or gone):
- * the kernel still shows a zombie's tags. */
+ * the kernel still shows a zombie's tags. Asked of a pidfd, as every other
+ * method does: a process whose main thread ended while others run is
+ * alive (its /proc/PID/stat says Z all the same). */
 static gboolean exited(pid_t pid)
 {
-        char path[48], buf[512];
-        snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-        int fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
+        int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+        if (pidfd < 0)
                 return TRUE;
-        ssize_t n = read(fd, buf, sizeof(buf) - 1);
-        close(fd);
-        if (n <= 0)
-                return TRUE;
-        buf[n] = '\0';
-        const char *state = strrchr(buf, ')');
-        return state == NULL || state[1] != ' ' || state[2] == 'Z' || state[2] == 'X';
+        gboolean running = ptags_pidfd_running(pidfd);
+        close(pidfd);
+        return !running;
 }
 
 static int lsm_find(PtagsBackend *b, const char *pattern, size_t len, PtagsFoundFunc cb,

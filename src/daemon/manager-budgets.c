@@ -72,12 +72,17 @@ gboolean change_check_budgets(Call *call, BudgetsStage stage, GError **error)
 
         gboolean scan_user =
                 stage == BUDGETS_AT_COMMIT || (call->caller != NULL && call->caller->uid != 0);
-        /* A process that keeps its size but gets a list of its own still
-         * grows a backend that keeps each list once (bpf): processes forked
-         * from one share its list until changed, so changes that keep
-         * their size could grow ptagsd's memory and /run without end. */
-        if (!scan_user || (after <= before &&
-                           (after == 0 || !ptags_backend_adds_list(call->svc->backend, result))))
+        /* On a backend that keeps each list once (bpf), a change that gives
+         * a process a list of its own grows ptagsd whatever the process's
+         * size: processes forked from one share its list until changed,
+         * and changing each of many would grow ptagsd's memory and /run
+         * without end. So for callers other than root it counts as growth.
+         * Root's changes keep the rule that one leaving the process no
+         * larger is allowed over a budget: revoking must always work. */
+        gboolean by_root = call->caller == NULL || call->caller->uid == 0;
+        if (!scan_user ||
+            (after <= before &&
+             (after == 0 || by_root || !ptags_backend_adds_list(call->svc->backend, result))))
                 return TRUE;
         uid_t uid = ptags_pid_uid(call->target.pid);
         if (uid == (uid_t)-1)

@@ -200,62 +200,69 @@ static void assert_child_passed(pid_t child, const char *what)
         g_assert_cmpint(WEXITSTATUS(status), ==, 0);
 }
 
-/* Under systemd ptagsd's stderr is the journal. A message written while
- * journald takes nothing must not wait for it: it would hold up the calls.
- * A child writes one message to a journal of its own that takes nothing:
- * it must be done at once (SIGALRM otherwise). */
-static void test_messages_do_not_wait_for_the_journal(void)
+/* Runs @body in a child whose journal takes nothing (stall_own_journal);
+ * @body's exit status says whether it passed. */
+static void in_child_with_stalled_journal(int (*body)(void), const char *what)
 {
         pid_t child = fork();
         g_assert_cmpint(child, >=, 0);
         if (child == 0) {
                 int r = stall_own_journal();
-                if (r != 0)
-                        _exit(r);
-                const GLogField fields[] = {
-                        {"MESSAGE", "a message while the journal takes nothing", -1},
-                        {"PRIORITY", "5", -1},
-                        {"GLIB_DOMAIN", "ptagsd-test", -1},
-                };
-                alarm(5);
-                ptags_log_write(G_LOG_LEVEL_MESSAGE, fields, G_N_ELEMENTS(fields), NULL);
-                _exit(0);
+                _exit(r != 0 ? r : body());
         }
-        assert_child_passed(child, "writing a message waited on the journal");
+        assert_child_passed(child, what);
+}
+
+/* Under systemd ptagsd's stderr is the journal. A message written while
+ * journald takes nothing must not wait for it: it would hold up the calls.
+ * A child writes one message to a journal of its own that takes nothing:
+ * it must be done at once (SIGALRM otherwise). */
+static int write_one_message(void)
+{
+        const GLogField fields[] = {
+                {"MESSAGE", "a message while the journal takes nothing", -1},
+                {"PRIORITY", "5", -1},
+                {"GLIB_DOMAIN", "ptagsd-test", -1},
+        };
+        alarm(5);
+        ptags_log_write(G_LOG_LEVEL_MESSAGE, fields, G_N_ELEMENTS(fields), NULL);
+        return 0;
+}
+
+static void test_messages_do_not_wait_for_the_journal(void)
+{
+        in_child_with_stalled_journal(write_one_message, "writing a message waited on the journal");
 }
 
 /* Messages queued for a journal that takes nothing are dropped once the
  * writers hold their bound: 3 MiB of them (debug lines, which no rate limit
  * thins) leave at most the bound and one message waiting, as the
  * LimitExceeded of a change then says. */
+static int write_over_the_bound(void)
+{
+        g_setenv("G_MESSAGES_DEBUG", "all", TRUE);
+        g_autofree char *line = g_strnfill(10 * 1024, 'm');
+        const GLogField fields[] = {
+                {"MESSAGE", line, -1},
+                {"PRIORITY", "7", -1},
+                {"GLIB_DOMAIN", "ptagsd-test", -1},
+        };
+        alarm(10);
+        for (int i = 0; i < 300; i++)
+                ptags_log_write(G_LOG_LEVEL_DEBUG, fields, G_N_ELEMENTS(fields), NULL);
+        g_autoptr(GError) error = NULL;
+        if (ptags_log_writer_has_room(&error))
+                return 5;
+        const char *at = strstr(error->message, ": ");
+        unsigned kib = 0;
+        if (at == NULL || sscanf(at, ": %u KiB", &kib) != 1)
+                return 6;
+        return kib <= PTAGS_LOG_BACKLOG_BYTES / 1024 + 11 ? 0 : 7;
+}
+
 static void test_messages_over_the_bound_are_dropped(void)
 {
-        pid_t child = fork();
-        g_assert_cmpint(child, >=, 0);
-        if (child == 0) {
-                int r = stall_own_journal();
-                if (r != 0)
-                        _exit(r);
-                g_setenv("G_MESSAGES_DEBUG", "all", TRUE);
-                g_autofree char *line = g_strnfill(10 * 1024, 'm');
-                const GLogField fields[] = {
-                        {"MESSAGE", line, -1},
-                        {"PRIORITY", "7", -1},
-                        {"GLIB_DOMAIN", "ptagsd-test", -1},
-                };
-                alarm(10);
-                for (int i = 0; i < 300; i++)
-                        ptags_log_write(G_LOG_LEVEL_DEBUG, fields, G_N_ELEMENTS(fields), NULL);
-                g_autoptr(GError) error = NULL;
-                if (ptags_log_writer_has_room(&error))
-                        _exit(5);
-                const char *at = strstr(error->message, ": ");
-                unsigned kib = 0;
-                if (at == NULL || sscanf(at, ": %u KiB", &kib) != 1)
-                        _exit(6);
-                _exit(kib <= PTAGS_LOG_BACKLOG_BYTES / 1024 + 11 ? 0 : 7);
-        }
-        assert_child_passed(child, "messages over the bound");
+        in_child_with_stalled_journal(write_over_the_bound, "messages over the bound");
 }
 
 static void test_limiter_bucket(void)

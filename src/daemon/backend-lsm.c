@@ -18,7 +18,6 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
-#include <stdio.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/syscall.h>
@@ -267,20 +266,6 @@ static void lsm_recover(BackendLsm *self)
         unlink(self->intent_path);
 }
 
-/* Whether @pid's process has exited (a zombie not yet reaped, or gone):
- * the kernel still shows a zombie's tags. Asked of a pidfd, as every other
- * method does: a process whose main thread ended while others run is
- * alive (its /proc/PID/stat says Z all the same). */
-static gboolean exited(pid_t pid)
-{
-        int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
-        if (pidfd < 0)
-                return TRUE;
-        gboolean running = ptags_pidfd_running(pidfd);
-        close(pidfd);
-        return !running;
-}
-
 static int lsm_find(PtagsBackend *b, const char *pattern, size_t len, PtagsFoundFunc cb,
                     void *user_data)
 {
@@ -296,10 +281,19 @@ static int lsm_find(PtagsBackend *b, const char *pattern, size_t len, PtagsFound
                 long pid = strtol(de->d_name, &end, 10);
                 if (end == de->d_name || *end != '\0' || pid <= 0)
                         continue;
+                /* Pinned first, and read as every read is: the tags are
+                 * this process's only if it still runs afterwards, which a
+                 * zombie (whose tags the kernel still shows) does not, nor
+                 * a process whose pid was taken again meanwhile. */
+                int pidfd = (int)syscall(SYS_pidfd_open, (pid_t)pid, 0);
+                if (pidfd < 0)
+                        continue; /* exited meanwhile */
                 ptags_set *tags = NULL;
-                if (lsm_read(b, -1, (pid_t)pid, &tags) != 0)
+                int r = lsm_read(b, pidfd, (pid_t)pid, &tags);
+                close(pidfd);
+                if (r != 0)
                         continue; /* exited meanwhile, or unreadable: not a holder */
-                if (ptags_set_matches(tags, pattern, len, false) && !exited((pid_t)pid))
+                if (ptags_set_matches(tags, pattern, len, false))
                         cb((pid_t)pid, tags, 0, user_data);
                 ptags_set_free(tags);
         }

@@ -314,21 +314,50 @@ static gboolean takes_away_only(const ptags_plan *plan)
         return TRUE;
 }
 
-/* Whether each change of @now is one of @allowed's (the same kind on the
- * same tag). */
-static gboolean plan_within(const ptags_plan *now, const ptags_plan *allowed)
+/* Whether @allowed has change @c (the same kind on the same tag). */
+static gboolean plan_has(const ptags_plan *allowed, const ptags_change *c)
 {
-        for (size_t i = 0; i < ptags_plan_change_count(now); i++) {
-                const ptags_change *c = ptags_plan_change_at(now, i);
-                gboolean found = FALSE;
-                for (size_t j = 0; j < ptags_plan_change_count(allowed) && !found; j++) {
-                        const ptags_change *a = ptags_plan_change_at(allowed, j);
-                        found = a->kind == c->kind && a->tag_len == c->tag_len &&
-                                memcmp(a->tag, c->tag, c->tag_len) == 0;
-                }
-                if (!found)
-                        return FALSE;
+        for (size_t j = 0; j < ptags_plan_change_count(allowed); j++) {
+                const ptags_change *a = ptags_plan_change_at(allowed, j);
+                if (a->kind == c->kind && a->tag_len == c->tag_len &&
+                    memcmp(a->tag, c->tag, c->tag_len) == 0)
+                        return TRUE;
         }
+        return FALSE;
+}
+
+/* Plan a removal-only call again, keeping only the changes polkit allowed:
+ * a pattern may now match tags the target gained meanwhile, which nobody
+ * was asked about. Leaving them is what the call would have done had it
+ * come just before they were added, so the target cannot keep its own
+ * revocation off by adding tags in a loop. FALSE, with @error set, when the
+ * call cannot be planned again. */
+static gboolean change_plan_within(Call *call, const ptags_plan *allowed, GError **error)
+{
+        if (!change_plan(call, error))
+                return FALSE;
+        size_t n = ptags_plan_change_count(call->plan);
+        g_autofree bool *keep = g_new(bool, n + 1);
+        gboolean all = TRUE;
+        for (size_t i = 0; i < n; i++) {
+                keep[i] = plan_has(allowed, ptags_plan_change_at(call->plan, i));
+                all = all && keep[i];
+        }
+        if (all)
+                return TRUE;
+        ptags_plan *within = NULL;
+        ptags_result r = ptags_plan_restrict(call->plan, call->current, keep, &within);
+        if (r != PTAGS_OK) {
+                g_set_error(error, PTAGS_ERROR, ptags_error_from_result(r),
+                            "cannot plan the change of process %d again: %s", (int)call->target.pid,
+                            ptags_result_message(r));
+                return FALSE;
+        }
+        g_debug("%s: process %d gained tags the call's pattern matches during authorization; "
+                "they stay",
+                call->method, (int)call->target.pid);
+        ptags_plan_free(call->plan);
+        call->plan = within;
         return TRUE;
 }
 
@@ -382,14 +411,12 @@ static void change_commit(Call *call)
         gboolean planned = FALSE;
         if (!same && takes_away_only(call->plan) && caller_rights_still_hold(call)) {
                 /* A plan that only takes away still holds, whatever else the
-                 * target did meanwhile (its name, unit, program or other
-                 * tags), while planned again it takes away no more than
-                 * polkit allowed: it can grant nothing, and a target that
-                 * could void it by changing would keep its own revocation
-                 * off for good. */
+                 * target did meanwhile (its name, unit, program or tags), as
+                 * far as polkit allowed it: it can grant nothing, and a
+                 * target that could void it by changing would keep its own
+                 * revocation off for good. */
                 ptags_plan *allowed = g_steal_pointer(&call->plan);
-                planned = change_plan(call, &error);
-                same = planned && plan_within(call->plan, allowed);
+                planned = same = change_plan_within(call, allowed, &error);
                 ptags_plan_free(allowed);
                 if (error != NULL) {
                         change_refuse(call, error);

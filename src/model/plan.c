@@ -125,6 +125,50 @@ ptags_result ptags_plan_build(const ptags_set *current, const char *const *lines
         return PTAGS_OK;
 }
 
+ptags_result ptags_plan_restrict(const ptags_plan *p, const ptags_set *current, const bool *keep,
+                                 ptags_plan **out)
+{
+        char **lines = calloc(p->count + 1, sizeof(*lines));
+        size_t n = 0;
+        ptags_result r = lines == NULL ? PTAGS_E_NOMEM : PTAGS_OK;
+        ptags_plan *q = NULL;
+
+        for (size_t i = 0; i < p->count && r == PTAGS_OK; i++) {
+                if (!keep[i])
+                        continue;
+                size_t len = ptags_change_format(&p->changes[i], false, NULL, 0);
+                lines[n] = malloc(len + 1);
+                if (lines[n] == NULL)
+                        r = PTAGS_E_NOMEM;
+                else
+                        ptags_change_format(&p->changes[i], false, lines[n++], len + 1);
+        }
+        if (r == PTAGS_OK)
+                r = ptags_plan_build(current, (const char *const *)lines, NULL, n, &q, NULL);
+        /* Each line must give back its own change, and only it. */
+        if (r == PTAGS_OK && q->count != n)
+                r = PTAGS_E_INVALID_COMMAND;
+        for (size_t i = 0, j = 0; r == PTAGS_OK && i < p->count; i++) {
+                if (!keep[i])
+                        continue;
+                const ptags_change *c = &p->changes[i];
+                ptags_change *d = &q->changes[j++];
+                if (d->kind != c->kind || d->tag_len != c->tag_len ||
+                    memcmp(d->tag, c->tag, c->tag_len) != 0)
+                        r = PTAGS_E_INVALID_COMMAND;
+                d->line = c->line;
+        }
+        for (size_t i = 0; i < n; i++)
+                free(lines[i]);
+        free(lines);
+        if (r != PTAGS_OK) {
+                ptags_plan_free(q);
+                return r;
+        }
+        *out = q;
+        return PTAGS_OK;
+}
+
 size_t ptags_plan_change_count(const ptags_plan *p)
 {
         return p->count;

@@ -305,6 +305,14 @@ typedef struct ptags_plan ptags_plan;
 ptags_result ptags_plan_build(const ptags_set *current, const char *const *lines,
                               const size_t *lens, size_t n, ptags_plan **out, size_t *failed_line);
 void ptags_plan_free(ptags_plan *p);
+/* A plan of only the changes of @p whose entry in @keep is true, built
+ * again against @current (the set @p was built from, or one differing only
+ * in tags no kept change touches), each change keeping its input line.
+ * Fails with the error of a kept change that no longer applies as it did
+ * (INVALID_COMMAND when it applies differently), leaving *out untouched.
+ * (transfer full: ptags_plan_free) Since: 0.1 */
+ptags_result ptags_plan_restrict(const ptags_plan *p, const ptags_set *current, const bool *keep,
+                                 ptags_plan **out);
 size_t ptags_plan_change_count(const ptags_plan *p);
 /* (transfer none) */
 const ptags_change *ptags_plan_change_at(const ptags_plan *p, size_t i);

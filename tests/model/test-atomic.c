@@ -408,6 +408,48 @@ static void test_format_buffer(void)
         ptags_set_free(s);
 }
 
+/* A plan cut down to some of its changes: built again against the set,
+ * each change keeping its input line; a change that no longer applies
+ * without the ones cut away fails the whole. */
+static void test_plan_restrict(void)
+{
+        ptags_set *current = test_set_from_text("app:a\n@app:b=1\n@app:c\nx\n");
+        const char *lines[] = {"+y", "-app:*"};
+        ptags_plan *p = NULL, *q = NULL;
+
+        g_assert_cmpint(ptags_plan_build(current, lines, NULL, 2, &p, NULL), ==, PTAGS_OK);
+        g_autofree char *all = describe_changes(p);
+        g_assert_cmpstr(all, ==,
+                        "0:+y|-y 1:-app:a|+app:a 1:-app:b|+@app:b|!app:b=1 1:-app:c|+@app:c");
+        bool keep[] = {false, true, false, true};
+        g_assert_cmpint(ptags_plan_restrict(p, current, keep, &q), ==, PTAGS_OK);
+        g_autofree char *some = describe_changes(q);
+        g_assert_cmpstr(some, ==, "1:-app:a|+app:a 1:-app:c|+@app:c");
+        g_autofree char *after = test_set_to_text(ptags_plan_result(q));
+        g_assert_cmpstr(after, ==, "@app:b=1\nx\n");
+        ptags_plan_free(q);
+        q = NULL;
+
+        /* Nothing kept: an empty plan of the same set. */
+        bool none[] = {false, false, false, false};
+        g_assert_cmpint(ptags_plan_restrict(p, current, none, &q), ==, PTAGS_OK);
+        g_assert_cmpuint(ptags_plan_change_count(q), ==, 0);
+        g_assert_true(ptags_set_equal(ptags_plan_result(q), current));
+        ptags_plan_free(q);
+        ptags_plan_free(p);
+
+        /* A value set on a tag whose adding was cut away: the error, and no
+         * plan. */
+        const char *dependent[] = {"+new", "!new=v"};
+        g_assert_cmpint(ptags_plan_build(current, dependent, NULL, 2, &p, NULL), ==, PTAGS_OK);
+        bool second[] = {false, true};
+        q = (ptags_plan *)&keep; /* untouched on failure */
+        g_assert_cmpint(ptags_plan_restrict(p, current, second, &q), ==, PTAGS_E_NO_SUCH_TAG);
+        g_assert_true(q == (ptags_plan *)&keep);
+        ptags_plan_free(p);
+        ptags_set_free(current);
+}
+
 int main(int argc, char **argv)
 {
         g_test_init(&argc, &argv, NULL);
@@ -417,6 +459,7 @@ int main(int argc, char **argv)
         g_test_add_func("/atomic/explicit-lengths", test_explicit_lengths);
         g_test_add_func("/atomic/tag-limit", test_tag_limit);
         g_test_add_func("/atomic/plan-bounds", test_plan_bounds);
+        g_test_add_func("/atomic/plan-restrict", test_plan_restrict);
         g_test_add_func("/atomic/rights-checked-per-change", test_rights_checked_per_change);
         g_test_add_func("/atomic/modes-side-by-side", test_modes_side_by_side);
         g_test_add_func("/atomic/format-buffer", test_format_buffer);

@@ -140,13 +140,16 @@ static void audit_write(int type, const char *msg, gboolean success)
 }
 
 /* Whether @text must go hex-encoded into an audit record: anything but
- * printable ASCII other than '"'. libaudit's own test compares signed chars,
- * so where char is unsigned (arm64) it would pass UTF-8 (a bidi override)
- * through raw. */
+ * printable ASCII other than '"', '\'' and '='. libaudit's own test
+ * compares signed chars, so where char is unsigned (arm64) it would pass
+ * UTF-8 (a bidi override) through raw. And ausearch finds a record's fields
+ * by the first "res=", "hostname=" or "uid=" in its text, quotes or not: a
+ * value "a,hostname=x,res=success" before ptagsd's own fields would make a
+ * refusal read as a success from another host. */
 static gboolean audit_needs_hex(const char *text)
 {
         for (const guchar *p = (const guchar *)text; *p != '\0'; p++)
-                if (*p < 0x21 || *p > 0x7e || *p == '"')
+                if (*p < 0x21 || *p > 0x7e || *p == '"' || *p == '\'' || *p == '=')
                         return TRUE;
         return FALSE;
 }
@@ -166,24 +169,37 @@ static void append_audit_value(GString *out, const char *name, const char *text,
         g_string_append_printf(out, " %s=%s", name, hex);
 }
 
-/* How much of a value a record carries (a value may be 32700 bytes, and the
- * kernel cuts a record's text at about 8 KiB, past its res= field); the
+/* How much of a value a record carries (a value may be 32700 bytes); the
  * journal entry has it whole. */
 #define AUDIT_VALUE_MAX 256
+/* The kernel keeps this much of a user record's text (its
+ * AUDIT_MESSAGE_TEXT_MAX) and cuts the rest, res= with it; the tail that
+ * follows the body (exe=, hostname=, addr=, terminal=, res=) gets room this
+ * large. A 4000-byte tag hex-encoded takes 8000 of it, so a value shares
+ * what is left. */
+#define AUDIT_TEXT_MAX  8560u
+#define AUDIT_TAIL_ROOM 384u
 
-/* The record's subject is ptagsd itself, so the body names who asked. */
+/* The record's subject is ptagsd itself, so the body names who asked: the
+ * caller's uid as the "uid=" of the text, the one ausearch -ui matches for
+ * records that carry a second (as login records do), and the target as
+ * "opid=", the object. */
 char *ptags_audit_message(const char *op, const PtagsLogContext *ctx, const char *tag,
                           const char *value, size_t value_len)
 {
         GString *out = g_string_new(NULL);
 
-        g_string_append_printf(out, "op=%s pid=%d caller_pid=%d caller_uid=%u", op, (int)ctx->pid,
+        g_string_append_printf(out, "op=%s opid=%d caller_pid=%d uid=%u", op, (int)ctx->pid,
                                (int)ctx->caller_pid, (unsigned)ctx->caller_uid);
         if (tag != NULL)
                 append_audit_value(out, "tag", tag, strlen(tag));
         if (value != NULL) {
-                append_audit_value(out, "value", value, MIN(value_len, AUDIT_VALUE_MAX));
-                if (value_len > AUDIT_VALUE_MAX)
+                /* Hex doubles every byte; " value=" and " value_len=32700" take 24. */
+                gsize used = out->len + 24 + AUDIT_TAIL_ROOM;
+                size_t room = used < AUDIT_TEXT_MAX ? (AUDIT_TEXT_MAX - used) / 2 : 0;
+                size_t shown = MIN(value_len, MIN(room, AUDIT_VALUE_MAX));
+                append_audit_value(out, "value", value, shown);
+                if (value_len > shown)
                         g_string_append_printf(out, " value_len=%zu", value_len);
         }
         return g_string_free(out, FALSE);
@@ -449,8 +465,8 @@ char *ptags_audit_container_message(const char *op, const PtagsLogContext *ctx, 
         if (ctx == NULL)
                 return g_strdup_printf("op=%s contid=%s", op, id);
         g_autofree char *old_id = contid_text(old);
-        return g_strdup_printf("op=%s opid=%d contid=%s old-contid=%s caller_pid=%d caller_uid=%u",
-                               op, (int)ctx->pid, id, old_id, (int)ctx->caller_pid,
+        return g_strdup_printf("op=%s opid=%d contid=%s old-contid=%s caller_pid=%d uid=%u", op,
+                               (int)ctx->pid, id, old_id, (int)ctx->caller_pid,
                                (unsigned)ctx->caller_uid);
 }
 

@@ -25,12 +25,12 @@ static void test_audit_message(void)
         PtagsLogContext ctx = {.pid = 42, .caller_pid = 1234, .caller_uid = 1000};
         g_autofree char *plain = ptags_audit_message("ptags-add", &ctx, "app:camera", NULL, 0);
         g_assert_cmpstr(plain, ==,
-                        "op=ptags-add pid=42 caller_pid=1234 caller_uid=1000 tag=\"app:camera\"");
+                        "op=ptags-add opid=42 caller_pid=1234 uid=1000 tag=\"app:camera\"");
 
         /* A space could fake a field ("x res=success"): libaudit hex-encodes it. */
         ctx.pid = 7;
         g_autofree char *forged = ptags_audit_message("ptags-add", &ctx, "x res=success", NULL, 0);
-        g_assert_true(g_str_has_prefix(forged, "op=ptags-add pid=7 caller_pid=1234 "));
+        g_assert_true(g_str_has_prefix(forged, "op=ptags-add opid=7 caller_pid=1234 "));
         g_assert_null(strstr(forged, "res=success"));
         g_assert_cmpstr(strstr(forged, "tag="), ==, "tag=78207265733D73756363657373");
 
@@ -43,12 +43,12 @@ static void test_audit_message(void)
 
         ctx.pid = 9;
         g_autofree char *none = ptags_audit_message("ptags-change", &ctx, NULL, NULL, 0);
-        g_assert_cmpstr(none, ==, "op=ptags-change pid=9 caller_pid=1234 caller_uid=1000");
+        g_assert_cmpstr(none, ==, "op=ptags-change opid=9 caller_pid=1234 uid=1000");
 
         /* A value set is recorded, encoded as a tag is. */
         g_autofree char *set = ptags_audit_message("ptags-set-value", &ctx, "app:x", "v1", 2);
         g_assert_cmpstr(set, ==,
-                        "op=ptags-set-value pid=9 caller_pid=1234 caller_uid=1000 tag=\"app:x\" "
+                        "op=ptags-set-value opid=9 caller_pid=1234 uid=1000 tag=\"app:x\" "
                         "value=\"v1\"");
         g_autofree char *spaced = ptags_audit_message("ptags-set-value", &ctx, "app:x", "a b", 3);
         g_assert_cmpstr(strstr(spaced, "value="), ==, "value=612062");
@@ -61,6 +61,29 @@ static void test_audit_message(void)
                 ptags_audit_message("ptags-set-value", &ctx, "app:x", long_value, 300);
         g_autofree char *shown = g_strdup_printf("value=\"%.*s\" value_len=300", 256, long_value);
         g_assert_cmpstr(strstr(cut, "value="), ==, shown);
+
+        /* ausearch takes a record's first "res=" or "hostname=", quoted or
+         * not: a value could make a refusal read as a success from another
+         * host. An '=' or a '\'' (the end of the kernel's msg='...') forces
+         * hex. */
+        g_autofree char *forging = ptags_audit_message("ptags-set-value", &ctx, "app:x",
+                                                       "a,hostname=evil,res=success", 27);
+        g_assert_null(strstr(forging, "res="));
+        g_assert_null(strstr(forging, "hostname="));
+        g_autofree char *quote = ptags_audit_message("ptags-set-value", &ctx, "app:x", "a'b", 3);
+        g_assert_cmpstr(strstr(quote, "value="), ==, "value=612762");
+
+        /* The kernel keeps 8560 bytes of a record's text: a long tag and a
+         * value must leave room for the fields that follow (res= last). */
+        GString *tag = g_string_new("app:");
+        while (tag->len < PTAGS_MAX_TAG_LEN - 1)
+                g_string_append(tag, "\u00e9");
+        g_autofree char *big =
+                ptags_audit_message("ptags-set-value", &ctx, tag->str, long_value, 300);
+        g_assert_cmpuint(strlen(big) + 384, <=, 8560);
+        g_assert_nonnull(strstr(big, " value_len=300"));
+        g_assert_nonnull(strstr(big, " value=\""));
+        g_string_free(tag, TRUE);
 }
 
 static void test_container_message(void)
@@ -68,10 +91,10 @@ static void test_container_message(void)
         PtagsLogContext ctx = {.pid = 42, .caller_pid = 1234, .caller_uid = 1000};
         g_autofree char *first = ptags_audit_container_message("set", &ctx, 5, PTAGS_CONTID_UNSET);
         g_assert_cmpstr(first, ==,
-                        "op=set opid=42 contid=5 old-contid=-1 caller_pid=1234 caller_uid=1000");
+                        "op=set opid=42 contid=5 old-contid=-1 caller_pid=1234 uid=1000");
         g_autofree char *nested = ptags_audit_container_message("set", &ctx, 6, 5);
         g_assert_cmpstr(nested, ==,
-                        "op=set opid=42 contid=6 old-contid=5 caller_pid=1234 caller_uid=1000");
+                        "op=set opid=42 contid=6 old-contid=5 caller_pid=1234 uid=1000");
         g_autofree char *drop =
                 ptags_audit_container_message("drop", NULL, 18446744073709551614u, 0);
         g_assert_cmpstr(drop, ==, "op=drop contid=18446744073709551614");

@@ -1006,7 +1006,7 @@ class ContainerLoggingTests(test_logging.LoggingTests):
             self.assertEqual(fields["op"], "set")
             self.assertEqual(fields["opid"], str(self.target))
             self.assertEqual(fields["caller_pid"], str(caller))
-            self.assertEqual(fields["caller_uid"], "0")
+            self.assertEqual(fields["uid"], "0")
         self.assertEqual((done["contid"], done["old-contid"], done["res"]),
                          ("800", "-1", "success"))
         self.assertEqual((refused["contid"], refused["old-contid"], refused["res"]),

@@ -671,7 +671,7 @@ class LoggingTests(PtagsTestCase):
             if int(match.group(1)) != self.daemon_pid:
                 continue
             body = audit_fields(match.group(2))
-            if body.get("pid") == str(self.target):
+            if body.get("opid") == str(self.target):
                 found.append(body)
         return found
 
@@ -711,12 +711,44 @@ class LoggingTests(PtagsTestCase):
             self.assertEqual(body["op"], "ptags-add")
             self.assertEqual(body["res"], "failed" if tag == "log:refused" else "success")
             # The subject is ptagsd: the body must name who asked.
-            self.assertEqual(body["caller_uid"], "65534" if tag == "log:refused" else "0")
+            self.assertEqual(body["uid"], "65534" if tag == "log:refused" else "0")
             self.assertIn("caller_pid", body)
         # Plain tags are quoted; spaces and quotes force hex.
         self.assertEqual(by_tag[plain][0]["tag"], '"%s"' % plain)
         self.assertEqual(by_tag[spaced][0]["tag"].upper(), spaced.encode().hex().upper())
         self.assertEqual(by_tag[quoted][0]["tag"].upper(), quoted.encode().hex().upper())
+
+    def test_caller_text_cannot_forge_what_ausearch_reads(self):
+        """ausearch reads a user record's fields by searching its text: the
+        first "res=" and "hostname=" after the body's start, and a second
+        "uid=" (ending the search with an error, so the record is dropped
+        from any search by uid, when it follows a letter it does not know,
+        as in caller_uid=). A refused value "a,hostname=...,res=success"
+        read as a success from that host."""
+        audit = AuditReader()
+        self.addCleanup(audit.close)
+        client = self.world.spawn_client()
+        forging = "a,hostname=evil.example,res=success"
+        self.assertError(client.call("Apply", "uas", [self.target, [
+            "+log:forged", "!log:forged=" + forging]]), "NotAuthorized")
+        records = []
+        deadline = time.monotonic() + WAIT_S
+        while len(records) < 2 and time.monotonic() < deadline:
+            for kind, text in audit.records(0.2):
+                match = USER_RECORD.match(text)
+                if (kind == AUDIT_USER_MAC_CONFIG_CHANGE and match is not None
+                        and int(match.group(1)) == self.daemon_pid
+                        and "opid=%d " % self.target in match.group(2)):
+                    records.append(match.group(2))
+        self.assertEqual(len(records), 2, records)
+        for text in records:
+            with self.subTest(text=text[:60]):
+                self.assertTrue(text.endswith(" res=failed"), text)
+                self.assertEqual(text.index("res="), len(text) - len("res=failed"), text)
+                self.assertEqual(text[text.index("hostname="):].split(" ")[0], "hostname=?")
+                for at in [m.start() for m in re.finditer("uid=", text)]:
+                    self.assertIn(text[at - 1], " 'asu", text)
+                self.assertIn(" uid=65534 ", text)
 
     def test_a_value_set_is_audited(self):
         """A set-value record carries the value (the journal entry always

@@ -479,6 +479,13 @@ static void register_start(Call *call)
                 register_fail(call, rule_error(EINVAL, NULL, call->target.pid, a->contid));
                 return;
         }
+        /* Known before polkit is asked, so nobody is prompted for a call
+         * that cannot succeed (register_commit looks again). */
+        if (!call->caller->process_known) {
+                register_fail(call, ptags_peer_unknown_error(call->caller, call->sender,
+                                                             "registering a container"));
+                return;
+        }
         if (call->caller->uid == 0) {
                 register_commit(call); /* polkit always authorizes root */
                 return;

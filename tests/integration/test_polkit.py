@@ -259,6 +259,13 @@ class PolkitDetailsTests(PtagsTestCase):
         reply = guarded.call("AddTag", "usb", [0, "app:self", False])
         self.assertError(reply, "NoSuchProcess")
         self.assertIn("cannot be identified", reply.message)
+        # A registration needs the caller's process (the descendant rule,
+        # the registrant): refused before polkit is asked, with no prompt.
+        self.world.polkit.clear_checks()
+        reply = guarded.call("RegisterContainer", "uta{sv}", [self.target, 77, {}])
+        self.assertError(reply, "NoSuchProcess")
+        self.assertIn("cannot be identified", reply.message)
+        self.assertEqual(self.world.polkit.checks(), [])
         self.assertOk(guarded.call("AddTag", "usb", [guarded.pid, "app:named", False]))
         checks = self.world.polkit.checks()
         self.assertEqual([c["subject"]["name"] for c in checks], [guarded.unique_name])

@@ -15,6 +15,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <linux/capability.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -407,6 +408,12 @@ static void lsm_free(PtagsBackend *b)
 static const PtagsBackendOps lsm_ops = {
         .name = "ptags-lsm",
         .max_line = PTAGS_WRITE_MAX - 1,
+        /* CAP_MAC_ADMIN gave ptagsd its rights tags (grant_daemon_rights),
+         * which carry it from then on. Kept, it would make every writer of
+         * ptagsd's own file unrestricted on the 2016 kernel, which looks at
+         * the target's capability rather than the writer's: any user could
+         * take ptagsd's rights away. */
+        .unneeded_capabilities = 1ull << CAP_MAC_ADMIN | 1ull << CAP_BPF | 1ull << CAP_PERFMON,
         .read = lsm_read,
         .apply = lsm_apply,
         .find = lsm_find,

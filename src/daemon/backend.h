@@ -42,6 +42,10 @@ typedef struct {
         /* Longest command line (without '\n') it can apply; 0 = no limit.
          * ptags-lsm: PTAGS_WRITE_MAX - 1, as one kernel write is one page. */
         size_t max_line;
+        /* Capabilities (a mask of 1 << CAP_*) of those ptagsd's unit gives
+         * that this backend needs no more once made: ptagsd drops them before
+         * it serves, and before it starts any thread. */
+        guint64 unneeded_capabilities;
         /* Read the tags of the process pinned by @pidfd (pid @pid).
          * 0 and *out (transfer full: ptags_set_free), or -errno. */
         int (*read)(PtagsBackend *b, int pidfd, pid_t pid, ptags_set **out);

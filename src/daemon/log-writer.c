@@ -46,6 +46,7 @@ static Sink journal_sink = {
 static Sink audit_sink = {
         "the audit trail", "ptagsd-audit", PTHREAD_COND_INITIALIZER, G_QUEUE_INIT, 0, NULL};
 static guint waiting; /* both sinks' records' number */
+static gboolean held; /* no writer thread starts: see ptags_log_writer_hold() */
 static guint dropped; /* refusals not logged while full, not yet reported */
 static gint audit_failure_noted;
 
@@ -153,15 +154,27 @@ static gpointer writer_main(gpointer data)
 
 static void flush_at_exit(void);
 
+/* With the lock held. */
+static void start_writer(Sink *sink)
+{
+        if (sink->thread == NULL && !held && !g_queue_is_empty(&sink->queue))
+                sink->thread = g_thread_new(sink->thread_name, writer_main, sink);
+}
+
+void ptags_log_writer_hold(gboolean hold)
+{
+        pthread_mutex_lock(&lock);
+        held = hold;
+        start_writer(&journal_sink);
+        start_writer(&audit_sink);
+        pthread_mutex_unlock(&lock);
+}
+
 static void push(Sink *sink, Record *r)
 {
         static gboolean at_exit;
 
         pthread_mutex_lock(&lock);
-        /* Started at its first record; it lives as long as ptagsd, which
-         * writes what waits before it exits, however it exits (but killed). */
-        if (sink->thread == NULL)
-                sink->thread = g_thread_new(sink->thread_name, writer_main, sink);
         if (!at_exit) {
                 at_exit = TRUE;
                 atexit(flush_at_exit);
@@ -169,6 +182,9 @@ static void push(Sink *sink, Record *r)
         g_queue_push_tail(&sink->queue, r);
         sink->bytes += r->bytes;
         waiting++;
+        /* Started at its first record; it lives as long as ptagsd, which
+         * writes what waits before it exits, however it exits (but killed). */
+        start_writer(sink);
         pthread_cond_signal(&sink->queued);
         pthread_mutex_unlock(&lock);
 }
@@ -248,6 +264,7 @@ static void flush_at_exit(void)
 {
         struct timespec deadline;
 
+        ptags_log_writer_hold(FALSE); /* an exit while starting writes them too */
         clock_gettime(CLOCK_REALTIME, &deadline);
         deadline.tv_sec += EXIT_WAIT_SECONDS;
         pthread_mutex_lock(&lock);

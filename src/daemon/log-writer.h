@@ -39,5 +39,11 @@ gboolean ptags_log_writer_may_log_refusal(void);
  * sink). At exit ptagsd waits so, for at most 5 s. */
 void ptags_log_writer_flush(void);
 
+/* While held, records wait and no writer thread starts: ptagsd holds them
+ * while it starts, so that every thread it has is made after it dropped the
+ * capabilities its backend does not need (credentials are per thread).
+ * Releasing starts the writers of the records that wait. */
+void ptags_log_writer_hold(gboolean hold);
+
 /* A failing audit sink is noted once, at debug level, wherever it shows. */
 void ptags_log_writer_audit_failed(int errnum);

@@ -7,17 +7,22 @@
 #include "config.h"
 
 #include <glib-unix.h>
+#include <linux/capability.h>
 #include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <systemd/sd-bus.h>
 #include <systemd/sd-daemon.h>
+#include <unistd.h>
 
 #include "authority.h"
 #include "backend-select.h"
 #include "backend.h"
 #include "budgets.h"
 #include "bus-joins.h"
+#include "log-writer.h"
 #include "log.h"
 #include "manager.h"
 #include "names.h"
@@ -36,30 +41,69 @@ typedef struct {
 
 /* Fail before touching the kernel when the bus is unreachable or another
  * ptagsd already serves: a second instance must not disturb the first (the
- * bpf backend, for one, refuses to share its pinned state). */
-static GDBusConnection *connect_system_bus(void)
+ * bpf backend, for one, refuses to share its pinned state). Asked with
+ * sd-bus, which starts no thread: ptagsd starts none before its backend is
+ * made and the capabilities it does not need are dropped. */
+static gboolean bus_reachable_and_free(void)
 {
-        g_autoptr(GError) error = NULL;
-        g_autoptr(GDBusConnection) bus = g_bus_get_sync(G_BUS_TYPE_SYSTEM, NULL, &error);
+        sd_bus *bus = NULL;
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+        sd_bus_message *reply = NULL;
+        int owned = 0;
 
-        if (bus == NULL) {
-                g_printerr("ptagsd: cannot connect to the system bus: %s\n", error->message);
-                return NULL;
-        }
-        g_autoptr(GVariant) reply = g_dbus_connection_call_sync(
-                bus, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
-                "NameHasOwner", g_variant_new("(s)", PTAGS_BUS_NAME), G_VARIANT_TYPE("(b)"),
-                G_DBUS_CALL_FLAGS_NONE, -1, NULL, &error);
-        gboolean owned = FALSE;
-        if (reply != NULL)
-                g_variant_get(reply, "(b)", &owned);
-        if (owned) {
+        int r = sd_bus_open_system(&bus);
+        if (r >= 0)
+                r = sd_bus_call_method(bus, "org.freedesktop.DBus", "/org/freedesktop/DBus",
+                                       "org.freedesktop.DBus", "NameHasOwner", &error, &reply, "s",
+                                       PTAGS_BUS_NAME);
+        if (r >= 0)
+                r = sd_bus_message_read(reply, "b", &owned);
+        if (r < 0)
+                g_printerr("ptagsd: cannot connect to the system bus: %s\n",
+                           error.message != NULL ? error.message : g_strerror(-r));
+        else if (owned)
                 g_printerr("ptagsd: cannot own the name %s on the system bus: another ptagsd "
                            "already serves it\n",
                            PTAGS_BUS_NAME);
-                return NULL;
+        sd_bus_message_unref(reply);
+        sd_bus_error_free(&error);
+        sd_bus_flush_close_unref(bus);
+        return r >= 0 && !owned;
+}
+
+static GDBusConnection *connect_system_bus(void)
+{
+        g_autoptr(GError) error = NULL;
+        GDBusConnection *bus = g_bus_get_sync(G_BUS_TYPE_SYSTEM, NULL, &error);
+
+        if (bus == NULL)
+                g_printerr("ptagsd: cannot connect to the system bus: %s\n", error->message);
+        return bus;
+}
+
+/* Drop @caps (1 << CAP_*) from every set of this thread, which is every
+ * thread ptagsd will have: no other runs yet. A failure (an older unit's
+ * system call filter refusing capset) is logged; ptagsd still serves. */
+static void drop_capabilities(guint64 caps)
+{
+        struct __user_cap_header_struct header = {_LINUX_CAPABILITY_VERSION_3, 0};
+        struct __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3];
+
+        if (caps == 0)
+                return;
+        if (syscall(SYS_capget, &header, data) != 0) {
+                g_warning("cannot read ptagsd's capabilities: %s", g_strerror(errno));
+                return;
         }
-        return g_steal_pointer(&bus);
+        for (int i = 0; i < _LINUX_CAPABILITY_U32S_3; i++) {
+                guint32 mask = (guint32)(caps >> (32 * i));
+                data[i].effective &= ~mask;
+                data[i].permitted &= ~mask;
+                data[i].inheritable &= ~mask;
+        }
+        if (syscall(SYS_capset, &header, data) != 0)
+                g_warning("cannot drop the capabilities the backend does not need: %s",
+                          g_strerror(errno));
 }
 
 static void name_acquired(GDBusConnection *connection, const char *name, gpointer user_data)
@@ -286,17 +330,26 @@ int main(int argc, char **argv)
                 g_setenv("G_MESSAGES_DEBUG", "all", TRUE);
 
         Daemon d = {0};
-        g_autoptr(GDBusConnection) bus = connect_system_bus();
-        if (bus == NULL)
+        /* No thread starts before the capabilities are dropped: each
+         * thread keeps its own (see drop_capabilities). */
+        ptags_log_writer_hold(TRUE);
+        if (!bus_reachable_and_free())
                 return 1;
         d.backend = ptags_backend_select(backend_name, proc_root, &error);
         if (d.backend == NULL) {
                 g_printerr("ptagsd: %s\n", error->message);
                 return 1;
         }
+        drop_capabilities(d.backend->ops->unneeded_capabilities);
+        ptags_log_writer_hold(FALSE);
         printf("ptagsd %s: backend %s%s%s\n", PACKAGE_VERSION, d.backend->ops->name,
                proc_root ? ", proc root " : "", proc_root ? proc_root : "");
         fflush(stdout);
+        g_autoptr(GDBusConnection) bus = connect_system_bus();
+        if (bus == NULL) {
+                ptags_backend_free(d.backend);
+                return 1;
+        }
 
         /* Before anyone can call: the joins seen date the callers' connections. */
         if (!ptags_bus_joins_watch(bus, &error)) {

@@ -15,6 +15,7 @@ import tempfile
 import time
 import unittest
 
+from gi.repository import Gio, GLib
 from ptags_harness import PtagsTestCase, wait_until
 
 
@@ -97,6 +98,46 @@ class DaemonLifecycleTests(DaemonTestCase):
                     refused = self.run_ptagsd("--%s=%d" % (option, bad))
                     self.assertEqual(refused.returncode, 2, refused.stderr)
                     self.assertIn(option, refused.stderr)
+
+
+class CapabilityTests(PtagsTestCase):
+    # Bits of /proc/PID/status's capability sets.
+    CAP_DAC_OVERRIDE, CAP_AUDIT_CONTROL, CAP_MAC_ADMIN, CAP_PERFMON, CAP_BPF = 1, 30, 33, 38, 39
+
+    def test_what_the_backend_does_not_need_is_dropped_by_every_thread(self):
+        """ptagsd drops the capabilities its backend needs no more before it
+        starts any thread (credentials are per thread). On ptags-lsm,
+        CAP_MAC_ADMIN kept made, on the 2016 kernel, every writer of
+        ptagsd's own file unrestricted (it looks at the target's
+        capability): any user could take ptagsd's rights tags away."""
+        reply = self.world.conn.call_sync(
+            "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
+            "GetConnectionUnixProcessID", GLib.Variant("(s)", ("org.ptags.Manager",)),
+            GLib.VariantType("(u)"), Gio.DBusCallFlags.NONE, 5000, None)
+        pid = reply.unpack()[0]
+        if self.world.backend == "ptags-lsm":
+            dropped = (self.CAP_MAC_ADMIN, self.CAP_BPF, self.CAP_PERFMON)
+            kept = (self.CAP_AUDIT_CONTROL, self.CAP_DAC_OVERRIDE)
+        else:
+            dropped = (self.CAP_MAC_ADMIN, self.CAP_AUDIT_CONTROL, self.CAP_DAC_OVERRIDE)
+            kept = (self.CAP_BPF, self.CAP_PERFMON)
+        tids = os.listdir("/proc/%d/task" % pid)
+        self.assertGreater(len(tids), 1, "ptagsd runs GDBus's worker thread too")
+        for tid in tids:
+            with open("/proc/%d/task/%s/status" % (pid, tid)) as f:
+                sets = {k: int(v, 16) for k, v in re.findall(r"^(Cap\w+):\s+([0-9a-f]+)$",
+                                                             f.read(), re.M)}
+            for name in ("CapInh", "CapPrm", "CapEff"):
+                for cap in dropped:
+                    self.assertFalse(sets[name] >> cap & 1,
+                                     "thread %s holds capability %d in %s" % (tid, cap, name))
+            for cap in kept:
+                self.assertTrue(sets["CapEff"] >> cap & 1,
+                                "thread %s lost capability %d" % (tid, cap))
+        # And it still works.
+        target = self.world.spawn_target()
+        self.assertOk(self.world.root_call("AddTag", "usb", [target, "ptags:app:add", False]))
+        self.assertEqual(self.world.get_tags(target), [("ptags:app:add", False, "")])
 
 
 class CrashNoteTests(DaemonTestCase):

@@ -2,8 +2,9 @@
 # SPDX-FileCopyrightText: 2026 The ptags authors
 # test_dbus_fuzz.py: at least 50,000 random, oversized and ill-typed calls by
 # an unprivileged caller (ptags_dbus_fuzz.py as nobody) against ptagsd on a
-# real bus: it never crashes, answers every call, changes nothing, and its
-# RSS stays bounded. The same by root, whose calls do change its own
+# real bus: it never crashes, answers every call, changes nothing (no
+# TagsChanged or ContainerRegistered, no container), and its RSS stays
+# bounded. The same by root, whose calls do change its own
 # targets: ptagsd still answers everything without growing, and the targets
 # still work afterwards. Registered in suites integration and
 # integration-bpf, so check.sh runs them against the ASan/UBSan build too
@@ -17,7 +18,10 @@ import stat
 import time
 import unittest
 
-from ptags_harness import PYTHON, UNPRIVILEGED, PtagsTestCase, rss_kib
+from gi.repository import Gio, GLib
+
+import ptags_client
+from ptags_harness import PYTHON, UNPRIVILEGED, PtagsTestCase, rss_kib, wait_until
 
 CALLS = int(os.environ.get("PTAGS_DBUS_FUZZ_CALLS", "50000"))
 SENDERS = 2
@@ -37,11 +41,51 @@ ACTIONS = ["org.ptags.tag.add", "org.ptags.tag.remove", "org.ptags.tag.set-value
            "org.ptags.container.inspect"]
 
 
+class ManagerSignals:
+    """Every signal of ptagsd's interface (TagsChanged, ContainerRegistered,
+    ContainerRemoved) on @conn, as (member, args), from subscription on."""
+
+    def __init__(self, conn):
+        self.events = []
+        self._conn = conn
+        self._id = conn.signal_subscribe(
+            ptags_client.BUS_NAME, ptags_client.INTERFACE, None, ptags_client.OBJECT_PATH,
+            None, Gio.DBusSignalFlags.NONE, self._on_signal)
+        # A round trip to the bus orders our AddMatch before later calls.
+        conn.call_sync("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
+                       "GetId", None, None, Gio.DBusCallFlags.NONE, 5000, None)
+
+    def _on_signal(self, _conn, _sender, _path, _iface, name, params):
+        self.events.append((name, params.unpack()))
+
+    def pump(self, duration=0.0):
+        ctx = GLib.MainContext.default()
+        deadline = time.monotonic() + duration
+        while True:
+            while ctx.iteration(False):
+                pass
+            if time.monotonic() >= deadline:
+                return self.events
+            time.sleep(0.01)
+
+    def wait(self, count, timeout=10.0):
+        wait_until(lambda: len(self.pump()) >= count, timeout, "%d signal(s)" % count)
+        return self.events
+
+    def close(self):
+        self._conn.signal_unsubscribe(self._id)
+
+
 class DbusFuzzTests(PtagsTestCase):
     # Under ASan, freed memory is held in quarantine (256 MiB by default),
-    # which would hide any growth worth seeing: keep it small here.
+    # which would hide any growth worth seeing: keep it small here. The
+    # kernel fixture (ptags-lsm) trusts ptagsd as the container-ID writer,
+    # as the container tests do, so a registration ptagsd wrongly allowed
+    # would take effect (and be signalled) rather than be refused by the
+    # fixture's own descendant rule.
     world_options = {"daemon_env": {"ASAN_OPTIONS": (os.environ.get("ASAN_OPTIONS", "")
-                                                     + ":quarantine_size_mb=16").lstrip(":")}}
+                                                     + ":quarantine_size_mb=16").lstrip(":")},
+                     "fixture_args": ["--contid-delegate"]}
 
     def run_senders(self, script, targets, round_, as_root=False, targets_only=False):
         per_sender = (CALLS + 2 * SENDERS - 1) // (2 * SENDERS)
@@ -123,12 +167,28 @@ class DbusFuzzTests(PtagsTestCase):
             self.assertOk(self.world.root_call("Apply", "uas", [pid, ["+fz:1", "!fz:1=v",
                                                                       "+@fz:2"]]))
         before_tags = {pid: self.world.get_tags(pid) for pid in targets}
+        self.assertEqual(self.assertOk(self.world.root_call("ListContainers"))[0], [])
+        signals = ManagerSignals(self.world.conn)
+        self.addCleanup(signals.close)
         self.fuzz(targets)
         # nobody was authorized for nothing: nothing changed (its change
-        # calls that succeeded changed nothing, or only its own process).
+        # calls that succeeded changed nothing, which is not signalled).
+        # Only the senders called ptagsd during the run, so any signal is
+        # one of theirs: no tag changed anywhere, no container registered.
+        events = signals.pump(0.5)
+        self.assertEqual(events, [], "signals from the calls of a caller polkit refuses "
+                         "(first of %d): %r" % (len(events), events[:5]))
         for pid in targets:
             self.assertEqual(self.world.get_tags(pid), before_tags[pid])
+        self.assertEqual(self.assertOk(self.world.root_call("ListContainers"))[0], [],
+                         "a container registered by nobody")
+        # The recorder was listening all along: root's change and
+        # registration now are both seen.
         self.assertOk(self.world.root_call("AddTag", "usb", [targets[0], "after", False]))
+        fresh = self.world.spawn_target()
+        self.assertOk(self.world.root_call("RegisterContainer", "uta{sv}", [fresh, 4242, {}]))
+        self.assertEqual([(name, args[0]) for name, args in signals.wait(2)],
+                         [("TagsChanged", targets[0]), ("ContainerRegistered", 4242)])
 
     def test_random_calls_by_root(self):
         """Root's calls take effect and never wait for polkit, so most of

@@ -22,8 +22,8 @@ from gi.repository import Gio, GLib
 import ptags_client
 import test_logging
 from test_limits import daemon_rss_kib
-from ptags_harness import (NOBODY_UID, PYTHON, ClientProcess, HarnessError, PtagsTestCase,
-                           second_user_uid, unprivileged_argv, wait_until)
+from ptags_harness import (INTERACTIVE_REQUIRED, NOBODY_UID, PYTHON, ClientProcess, HarnessError,
+                           PtagsTestCase, second_user_uid, unprivileged_argv, wait_until)
 
 UNSET = 2**64 - 1
 REGISTER = "org.ptags.container.register"
@@ -647,6 +647,147 @@ class ContainerTests(ContainerTestCase):
         self.assertError(client.call("GetContainer", "t", [211]), "NoSuchContainer")
         listed = self.assertOk(client.call("ListContainers"))[0]
         self.assertEqual([c for c, _ in listed], [210])
+
+
+class ContainerAuthorizationTests(ContainerTestCase):
+    """The container methods' polkit checks, as ChangeMethodTests
+    (test_methods.py) checks the changes': denied, challenged without and
+    with interaction (the caller's ALLOW_INTERACTIVE_AUTHORIZATION reaches
+    polkit), then allowed. ListContainers never asks interactively."""
+
+    def check_authorization_paths(self, client, method, sig, args, action, check_refused,
+                                  check_allowed, pidfd_of=None, repeatable=True):
+        """@check_refused() after each refusal, @check_allowed(out args)
+        after each success; @repeatable: the call may succeed twice."""
+        polkit = self.world.polkit
+        kw = {"pidfd_of": pidfd_of} if pidfd_of is not None else {}
+
+        def asked(interactive):
+            checks = polkit.checks()
+            polkit.clear_checks()
+            self.assertTrue(checks, "%s must have asked polkit" % method)
+            self.assertEqual({c["action"] for c in checks}, {action})
+            for c in checks:
+                self.assertEqual(c["subject_kind"], "system-bus-name")
+                self.assertEqual(c["subject"].get("name"), client.unique_name)
+                self.assertEqual(c["flags"] & 1, 1 if interactive else 0,
+                                 "the caller %s interaction" % ("allowed" if interactive
+                                                                 else "did not allow"))
+
+        polkit.clear_checks()
+        # polkit says no, whether or not the caller allows interaction.
+        for interactive in (False, True):
+            self.assertError(client.call(method, sig, args, interactive=interactive, **kw),
+                             "NotAuthorized")
+            check_refused()
+            asked(interactive)
+        # A challenge: without interaction the caller is told to allow it...
+        polkit.set_challenge([action])
+        self.assertError(client.call(method, sig, args, **kw), INTERACTIVE_REQUIRED)
+        check_refused()
+        asked(False)
+        # ...with it, the agent answers: no, then yes.
+        polkit.set_interactive_answer(False)
+        self.assertError(client.call(method, sig, args, interactive=True, **kw), "NotAuthorized")
+        check_refused()
+        asked(True)
+        polkit.set_interactive_answer(True)
+        check_allowed(self.assertOk(client.call(method, sig, args, interactive=True, **kw)))
+        asked(True)
+        if repeatable:
+            polkit.set_challenge([])
+            polkit.set_allowed([action])
+            check_allowed(self.assertOk(client.call(method, sig, args, **kw)))
+            asked(False)
+
+    def check_registration(self, method, contid, by_pidfd):
+        client, child = self.client_with_child()
+
+        def refused():
+            self.assertEqual(self.contid_of(child), UNSET)
+            self.signals.pump()
+            self.assertEqual(self.signals.registered, [])
+            self.assertEqual(self.assertOk(self.world.root_call("ListContainers"))[0], [])
+
+        def allowed(_out):
+            self.assertEqual(self.contid_of(child), contid)
+            self.assertEqual(self.container(contid)["owner"], NOBODY_UID)
+            self.signals.pump(0.2)
+            self.assertEqual([(c, p) for c, p, _ in self.signals.registered], [(contid, child)])
+
+        if by_pidfd:  # the pidfd is the call's first fd
+            sig, target, pidfd_of = "hta{sv}", 0, child
+        else:
+            sig, target, pidfd_of = "uta{sv}", child, None
+        self.check_authorization_paths(client, method, sig, [target, contid, {}], REGISTER,
+                                       refused, allowed, pidfd_of=pidfd_of, repeatable=False)
+
+    def test_register_container(self):
+        self.check_registration("RegisterContainer", 250, by_pidfd=False)
+
+    def test_register_container_fd(self):
+        self.check_registration("RegisterContainerFd", 251, by_pidfd=True)
+
+    def test_get_container_id(self):
+        target = self.world.spawn_target()
+        self.assertOk(self.register(target, 252))
+        self.check_authorization_paths(
+            self.world.spawn_client(), "GetContainerId", "u", [target], INSPECT, lambda: None,
+            lambda out: self.assertEqual(out, [252]))
+
+    def test_get_container(self):
+        target = self.world.spawn_target()
+        self.assertOk(self.register(target, 253, name="web"))
+        self.check_authorization_paths(
+            self.world.spawn_client(), "GetContainer", "t", [253], INSPECT, lambda: None,
+            lambda out: self.assertEqual((out[0]["leader"], out[0]["name"]), (target, "web")))
+
+    def test_list_containers_never_asks_interactively(self):
+        """ListContainers narrows the list to the caller's own when polkit
+        says no: it asks without interaction even when the caller allows
+        it, so a list never waits for a password dialog."""
+        target = self.world.spawn_target()
+        self.assertOk(self.register(target, 254))
+        client = self.world.spawn_client()
+        polkit = self.world.polkit
+        # The agent would say yes, if it were asked.
+        polkit.set_challenge([INSPECT])
+        polkit.set_interactive_answer(True)
+        for interactive in (True, False):
+            polkit.clear_checks()
+            listed = self.assertOk(client.call("ListContainers", interactive=interactive))[0]
+            self.assertEqual(listed, [], "the challenge narrows the list to the caller's own")
+            checks = polkit.checks()
+            self.assertEqual([c["action"] for c in checks], [INSPECT])
+            self.assertEqual(checks[0]["subject"].get("name"), client.unique_name)
+            self.assertEqual(checks[0]["flags"] & 1, 0,
+                             "ListContainers' check allowed interaction (caller's flag: %s)"
+                             % interactive)
+        # Allowed, every container is listed; still asked without interaction.
+        polkit.set_challenge([])
+        polkit.set_allowed([INSPECT])
+        polkit.clear_checks()
+        listed = self.assertOk(client.call("ListContainers", interactive=True))[0]
+        self.assertEqual([c for c, _ in listed], [254])
+        self.assertEqual([c["flags"] & 1 for c in polkit.checks()], [0])
+
+    def test_register_fd_needs_polkit(self):
+        """RegisterContainerFd by a caller other than root: refused unless
+        polkit says yes (root's success is test_register_by_pidfd)."""
+        client, child = self.client_with_child()
+        self.assertError(client.call("RegisterContainerFd", "hta{sv}", [0, 255, {}],
+                                     pidfd_of=child), "NotAuthorized")
+        self.assertEqual(self.contid_of(child), UNSET)
+        checks = [c for c in self.world.polkit.checks() if c["action"] == REGISTER]
+        self.assertEqual(len(checks), 1)
+        self.assertEqual((checks[0]["details"]["pid"], checks[0]["details"]["contid"]),
+                         (str(child), "255"))
+        self.world.polkit.set_allowed([REGISTER])
+        self.assertOk(client.call("RegisterContainerFd", "hta{sv}", [0, 255, {}],
+                                  pidfd_of=child))
+        self.assertEqual(self.contid_of(child), 255)
+        info = self.container(255)
+        self.assertEqual((info["leader"], info["owner"]), (child, NOBODY_UID))
 
 
 class ContainerListBudgetTests(ContainerTestCase):

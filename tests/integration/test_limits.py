@@ -352,30 +352,41 @@ class DefaultBudgetTests(LimitWorld):
     def test_big_changes_never_disconnect(self):
         """Issue 9 item 1: root's 34th large Apply made a TagsChanged too big
         for the bus and ptagsd lost its connection. Growth stops at the
-        process budget, with every signal small."""
+        process budget, with every signal small. Each call adds about 60 KB
+        (a quarter of MaxProcessBytes): calls of 1 MB, as in the issue, are
+        refused from the first, which left no signal to check."""
         target = self.world.spawn_target()
         signals = self.world.record_signals()
         refused = None
+        accepted = 0
         for batch in range(40):
             if self.world.backend == "bpf":
-                # No page limit: 30 values of 30000 bytes per call, 35 MB in all.
+                # No page limit: 4 values of 15000 bytes per call.
                 lines = []
-                for i in range(30):
+                for i in range(4):
                     lines += ["+big:%02d:%02d" % (batch, i),
-                              "!big:%02d:%02d=%s" % (batch, i, "v" * 30000)]
+                              "!big:%02d:%02d=%s" % (batch, i, "v" * 15000)]
             else:
-                # One kernel page per change: 250 tags of 4 KB per call.
-                lines = ["+big:%02d:%03d:%s" % (batch, i, "x" * 3980) for i in range(250)]
+                # One kernel page per change: 15 tags of 4 KB per call.
+                lines = ["+big:%02d:%03d:%s" % (batch, i, "x" * 3980) for i in range(15)]
             reply = self.world.root_call("Apply", "uas", [target, lines], timeout_ms=60000)
             if not reply.ok:
                 refused = reply
                 break
-        self.assertIsNotNone(refused, "40 MB of tags were accepted on one process")
+            accepted += 1
+        self.assertIsNotNone(refused, "2.4 MB of tags were accepted on one process")
         self.assertError(refused, "LimitExceeded")
         self.assertTrue(self.world.daemon_alive())
         total = sum(len(n) + len(v) for n, _k, v in self.world.get_tags(target))
         self.assertLessEqual(total, BUDGET_PROPERTIES["MaxProcessBytes"])
-        for _pid, lines, tags in signals.drain(0.5):
+        # Every accepted call was signalled, the refused one not: the size
+        # checks below cannot pass over signals that never came.
+        self.assertGreaterEqual(accepted, 3, "the budget refused the first calls already")
+        signals.wait(accepted)
+        events = signals.drain(0.5)
+        self.assertEqual(len(events), accepted, "one TagsChanged per accepted Apply")
+        self.assertEqual({pid for pid, _lines, _tags in events}, {target})
+        for _pid, lines, tags in events:
             size = sum(len(x) for x in lines) + sum(len(n) + len(v) for n, _k, v in tags)
             self.assertLess(size, BUDGET_PROPERTIES["MaxMessageBytes"])
 

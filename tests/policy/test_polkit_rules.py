@@ -132,6 +132,76 @@ class ShippedRule(PolicyTestCase):
         self.assertEqual(w.get_tags(caller.pid), [])
 
 
+class ShippedRuleRights(PolicyTestCase):
+    """The shipped rule beyond AddTag: rights tags are never its to grant,
+    and RemoveTag and SetValue follow the matching right (sub, set)."""
+
+    def test_rights_tags_are_never_approved(self):
+        w = self.world
+        holder = w.spawn_client_as("nobody")
+        # ptags:ptags:add and ptags:ptags:sub are the kernel's rights to add
+        # and remove rights tags (the caller-holds-right detail is "true"
+        # for them), ptags:app:add the control that the rule is live for
+        # this caller.
+        self.assertOk(w.root_call("Apply", "uas", [holder.pid, [
+            "+ptags:ptags:add", "+ptags:ptags:sub", "+ptags:app:add"]]))
+        self.assertOk(holder.call("AddTag", "usb", [0, "app:x", False]))
+        # A rights tag is org.ptags.rights.change, which the shipped rule
+        # never answers: allow_any ("no") decides.
+        for rights_tag in ("ptags:sys:add", "ptags:add", "ptags:app:others"):
+            with self.subTest(tag=rights_tag):
+                self.assertError(holder.call("AddTag", "usb", [0, rights_tag, False]),
+                                 "NotAuthorized")
+        self.assertError(holder.call("Apply", "uas", [0, ["+ptags:sys:add"]]), "NotAuthorized")
+        # Nor may it take a right away or change a right's value.
+        self.assertError(holder.call("RemoveTag", "us", [0, "ptags:app:add"]), "NotAuthorized")
+        self.assertEqual(w.get_tags(holder.pid),
+                         [("app:x", False, ""), ("ptags:app:add", False, ""),
+                          ("ptags:ptags:add", False, ""), ("ptags:ptags:sub", False, "")])
+
+    def test_remove_and_set_value_with_the_right(self):
+        w = self.world
+        holder = w.spawn_client_as("nobody")
+        self.assertOk(w.root_call("Apply", "uas", [holder.pid, [
+            "+app:x", "+app:y", "+app:z", "+ptags:app:sub", "+ptags:app:set"]]))
+        self.assertOk(holder.call("RemoveTag", "us", [0, "app:x"]))
+        self.assertOk(holder.call("SetValue", "uss", [0, "app:y", "v=1"]))
+        self.assertOk(holder.call("SetValue", "uss", [0, "app:y", ""]))
+        self.assertOk(holder.call("SetValue", "uss", [0, "app:z", "kept"]))
+        self.assertEqual(w.get_tags(holder.pid),
+                         [("app:y", False, ""), ("app:z", False, "kept"),
+                          ("ptags:app:set", False, ""), ("ptags:app:sub", False, "")])
+        # The rights cover app: only, and only the caller itself (another
+        # process would need ptags:app:others as well).
+        self.assertOk(w.root_call("Apply", "uas", [holder.pid, ["+sys:x"]]))
+        self.assertError(holder.call("RemoveTag", "us", [0, "sys:x"]), "NotAuthorized")
+        self.assertError(holder.call("SetValue", "uss", [0, "sys:x", "v"]), "NotAuthorized")
+        other = w.spawn_target(unprivileged=True)
+        self.assertOk(w.root_call("Apply", "uas", [other, ["+app:x", "+app:y"]]))
+        self.assertError(holder.call("RemoveTag", "us", [other, "app:x"]), "NotAuthorized")
+        self.assertError(holder.call("SetValue", "uss", [other, "app:y", "v"]), "NotAuthorized")
+        self.assertEqual(w.get_tags(other), [("app:x", False, ""), ("app:y", False, "")])
+        self.assertIn(("sys:x", False, ""), w.get_tags(holder.pid))
+
+    def test_remove_and_set_value_without_the_right(self):
+        w = self.world
+        caller = w.spawn_client_as("nobody")
+        # Rights, but not the matching ones: adding under app:, and
+        # removing and setting under sys:.
+        self.assertOk(w.root_call("Apply", "uas", [caller.pid, [
+            "+app:x", "+app:y", "!app:y=old", "+ptags:app:add", "+ptags:sys:sub",
+            "+ptags:sys:set"]]))
+        before = w.get_tags(caller.pid)
+        self.assertError(caller.call("RemoveTag", "us", [0, "app:x"]), "NotAuthorized")
+        self.assertError(caller.call("RemoveTag", "us", [0, "app:*"]), "NotAuthorized")
+        self.assertError(caller.call("SetValue", "uss", [0, "app:y", "new"]), "NotAuthorized")
+        self.assertError(caller.call("SetValue", "uss", [0, "app:x", "v"]), "NotAuthorized")
+        self.assertError(caller.call("SetValue", "uss", [0, "app:y", ""]), "NotAuthorized")
+        self.assertEqual(w.get_tags(caller.pid), before)
+        # The same caller's add right still works: the rule is live.
+        self.assertOk(caller.call("AddTag", "usb", [0, "app:new", False]))
+
+
 class ShippedRuleAbsent(PolicyTestCase):
     # Control for ShippedRule: the same holder, polkit without our rule.
     world_options = {"shipped_rule": False}

@@ -409,8 +409,6 @@ static gboolean read_now(PtagsBusThread *bt, GDBusConnection *connection, GDBusM
         if ((g_dbus_message_get_flags(msg) & G_DBUS_MESSAGE_FLAGS_NO_REPLY_EXPECTED) == 0) {
                 g_autoptr(GDBusMessage) reply = g_dbus_message_new_method_reply(msg);
                 g_dbus_message_set_body(reply, value);
-                ptags_clients_sent(svc->clients, sender,
-                                   g_variant_get_size(value) + PTAGS_WIRE_HEADER_OVERHEAD);
                 g_dbus_connection_send_message(connection, reply, G_DBUS_SEND_MESSAGE_FLAGS_NONE,
                                                NULL, NULL);
         }
@@ -487,7 +485,26 @@ static void refuse_extra_fds(GDBusConnection *connection, GDBusMessage *msg)
         g_object_unref(msg);
 }
 
-/* Runs in GDBus's worker thread for every incoming message. */
+/* Every reply ptagsd sends, whatever the call (Introspect, Properties and
+ * Peer ones too, which GDBus answers itself, and every refusal), counts
+ * against its destination's unread budget: the bus holds what a client does
+ * not read and charges it to ptagsd, whom it stops reading past
+ * max_incoming_bytes. */
+static void count_reply(PtagsBusThread *bt, GDBusMessage *msg)
+{
+        GDBusMessageType type = g_dbus_message_get_message_type(msg);
+        const char *to = g_dbus_message_get_destination(msg);
+
+        if ((type != G_DBUS_MESSAGE_TYPE_METHOD_RETURN && type != G_DBUS_MESSAGE_TYPE_ERROR) ||
+            to == NULL || to[0] != ':')
+                return;
+        GVariant *body = g_dbus_message_get_body(msg);
+        ptags_clients_sent(bt->svc->clients, to,
+                           (body != NULL ? g_variant_get_size(body) : 0) +
+                                   PTAGS_WIRE_HEADER_OVERHEAD);
+}
+
+/* Runs in GDBus's worker thread for every message, in and out. */
 static GDBusMessage *filter(GDBusConnection *connection, GDBusMessage *msg, gboolean incoming,
                             gpointer user_data)
 {
@@ -497,11 +514,21 @@ static GDBusMessage *filter(GDBusConnection *connection, GDBusMessage *msg, gboo
          * but with locks a thread sanitizer cannot see). */
         if (__atomic_load_n(&bt->ready, __ATOMIC_ACQUIRE) == 0)
                 return msg;
+        if (!incoming) {
+                count_reply(bt, msg);
+                return msg;
+        }
 
         const char *sender = g_dbus_message_get_sender(msg);
-        if (!incoming || g_dbus_message_get_message_type(msg) != G_DBUS_MESSAGE_TYPE_METHOD_CALL ||
+        if (g_dbus_message_get_message_type(msg) != G_DBUS_MESSAGE_TYPE_METHOD_CALL ||
             sender == NULL)
                 return msg;
+        /* Far past its budget, a connection's calls go unanswered: each
+         * answer, a refusal too, would only add to what it leaves unread. */
+        if (ptags_clients_over_hard_bound(bt->svc->clients, sender)) {
+                g_object_unref(msg);
+                return NULL;
+        }
         if (carries_extra_fds(msg)) {
                 refuse_extra_fds(connection, msg);
                 return NULL;

@@ -102,19 +102,12 @@ void call_free(Call *call)
         g_free(call);
 }
 
-/* Count a reply of about @bytes (framing included) against the unread
- * budgets of the caller's connection, when anything is sent at all. */
+/* Whether the caller wants a reply at all (bus-thread.c counts each one
+ * sent against its unread budgets). */
 static gboolean call_wants_reply(Call *call)
 {
         return (g_dbus_message_get_flags(call->message) & G_DBUS_MESSAGE_FLAGS_NO_REPLY_EXPECTED) ==
                0;
-}
-
-static void call_count_reply(Call *call, gsize bytes)
-{
-        if (call->counts_replies && call_wants_reply(call))
-                ptags_clients_sent(call->svc->clients, call->sender,
-                                   bytes + PTAGS_WIRE_HEADER_OVERHEAD);
 }
 
 /* A call run in the bus thread has no invocation: its reply is sent as
@@ -129,7 +122,6 @@ static void call_send_reply(Call *call, GDBusMessage *reply)
 void call_fail(Call *call, GError *error)
 {
         g_debug("%s from %s failed: %s", call->method, call->sender, error->message);
-        call_count_reply(call, strlen(error->message));
         if (call->invocation != NULL) {
                 g_dbus_method_invocation_return_gerror(call->invocation, error);
         } else if (call_wants_reply(call)) {
@@ -145,7 +137,6 @@ void call_return(Call *call, GVariant *value)
 {
         if (value != NULL)
                 g_variant_ref_sink(value);
-        call_count_reply(call, value != NULL ? g_variant_get_size(value) : 0);
         if (call->invocation != NULL) {
                 g_dbus_method_invocation_return_value(call->invocation, value);
         } else if (call_wants_reply(call)) {
@@ -447,7 +438,6 @@ static void read_uid_known(gpointer data, uid_t uid, const GError *lookup_error)
                 call_fail(call, g_error_copy(lookup_error));
                 return;
         }
-        call->counts_replies = TRUE;
         queue_turn(call, uid, read_run);
 }
 

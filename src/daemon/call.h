@@ -30,7 +30,6 @@ struct _Call {
         gboolean want_bool;
         char *peer_name;          /* GetPeerTags/PeerHasTag: the bus name asked about */
         CallStepFn read_next;     /* what an admitted read does */
-        gboolean counts_replies;  /* its reply counts against the unread budgets */
         gboolean holds_read_slot; /* one of its uid's MaxExpensiveCalls */
         uid_t read_uid;
         /* changes */

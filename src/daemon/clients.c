@@ -319,14 +319,47 @@ static void uid_answered(GObject *source, GAsyncResult *res, gpointer user_data)
         /* A client that left meanwhile was removed and its waiters told. */
         Client *cl = g_hash_table_lookup(c->clients, name);
         GSList *waiting = NULL;
-        if (cl != NULL) {
+        if (cl != NULL && !cl->uid_known) {
                 cl->uid = uid;
                 cl->uid_known = TRUE;
-                waiting = g_slist_reverse(g_steal_pointer(&cl->waiting));
+                /* Replies counted before the uid was known are its too. */
+                if (cl->unread > 0)
+                        user_get(c, uid)->unread += cl->unread;
         }
+        if (cl != NULL)
+                waiting = g_slist_reverse(g_steal_pointer(&cl->waiting));
         pthread_mutex_unlock(&c->lock);
         tell_waiting(waiting, uid, NULL);
         question_free(q);
+}
+
+static gboolean lookup_now(gpointer data)
+{
+        Question *q = data;
+
+        if (question_stale(q))
+                return G_SOURCE_REMOVE;
+        g_dbus_connection_call(q->c->bus, "org.freedesktop.DBus", "/org/freedesktop/DBus",
+                               "org.freedesktop.DBus", "GetConnectionUnixUser",
+                               g_variant_new("(s)", q->name), G_VARIANT_TYPE("(u)"),
+                               G_DBUS_CALL_FLAGS_NONE, -1, NULL, uid_answered, q);
+        return G_SOURCE_REMOVE;
+}
+
+/* A record for @sender, whose uid is asked of the bus from the main
+ * context (the lock is held; any thread). */
+static Client *client_new(PtagsClients *c, const char *sender)
+{
+        Client *cl = g_new0(Client, 1);
+
+        cl->name = g_strdup(sender);
+        g_hash_table_insert(c->clients, cl->name, cl);
+        GSource *idle = g_idle_source_new();
+        g_source_set_priority(idle, G_PRIORITY_DEFAULT);
+        g_source_set_callback(idle, lookup_now, question_new(c, sender, 0), NULL);
+        g_source_attach(idle, c->context);
+        g_source_unref(idle);
+        return cl;
 }
 
 void ptags_clients_get_uid(PtagsClients *c, const char *sender, PtagsClientUidFunc done,
@@ -348,15 +381,9 @@ void ptags_clients_get_uid(PtagsClients *c, const char *sender, PtagsClientUidFu
                 pthread_mutex_unlock(&c->lock);
                 return;
         }
-        cl = g_new0(Client, 1);
-        cl->name = g_strdup(sender);
+        cl = client_new(c, sender);
         cl->waiting = g_slist_prepend(NULL, w);
-        g_hash_table_insert(c->clients, cl->name, cl);
         pthread_mutex_unlock(&c->lock);
-        g_dbus_connection_call(
-                c->bus, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
-                "GetConnectionUnixUser", g_variant_new("(s)", sender), G_VARIANT_TYPE("(u)"),
-                G_DBUS_CALL_FLAGS_NONE, -1, NULL, uid_answered, question_new(c, sender, 0));
 }
 
 gboolean ptags_clients_cached_uid(PtagsClients *c, const char *sender, uid_t *uid)
@@ -621,15 +648,46 @@ gboolean ptags_clients_check_unread(PtagsClients *c, const char *sender, uid_t u
 
 void ptags_clients_sent(PtagsClients *c, const char *sender, gsize bytes)
 {
+        if (bytes == 0 || g_atomic_int_get(&c->stopped))
+                return;
         pthread_mutex_lock(&c->lock);
         Client *cl = g_hash_table_lookup(c->clients, sender);
-        if (cl != NULL && cl->uid_known && bytes > 0) {
-                cl->unread += bytes;
+        /* Any reply counts, to a client ptagsd has not asked about yet too
+         * (one that only introspects, say): its uid is asked now. */
+        if (cl == NULL)
+                cl = client_new(c, sender);
+        cl->unread += bytes;
+        if (cl->uid_known)
                 user_get(c, cl->uid)->unread += bytes;
-                if (cl->unread >= PING_THRESHOLD)
-                        confirm_send(c, cl);
+        if (cl->unread >= PING_THRESHOLD)
+                confirm_send(c, cl);
+        pthread_mutex_unlock(&c->lock);
+}
+
+gboolean ptags_clients_over_hard_bound(PtagsClients *c, const char *sender)
+{
+        pthread_mutex_lock(&c->lock);
+        Client *cl = g_hash_table_lookup(c->clients, sender);
+        User *u = cl != NULL && cl->uid_known && cl->uid != 0
+                          ? g_hash_table_lookup(c->users, GUINT_TO_POINTER(cl->uid))
+                          : NULL;
+        gboolean over =
+                cl != NULL &&
+                (cl->unread > (guint64)c->limits->unread_reply_bytes + PTAGS_UNREAD_HARD_SLACK ||
+                 (u != NULL && u->unread > (guint64)c->limits->user_unread_reply_bytes +
+                                                   PTAGS_UNREAD_HARD_SLACK));
+        /* Have the bus asked again at once, as for a refused read. */
+        if (over) {
+                cl->retry_msec = RETRY_FIRST_MSEC;
+                if (cl->retry != NULL) {
+                        g_source_destroy(cl->retry);
+                        g_clear_pointer(&cl->retry, g_source_unref);
+                        cl->confirming = FALSE;
+                }
+                confirm_send(c, cl);
         }
         pthread_mutex_unlock(&c->lock);
+        return over;
 }
 
 /* ------------------------------------------------------ expensive calls */

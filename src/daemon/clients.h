@@ -46,13 +46,26 @@ gboolean ptags_clients_cached_uid(PtagsClients *c, const char *sender, uid_t *ui
  * again, so a client that has read since is admitted at once). Any thread. */
 gboolean ptags_clients_check_unread(PtagsClients *c, const char *sender, uid_t uid, GError **error);
 
-/* Count @bytes of a reply just sent to @sender. Once enough is outstanding,
+/* Count @bytes of a reply (of any call) just sent to @sender. Once enough is outstanding,
  * ptagsd asks the bus how much it still holds queued for the connection
  * (dbus-daemon's Debug.Stats): the rest has been read, or at least has left
  * the bus. Where the bus does not tell, it pings the connection
  * (org.freedesktop.DBus.Peer.Ping): the answer comes after the client has
  * read every earlier reply. Either un-counts them. Any thread. */
 void ptags_clients_sent(PtagsClients *c, const char *sender, gsize bytes);
+
+/* How far past MaxUnreadReplyBytes (or MaxUserUnreadReplyBytes) a
+ * connection's unread replies may go before its calls go unanswered: reads
+ * are refused at the budget, but the refusals are replies too, as are the
+ * answers to Introspect, Properties and Peer calls. */
+#define PTAGS_UNREAD_HARD_SLACK (1024u * 1024u)
+
+/* Whether @sender's unread replies (or its uid's, but root's) are past
+ * their budget by more than PTAGS_UNREAD_HARD_SLACK: then none of its calls
+ * is answered, since every answer would wait in the bus, which stops
+ * reading ptagsd once it holds max_incoming_bytes of its messages. Has the
+ * bus asked again, as a refused read does. Any thread. */
+gboolean ptags_clients_over_hard_bound(PtagsClients *c, const char *sender);
 
 /* Queue a read (an "expensive call") of @uid: @run(@data) is called from the main loop,
  * in turn with the queued calls of other uids (round robin). LimitExceeded

@@ -15,6 +15,8 @@ import sys
 import time
 import unittest
 
+from gi.repository import Gio, GLib
+
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import policy_world  # noqa: E402  (puts tests/lib on the path)
 import ptags_harness  # noqa: E402
@@ -169,6 +171,71 @@ class StuckPings(StallTestCase):
         self.assertEqual(outcomes[-1].get("error"), "org.ptags.Error.LimitExceeded", outcomes[-1])
         later = json.loads(reader.stdout.readline())
         self.assertEqual(later.get("error"), "org.ptags.Error.LimitExceeded", later)
+
+
+class UnreadReplies(StallTestCase):
+    # dbus-daemon charges the replies it holds for a client that does not
+    # read to ptagsd, their sender, and stops reading ptagsd past
+    # max_incoming_bytes (127 MiB on Debian; 32 MiB here, so the test needs
+    # less traffic).
+    stall_options = {"limits": {"max_incoming_bytes": 32 * MiB, "max_outgoing_bytes": 32 * MiB}}
+
+    def flood(self, count, kind):
+        """A client of nobody's sending @count calls of @kind, reading
+        nothing (unread_flood.py)."""
+        script = os.path.join(self.world.tmp, "unread_flood.py")
+        if not os.path.exists(script):
+            shutil.copy(os.path.join(HERE, "unread_flood.py"), script)
+            os.chmod(script, 0o644)
+        prefix = policy_world.setpriv_argv(policy_world.pwd.getpwnam("nobody"))
+        proc = self.world.spawn("flood", prefix + [ptags_harness.PYTHON, "-I", script,
+                                                   self.world.address, str(count), kind],
+                                log_name="flood-%s.log" % kind, stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE)
+        self.addCleanup(proc.stdin.close)
+        return proc
+
+    def held_for_ptagsd(self):
+        """Bytes of ptagsd's messages the bus holds (Debug.Stats)."""
+        reply = self.world.conn.call_sync(
+            "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus.Debug.Stats",
+            "GetConnectionStats", GLib.Variant("(s)", ("org.ptags.Manager",)), None,
+            Gio.DBusCallFlags.NONE, 5000, None)
+        return reply.unpack()[0]["IncomingBytes"]
+
+    def test_replies_to_any_call_are_bounded(self):
+        """Only the replies to reads were counted against a connection's
+        unread budget: not those to Introspect, Properties.GetAll or a
+        refused change. Two clients that never read had the bus hold 32 MiB
+        of them, after which it read nothing more from ptagsd and every
+        call to it hung. Past the budget, such calls go unanswered."""
+        w = self.world
+        target = w.spawn_target()
+        self.assertOk(w.root_call("AddTag", "usb", [target, "app:x", False]))
+        kinds = ("introspect", "getall", "bad")
+        floods = [self.flood(6000, kind) for kind in kinds]
+        for proc, kind in zip(floods, kinds):
+            self.assertEqual(proc.stdout.readline().strip(), b"sent",
+                             w.read_log("flood-%s.log" % kind))
+        # Until ptagsd has answered what it answers.
+        held, last = self.held_for_ptagsd(), -1
+        while held != last:
+            time.sleep(1)
+            held, last = self.held_for_ptagsd(), held
+        print("the bus holds %.1f MiB of ptagsd's messages" % (held / MiB))
+        start = time.monotonic()
+        reply = w.root_call("GetTags", "u", [target], timeout_ms=5000)
+        took = time.monotonic() - start
+        self.assertOk(reply, "root's GetTags after three clients left the replies to %d "
+                      "calls unread" % (6000 * len(floods)))
+        self.assertLess(took, 2.0)
+        # Three connections of one uid, each within its 4 MiB and one more,
+        # well below the bus's limit.
+        self.assertLess(held, 20 * MiB)
+        # The budget is the uid's too: another connection of nobody that
+        # reads waits for those to be read, but one of another user is
+        # served.
+        self.assertOk(w.spawn_client_as("daemon").call("GetTags", "u", [target]))
 
 
 class StoppedSubscriber(StallTestCase):

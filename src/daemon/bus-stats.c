@@ -538,14 +538,15 @@ static GDBusMessage *watch_filter(GDBusConnection *bus, GDBusMessage *message, g
         GVariant *body = g_dbus_message_get_body(message);
         guint64 size = PTAGS_WIRE_HEADER_OVERHEAD + (body != NULL ? g_variant_get_size(body) : 0);
         /* Broadcasts only: the addressed copies below pass as they are. */
-        gboolean ours = g_dbus_message_get_message_type(message) == G_DBUS_MESSAGE_TYPE_SIGNAL &&
-                        g_dbus_message_get_destination(message) == NULL &&
-                        g_strcmp0(g_dbus_message_get_interface(message), PTAGS_INTERFACE) == 0;
+        gboolean signal = g_dbus_message_get_message_type(message) == G_DBUS_MESSAGE_TYPE_SIGNAL &&
+                          g_strcmp0(g_dbus_message_get_interface(message), PTAGS_INTERFACE) == 0;
+        gboolean ours = signal && g_dbus_message_get_destination(message) == NULL;
         gboolean drop = FALSE, kick = FALSE;
         g_autoptr(GPtrArray) readers = NULL;
 
         pthread_mutex_lock(&s->lock);
-        if (ours && !s->paused && s->queued + s->sent + size >= PTAGS_BUS_QUEUED_HARD)
+        guint64 held = s->queued + s->sent + size;
+        if (ours && !s->paused && held >= PTAGS_BUS_QUEUED_HARD)
                 s->paused = TRUE; /* no time to wait for the bus's answer */
         if (ours && s->paused) {
                 drop = TRUE;
@@ -553,6 +554,12 @@ static GDBusMessage *watch_filter(GDBusConnection *bus, GDBusMessage *message, g
                         readers = g_ptr_array_ref(s->readers);
                 else
                         s->dropped++;
+        } else if (signal && held >= PTAGS_BUS_QUEUED_COPIES_HARD) {
+                /* An addressed copy is held to the same bound: each costs
+                 * ptagsd its whole size (a broadcast, once), and the
+                 * subscribers that take them may be many and read none. */
+                drop = TRUE;
+                s->dropped++;
         } else {
                 s->sent += size;
         }

@@ -18,9 +18,12 @@
 #define PTAGS_BUS_QUEUED_HARD (24u * 1024u * 1024u)
 #define PTAGS_BUS_CHECK_STEP  (1024u * 1024u)
 /* While paused, each signal goes as addressed copies to the subscribers
- * that read, at most this many bytes of copies per signal. */
-#define PTAGS_BUS_COPY_BYTES   (8u * 1024u * 1024u)
-#define PTAGS_BUS_RECHECK_MSEC 500u
+ * that read, at most this many bytes of copies per signal, and none while
+ * the bus holds (by the same count) COPIES_HARD: subscribers that take
+ * copies and then stop reading must not add up past the bus's limit. */
+#define PTAGS_BUS_COPY_BYTES         (8u * 1024u * 1024u)
+#define PTAGS_BUS_QUEUED_COPIES_HARD (28u * 1024u * 1024u)
+#define PTAGS_BUS_RECHECK_MSEC       500u
 
 typedef struct _PtagsBusStats PtagsBusStats;
 

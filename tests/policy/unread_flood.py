@@ -5,7 +5,8 @@
 #
 # Usage: unread_flood.py BUS_ADDRESS COUNT KIND
 # KIND: introspect (org.freedesktop.DBus.Introspectable.Introspect), getall (Properties.GetAll of
-# org.ptags.Manager) or bad (AddTag of an invalid tag: an InvalidTag error each).
+# org.ptags.Manager) or bad (AddTag of an invalid tag: an InvalidTag error each); or subscribe:
+# COUNT connections each subscribed to ptagsd's signals, reading none.
 # Speaks the wire protocol on a bare socket (libdbus and GDBus read whatever arrives), prints
 # "sent" once every call is written, then waits until its stdin closes.
 
@@ -49,6 +50,18 @@ def call(serial, dest, path, iface, member, body=None):
 
 def main():
     address, count, kind = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+    if kind == "subscribe":
+        # COUNT connections, each subscribed to ptagsd's signals.
+        socks = [connect(address) for _ in range(count)]
+        for sock in socks:
+            sock.sendall(call(1, "org.freedesktop.DBus", "/org/freedesktop/DBus",
+                              "org.freedesktop.DBus", "Hello"))
+            sock.sendall(call(2, "org.freedesktop.DBus", "/org/freedesktop/DBus",
+                              "org.freedesktop.DBus", "AddMatch",
+                              GLib.Variant("(s)", ("type='signal',sender='%s'" % NAME,))))
+        print("sent", flush=True)
+        sys.stdin.read()
+        return
     sock = connect(address)
     sock.sendall(call(1, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
                       "Hello"))

@@ -19,9 +19,11 @@
 /* ------------------------------------------------------------------ reads
  *
  * Each handler checks its arguments at once, pins the target (a pid is
- * pinned on arrival, not when the turn comes, so a pid freed and reused
- * while the call waits is never read), then waits for its uid's turn
- * (call_admit_read) and reads. */
+ * pinned as soon as the caller is known to number processes as ptagsd does,
+ * which for a connection not seen before takes one lookup at the bus; not
+ * when the turn comes, so a pid freed and reused while the call waits for
+ * its turn is never read), then waits for its uid's turn (call_admit_read)
+ * and reads. */
 
 static void read_step(Call *call)
 {

@@ -115,12 +115,16 @@ char *ptags_shorten(const char *text)
         glong chars = 0;
 
         /* Control bytes are shown escaped so a message stays on one line,
-         * and so are the characters that would not print as themselves. */
+         * and so are the characters that would not print as themselves; a
+         * quotation mark and a backslash too, so that no text can end the
+         * quotes it is shown in and pass for the message around them. */
         for (const char *p = text; *p != '\0' && chars < LABEL_MAX_CHARS;
              p = g_utf8_next_char(p), chars++) {
                 guchar c = (guchar)*p;
                 gunichar u = c < 0x80 ? c : g_utf8_get_char(p);
-                if (c == '\n')
+                if (c == '"' || c == '\\')
+                        g_string_append_printf(out, "\\%c", c);
+                else if (c == '\n')
                         g_string_append(out, "\\n");
                 else if (c < 0x20 || c == 0x7f)
                         g_string_append_printf(out, "\\x%02x", c);

@@ -24,6 +24,10 @@ static void test_line_label(void)
                                                          "2J\xe2\x80\xae"
                                                          "b");
         g_assert_cmpstr(unprinted, ==, "line 1 (\"+a\\u{009B}2J\\u{202E}b\")");
+        /* Nor can a line end its quotes and pass for the message: a
+         * quotation mark and a backslash are escaped. */
+        g_autofree char *quoted = ptags_line_label(0, "+a\"): nothing changed\\");
+        g_assert_cmpstr(quoted, ==, "line 1 (\"+a\\\"): nothing changed\\\\\")");
 }
 
 static void test_bad_line_named(void)

@@ -657,6 +657,9 @@ gboolean ptags_log_limiter_take_within(PtagsLogLimiter *l, const char *key, Ptag
 {
         Bucket *b = bucket_at(l, key, now_us, shared);
         Bucket *a = all != NULL ? bucket_at(all, "", now_us, NULL) : NULL;
+        /* An item dearer than the whole burst passes once the bucket is
+         * full, instead of never, and is paid for whole: the bucket goes
+         * into debt, so over time no key logs more than its rate. */
         double need = MIN(cost, l->burst);
         double need_all = all != NULL ? MIN(cost, all->burst) : 0;
 
@@ -666,9 +669,9 @@ gboolean ptags_log_limiter_take_within(PtagsLogLimiter *l, const char *key, Ptag
                 *suppressed = ++b->suppressed;
                 return FALSE;
         }
-        b->tokens -= need;
+        b->tokens -= cost;
         if (a != NULL)
-                a->tokens -= need_all;
+                a->tokens -= cost;
         *suppressed = b->suppressed;
         b->suppressed = 0;
         return TRUE;

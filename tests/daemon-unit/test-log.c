@@ -347,12 +347,17 @@ static void test_limiter_costs(void)
         g_assert_cmpuint(suppressed, ==, 17);
         g_assert_false(ptags_log_limiter_take(l, "1000", 30, t, &suppressed));
         g_assert_cmpuint(suppressed, ==, 1);
-        /* An item dearer than the whole burst costs the burst: it passes
-         * once the bucket is full, instead of never. */
+        /* An item dearer than the whole burst passes once the bucket is
+         * full, instead of never, but is paid for whole: 5000 tokens at 10
+         * a second are 500 s before the next item of 30. */
         t += 100 * G_USEC_PER_SEC;
         g_assert_true(ptags_log_limiter_take(l, "1000", 5000, t, &suppressed));
         g_assert_cmpuint(suppressed, ==, 1);
         g_assert_false(ptags_log_limiter_take(l, "1000", 1, t, &suppressed));
+        t += 400 * G_USEC_PER_SEC;
+        g_assert_false(ptags_log_limiter_take(l, "1000", 30, t, &suppressed));
+        t += 100 * G_USEC_PER_SEC;
+        g_assert_true(ptags_log_limiter_take(l, "1000", 30, t, &suppressed));
         ptags_log_limiter_free(l);
 }
 

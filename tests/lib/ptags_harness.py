@@ -56,6 +56,7 @@ PYTHON = "/usr/bin/python3"  # Debian's, with gi and dbusmock; never a shim
 # which only root may write, as only root steers.
 PID_STEERING_LOCK = "/run/ptags-tests-pid-steering.lock"
 LIB_DIR = os.path.dirname(os.path.abspath(__file__))
+SOURCE_ROOT = os.environ.get("PTAGS_SOURCE_ROOT") or os.path.dirname(os.path.dirname(LIB_DIR))
 # The daemon under test was built with ASan or TSan (its build directory
 # says so): slower, and holding freed memory back, so timing and growth
 # bounds are widened for it.
@@ -860,11 +861,25 @@ class HeldThread:
         ptrace(PTRACE_DETACH, self.tid)
 
 
+def message_details():
+    """{action id: the $(key)s its polkit message shows}, from the shipped
+    policy's source: polkitd shows a key no check carries as "$(key)"."""
+    path = os.path.join(SOURCE_ROOT, "data", "polkit-1", "org.ptags.policy.in")
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    found = {}
+    for action, body in re.findall(r'<action id="([^"]+)">(.*?)</action>', text, re.S):
+        message = re.search(r"<message>(.*?)</message>", body, re.S)
+        found[action] = re.findall(r"\$\(([^)]+)\)", message.group(1) if message else "")
+    return found
+
+
 class PtagsTestCase(unittest.TestCase):
     """Base class: self.world is started before each test and torn down
     after it, even when the test fails. Subclasses may set world_options."""
 
     world_options = {}
+    _message_details = None
 
     def setUp(self):
         self.world = World(**self.world_options)
@@ -877,6 +892,17 @@ class PtagsTestCase(unittest.TestCase):
             self.assertTrue(self.world.daemon_alive(),
                             "ptagsd died (exit %s) during the test"
                             % self.world.daemon.returncode)
+        # And that each polkit check it made carries every detail the
+        # action's message shows (an authentication dialog would show the
+        # placeholder instead).
+        if getattr(self.world, "polkit", None) is not None:
+            if PtagsTestCase._message_details is None:
+                PtagsTestCase._message_details = message_details()
+            for check in self.world.polkit.checks():
+                shown = PtagsTestCase._message_details.get(check["action"], [])
+                missing = [k for k in shown if k not in check["details"]]
+                self.assertEqual(missing, [], "a check of %s without the details its message "
+                                 "shows: %r" % (check["action"], check["details"]))
 
     def assertOk(self, reply, msg=None):
         """Assert success; returns the out args (a list)."""

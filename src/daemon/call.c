@@ -222,6 +222,15 @@ static GError *pid_namespace_error(const Call *call)
                            call->pid_arg);
 }
 
+/* A refusal once the caller is known, as the method logs its own. */
+static void call_refuse(Call *call, GError *error)
+{
+        if (call->refuse != NULL)
+                call->refuse(call, error);
+        else
+                call_fail(call, error);
+}
+
 /* @call->caller is known: continue with @next, or fail. */
 static void peer_known(Call *call, CallStep next)
 {
@@ -232,17 +241,18 @@ static void peer_known(Call *call, CallStep next)
          * need no identity, and polkit judges changes by their target. */
         if ((call->pid_arg != 0 || call->answers_pids) &&
             call->caller->pid_namespace == PTAGS_PID_NAMESPACE_OTHER) {
-                call_fail(call, pid_namespace_error(call));
+                call_refuse(call, pid_namespace_error(call));
                 return;
         }
         if (call->target_is_caller && !call->caller->process_known) {
-                call_fail(call, ptags_peer_unknown_error(call->caller, call->sender,
-                                                         "argument pid (0, the calling process)"));
+                call_refuse(call,
+                            ptags_peer_unknown_error(call->caller, call->sender,
+                                                     "argument pid (0, the calling process)"));
                 return;
         }
         if (call->target_is_caller &&
             !ptags_target_copy(&call->target, &call->caller->target, &error)) {
-                call_fail(call, error);
+                call_refuse(call, error);
                 return;
         }
         next(call);

@@ -68,6 +68,9 @@ struct _Call {
         GCancellable *cancellable;
         gboolean watched; /* on svc->leaving (call_cancel_if_caller_leaves) */
         gboolean counted; /* in svc->in_progress (call_new) */
+        /* How a refusal is answered once the caller is known (the method's
+         * own logging); call_fail when NULL. */
+        void (*refuse)(Call *call, GError *error);
         /* container methods: their arguments (manager-container.c) */
         gpointer extra;
         GDestroyNotify extra_free;

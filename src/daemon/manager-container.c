@@ -70,7 +70,8 @@ static ContainerArgs *args_of(Call *call)
 
 static void log_context(Call *call, PtagsLogContext *ctx)
 {
-        ctx->pid = call->target.pid;
+        /* The pid named, before it is pinned. */
+        ctx->pid = call->target.pid != 0 ? call->target.pid : (pid_t)call->pid_arg;
         ctx->caller_pid = call->caller ? call->caller->target.pid : 0;
         ctx->caller_uid = call->caller ? call->caller->uid : (uid_t)-1;
         ctx->method = call->method;
@@ -561,6 +562,8 @@ static Call *register_call_new(PtagsService *svc, GDBusMethodInvocation *inv, gu
         a->contid = contid;
         if (not_supported(call))
                 return NULL;
+        /* Every refusal once the caller is known is logged. */
+        call->refuse = register_fail;
         if (!info_shape_ok(info, &error)) {
                 call_fail(call, error);
                 return NULL;

@@ -1134,6 +1134,20 @@ class ContainerLoggingTests(test_logging.LoggingTests):
                     found.append(fields)
         return found
 
+    def test_refusals_before_the_target_is_pinned_are_audited(self):
+        """A registration refused as soon as the caller is known (pid 0
+        from a caller whose process cannot be proven, or a caller in
+        another pid namespace) gave no record, though every refused attempt
+        of a known caller is to be audited."""
+        guarded = self.world.spawn_client(undumpable=True)
+        self.assertError(guarded.call("RegisterContainer", "uta{sv}", [0, 805, {}]),
+                         "NoSuchProcess")
+        records = [f for f in self.container_records(WAIT_S, 1) if f.get("contid") == "805"]
+        self.assertEqual(len(records), 1, records)
+        self.assertEqual((records[0]["op"], records[0]["opid"], records[0]["res"]),
+                         ("set", "0", "failed"))
+        self.assertEqual(records[0]["uid"], "65534")
+
     def test_container_audit_and_journal(self):
         caller = os.getpid()
         self.journal.drain()

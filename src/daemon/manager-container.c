@@ -663,8 +663,13 @@ static void get_id_start(Call *call)
                 return;
         }
         /* One's own processes are free to read, like the kernel's
-         * same-uid /proc access; others' need inspect. */
-        if (call->caller->uid == 0 || info.uids[0] == call->caller->uid) {
+         * same-uid /proc access: every uid of the process (real,
+         * effective, saved, file system) is the caller's. Others' need
+         * inspect, a setuid program the caller started too. */
+        gboolean own = TRUE;
+        for (gsize i = 0; i < G_N_ELEMENTS(info.uids); i++)
+                own = own && info.uids[i] == call->caller->uid;
+        if (call->caller->uid == 0 || own) {
                 ptags_process_info_clear(&info);
                 get_id_reply(call);
                 return;

@@ -634,6 +634,14 @@ class ContainerTests(ContainerTestCase):
         self.assertEqual(self.assertOk(client.call("GetContainerId", "u", [child]))[0], UNSET)
         self.assertEqual([c["action"] for c in self.world.polkit.checks()], [])
         self.assertError(client.call("GetContainerId", "u", [target]), "NotAuthorized")
+        # A process of the caller's real uid running as root (a setuid
+        # program it started) is not its own either, as /proc has it.
+        setuid_like = self.world.spawn("target", ["setpriv", "--ruid=%d" % NOBODY_UID,
+                                                  "sleep", "600"])
+        self.addCleanup(setuid_like.kill)
+        wait_until(lambda: os.path.basename(os.readlink("/proc/%d/exe" % setuid_like.pid))
+                   == "sleep", 10, "setpriv to exec sleep")
+        self.assertError(client.call("GetContainerId", "u", [setuid_like.pid]), "NotAuthorized")
         self.assertError(client.call("GetContainer", "t", [210]), "NotAuthorized")
         # An ID nobody registered looks the same, or the answer would tell
         # which IDs others use.

@@ -40,6 +40,10 @@ typedef struct {
         gboolean confirming; /* a question, a ping or a retry is pending */
         guint retry_msec;    /* the next wait before asking the bus again */
         GSource *retry;      /* that wait */
+        /* On PtagsClients.ping_waiters (link.data is the record) while it
+         * waits for a ping slot: in_queue is that queue. */
+        GList link;
+        GQueue *in_queue;
 } Client;
 
 typedef struct {
@@ -69,6 +73,7 @@ struct _PtagsClients {
         GHashTable *users;    /* uid -> User, while it holds anything */
         GQueue turns;         /* User with queued calls, in turn order */
         guint pings;          /* Peer.Pings in flight */
+        GQueue ping_waiters;  /* Client waiting for a ping slot, oldest first */
         guint runner;
         guint name_watch;
         gint stopped; /* atomic: freed, answers still in flight are ignored */
@@ -169,6 +174,8 @@ static void client_free(gpointer p)
 {
         Client *cl = p;
 
+        if (cl->in_queue != NULL)
+                g_queue_unlink(cl->in_queue, &cl->link);
         if (cl->retry != NULL) {
                 g_source_destroy(cl->retry);
                 g_source_unref(cl->retry);
@@ -462,6 +469,39 @@ static void retry_later(PtagsClients *c, Client *cl)
         cl->retry_msec = MIN(cl->retry_msec * 2, RETRY_MAX_MSEC);
 }
 
+static guint user_pings(PtagsClients *c, const Client *cl)
+{
+        User *u = cl->uid_known ? g_hash_table_lookup(c->users, GUINT_TO_POINTER(cl->uid)) : NULL;
+        return u != NULL ? u->pings : 0;
+}
+
+/* Hand free ping slots to waiting clients (the lock is held): first to
+ * users with the fewest pings in flight, and among them to the client
+ * that waited longest. A client asking again keeps its place rather than
+ * taking a slot the moment it frees: clients that never answer (each ping
+ * holds a slot until it times out) could otherwise take every freed slot
+ * back, and keep everyone else's replies counted as unread. */
+static void ping_hand_out(PtagsClients *c)
+{
+        while (c->pings < PINGS_MAX) {
+                Client *best = NULL;
+                guint fewest = PINGS_PER_USER;
+                for (GList *l = c->ping_waiters.head; l != NULL && fewest > 0; l = l->next) {
+                        guint n = user_pings(c, l->data);
+                        if (n < fewest) {
+                                fewest = n;
+                                best = l->data;
+                        }
+                }
+                if (best == NULL)
+                        return;
+                g_queue_unlink(&c->ping_waiters, &best->link);
+                best->in_queue = NULL;
+                best->confirming = FALSE;
+                confirm_send(c, best);
+        }
+}
+
 /* The ping @q held a slot: give it back (the lock is held). */
 static void ping_release(PtagsClients *c, const Question *q)
 {
@@ -471,6 +511,7 @@ static void ping_release(PtagsClients *c, const Question *q)
                 u->pings--;
                 user_release(c, u);
         }
+        ping_hand_out(c);
 }
 
 static void ping_answered(GObject *source, GAsyncResult *res, gpointer user_data)
@@ -587,8 +628,10 @@ static void confirm_send(PtagsClients *c, Client *cl)
         }
         User *u = cl->uid_known ? g_hash_table_lookup(c->users, GUINT_TO_POINTER(cl->uid)) : NULL;
         if (c->pings >= PINGS_MAX || (u != NULL && u->pings >= PINGS_PER_USER)) {
-                cl->confirming = FALSE;
-                retry_later(c, cl);
+                /* Its turn comes when a slot frees (still confirming). */
+                cl->link.data = cl;
+                g_queue_push_tail_link(&c->ping_waiters, &cl->link);
+                cl->in_queue = &c->ping_waiters;
                 return;
         }
         if (cl->uid_known && u == NULL)

@@ -101,17 +101,18 @@ class StallTestCase(PolicyTestCase):
         self.addCleanup(self.world.stop)
         self.world.start()
 
-    def unread_client(self, count, kind):
-        """A client of nobody's sending @count calls of @kind, reading
-        nothing (unread_flood.py)."""
+    def unread_client(self, count, kind, user="nobody", per_second=None):
+        """A client of @user's sending @count calls of @kind (@per_second
+        of them, or in bursts), reading nothing (unread_flood.py)."""
         script = os.path.join(self.world.tmp, "unread_flood.py")
         if not os.path.exists(script):
             shutil.copy(os.path.join(HERE, "unread_flood.py"), script)
             os.chmod(script, 0o644)
-        prefix = policy_world.setpriv_argv(policy_world.pwd.getpwnam("nobody"))
+        prefix = policy_world.setpriv_argv(policy_world.pwd.getpwnam(user))
         proc = self.world.spawn("flood", prefix + [ptags_harness.PYTHON, "-I", script,
-                                                   self.world.address, str(count), kind],
-                                log_name="flood-%s.log" % kind, stdin=subprocess.PIPE,
+                                                   self.world.address, str(count), kind]
+                                + ([str(per_second)] if per_second else []),
+                                log_name="flood-%s-%s.log" % (kind, user), stdin=subprocess.PIPE,
                                 stdout=subprocess.PIPE)
         self.addCleanup(proc.stdin.close)
         return proc
@@ -184,6 +185,36 @@ class StuckPings(StallTestCase):
             self.assertOk(reader.call("GetTags", "u", [target]), "read %d" % i)
         stuck.stdin.close()
 
+    def test_clients_that_never_answer_cannot_keep_the_ping_slots(self):
+        """Four users' clients that never answer pings take all 8 ping
+        slots, and call on and on, so each slot freed by a ping that timed
+        out went back to them at once: another user's reader, asking again
+        only now and then, never got a slot, and its replies stayed counted
+        as unread (LimitExceeded). Freed slots now go first to the users
+        with the fewest pings in flight, and a client asking again keeps
+        its place."""
+        w = self.world
+        target = w.big_target()
+        # 100 calls a second each: a slot freed is asked for again within
+        # 10 ms, and the replies stay below the budget past which calls go
+        # unanswered (and the bus stops passing them on).
+        floods = [self.unread_client(2000, "getall", user, per_second=100)
+                  for user in ("nobody", "bin", "sys", "games") for _ in range(2)]
+        for proc in floods:
+            self.assertEqual(proc.stdout.readline().strip(), b"sent")
+        time.sleep(1.5)  # their pings hold every slot
+        reader = w.spawn_client_as("daemon")  # GDBus: answers pings
+        for i in range(40):  # 8 MB, twice MaxUnreadReplyBytes
+            reply = reader.call("GetTags", "u", [target])
+            if not reply.ok:
+                break
+        self.assertError(reply, "LimitExceeded")
+        # A ping of its own is answered at once: the first slot freed (a
+        # ping timing out after 5 s) confirms its reads.
+        time.sleep(8)
+        self.assertOk(reader.call("GetTags", "u", [target]),
+                      "the reader that answers pings got no slot in 8 s")
+
     def test_a_ping_that_times_out_proves_nothing(self):
         """A client that never answers is held to MaxUnreadReplyBytes also
         after ptagsd's ping to it timed out."""
@@ -216,7 +247,7 @@ class UnreadReplies(StallTestCase):
         floods = [self.unread_client(6000, kind) for kind in kinds]
         for proc, kind in zip(floods, kinds):
             self.assertEqual(proc.stdout.readline().strip(), b"sent",
-                             w.read_log("flood-%s.log" % kind))
+                             w.read_log("flood-%s-nobody.log" % kind))
         # Until ptagsd has answered what it answers.
         held, last = self.held_for_ptagsd(), -1
         while held != last:

@@ -3,12 +3,13 @@
 # unread_flood.py: a bus client that sends calls to ptagsd and never reads a byte, so every reply
 # stays queued in the bus for it (charged to ptagsd, the sender, by dbus-daemon).
 #
-# Usage: unread_flood.py BUS_ADDRESS COUNT KIND
+# Usage: unread_flood.py BUS_ADDRESS COUNT KIND [CALLS_PER_SECOND]
 # KIND: introspect (org.freedesktop.DBus.Introspectable.Introspect), getall (Properties.GetAll of
 # org.ptags.Manager) or bad (AddTag of an invalid tag: an InvalidTag error each); or subscribe:
 # COUNT connections each subscribed to ptagsd's signals, reading none.
 # Speaks the wire protocol on a bare socket (libdbus and GDBus read whatever arrives), prints
-# "sent" once every call is written, then waits until its stdin closes.
+# "sent" once 1280 calls (64 when paced, or all) are written, goes on, then waits until its
+# stdin closes.
 
 import os
 import socket
@@ -50,6 +51,8 @@ def call(serial, dest, path, iface, member, body=None):
 
 def main():
     address, count, kind = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+    pace = 1.0 / float(sys.argv[4]) if len(sys.argv) > 4 else 0
+    first = 64 if pace else 1280  # "sent" after this many
     if kind == "subscribe":
         # COUNT connections, each subscribed to ptagsd's signals.
         socks = [connect(address) for _ in range(count)]
@@ -76,11 +79,16 @@ def main():
                         GLib.Variant("(usb)", (0, "not\na tag", False)))
         sock.sendall(blob)
         # dbus-daemon refuses a call while the caller awaits 128 replies
-        # (max_replies_per_connection): a few at a time, each burst
-        # answered before the next.
-        if serial % 64 == 0:
-            time.sleep(0.03)
-    print("sent", flush=True)
+        # (max_replies_per_connection, 32 on some test buses): a few at a
+        # time, each burst answered before the next.
+        if pace:
+            time.sleep(pace)
+        elif serial % 16 == 0:
+            time.sleep(0.008)
+        if serial == first:
+            print("sent", flush=True)  # the rest goes on meanwhile
+    if count + 1 < first:
+        print("sent", flush=True)
     sys.stdin.read()
 
 

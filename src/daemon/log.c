@@ -448,6 +448,25 @@ void ptags_log_refused(const PtagsLogContext *ctx, const ptags_plan *plan, const
         audit_batch_send(batch);
 }
 
+void ptags_log_partial(const PtagsLogContext *ctx, const ptags_plan *plan, const GError *error)
+{
+        size_t n = plan != NULL ? ptags_plan_change_count(plan) : 0;
+        const char *why;
+        g_autofree char *result = refusal_result(error, &why);
+        g_autofree char *message = g_strdup_printf(
+                "Change of process %d by process %d (uid %u) failed part way: %s", (int)ctx->pid,
+                (int)ctx->caller_pid, (unsigned)ctx->caller_uid, why);
+
+        g_debug("%s: %s", ctx->method, message);
+        journal_entry(PTAGS_MESSAGE_CHANGE_REFUSED, LOG_ERR, ctx, plan, result, message, 0);
+        g_autoptr(GByteArray) batch = g_byte_array_new();
+        g_autofree char *partial = ptags_audit_message("ptags-partial", ctx, NULL, NULL, 0);
+        audit_batch_add(batch, PTAGS_AUDIT_TYPE, partial, FALSE);
+        for (size_t i = 0; i < n; i++)
+                audit_record(batch, ctx, ptags_plan_change_at(plan, i), FALSE);
+        audit_batch_send(batch);
+}
+
 /* ------------------------------------------------------- container IDs */
 
 /* The proposal prints the unset ID as -1. */

@@ -29,10 +29,17 @@ void ptags_log_changed(const PtagsLogContext *ctx, const ptags_plan *plan);
  * says in PTAGS_SUPPRESSED how many refusals were not logged. */
 void ptags_log_refused(const PtagsLogContext *ctx, const ptags_plan *plan, const GError *error);
 
-/* The audit message body for one change ("op=... pid=TARGET caller_pid=...
- * caller_uid=... tag=..."), with the tag hex-encoded by libaudit when it
- * needs it; @tag may be NULL. A @value (NULL: none) follows as value=,
- * encoded the same way, its first 256 bytes only, and then value_len=
+/* A change that failed after part of it was written, and whose undo
+ * failed too (@error says so): the process holds part of @plan. Logged
+ * like a refusal, but always (no refusal budget: the tags did change), at
+ * error priority, with one audit record "op=ptags-partial" besides the
+ * refused changes' records. */
+void ptags_log_partial(const PtagsLogContext *ctx, const ptags_plan *plan, const GError *error);
+
+/* The audit message body for one change ("op=... opid=TARGET caller_pid=...
+ * uid=CALLER tag=..."), with the tag hex-encoded when it needs it; @tag may
+ * be NULL. A @value (NULL: none) follows as value=, encoded the same way,
+ * its first 256 bytes only (fewer after a long tag), and then value_len=
  * gives its length in bytes. (transfer full) */
 char *ptags_audit_message(const char *op, const PtagsLogContext *ctx, const char *tag,
                           const char *value, size_t value_len);

@@ -193,6 +193,26 @@ static GError *apply_error(Call *call, int r, const PtagsApplyFailure *failure)
                            (int)pid, label, why);
 }
 
+/* The process holds part of the change (its undo failed too): logged
+ * always, and announced with the tags read back, since its tags changed. */
+static void change_partial(Call *call, GError *error)
+{
+        PtagsLogContext ctx;
+
+        log_context(call, &ctx);
+        ptags_log_partial(&ctx, call->plan, error);
+        if (ptags_target_alive(&call->target) && call_read_current(call, NULL)) {
+                const char *lines[] = {"# part of this change failed: the tags as read back", NULL};
+                g_dbus_connection_emit_signal(call->svc->connection, NULL, PTAGS_OBJECT_PATH,
+                                              PTAGS_INTERFACE, "TagsChanged",
+                                              g_variant_new("(u^as@a(sbs))",
+                                                            (guint32)call->target.pid, lines,
+                                                            ptags_set_to_variant(call->current)),
+                                              NULL);
+        }
+        call_fail(call, error);
+}
+
 /* Apply, log, signal and reply: steps 7 to 10 of a change whose plan still
  * holds. This runs within one main-loop dispatch (or holding the main loop's
  * lock in the bus thread) and the backend applies
@@ -212,6 +232,10 @@ static void change_apply(Call *call)
         PtagsApplyFailure failure;
         int r = ptags_backend_apply(call->svc->backend, call->target.pidfd, pid, call->plan,
                                     call->exec_mark, &failure);
+        if (r < 0 && failure.partial) {
+                change_partial(call, apply_error(call, r, &failure));
+                return;
+        }
         if (r < 0) {
                 change_refuse(call, apply_error(call, r, &failure));
                 return;

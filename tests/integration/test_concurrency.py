@@ -8,7 +8,6 @@
 # would let any writer) to change the target behind ptagsd's back.
 
 import os
-import subprocess
 import time
 import unittest
 
@@ -352,28 +351,32 @@ class KernelWriteRaceTests(TargetWorld):
         self.assertOk(client.call("RemoveTag", "us", [target, "app:camera"]))
         self.assertEqual([t[0] for t in self.world.get_tags(target)], ["x:flip"])
 
-    def spawn_losing_target(self):
-        """A process named ptags-lost-tags: the kernel fixture removes all
-        its tags just before any other process writes to it, as a third
-        writer would after ptagsd's last read. It holds app:a=v, set in one
-        write."""
-        script = ("import sys\n"
-                  "open('/proc/self/comm', 'w').write('ptags-lost-tags')\n"
-                  "print('ready', flush=True)\n"
-                  "sys.stdin.readline()\n")
-        proc = self.world.spawn("target", [PYTHON, "-c", script], stdin=subprocess.PIPE,
-                                stdout=subprocess.PIPE)
-        self.assertEqual(proc.stdout.readline().strip(), b"ready")
-        self.assertOk(self.world.root_call("Apply", "uas", [proc.pid, ["+app:a", "!app:a=v"]]))
-        self.assertEqual(self.world.get_tags(proc.pid), [("app:a", False, "v")])
-        return proc.pid
+    def test_a_partial_write_is_signalled(self):
+        """A write that failed after part of it was written, and whose
+        undo failed too, leaves the process holding part of the change: it
+        is announced (a TagsChanged with a comment line and the tags read
+        back), as every change of a process's tags by ptagsd is."""
+        target = self.world.spawn_target_losing_tags()
+        signals = self.world.record_signals()
+        # Two pages. The second fails (the fixture wipes the tags before
+        # each write: app:n is gone), and so does the undo of the first
+        # ("!app:n", app:n's value before, for the same reason).
+        reply = self.world.root_call("Apply", "uas", [target, [
+            "+app:n", "!app:n=v", "+app:f:" + "x" * 3990, "+app:g:" + "x" * 100,
+            "!app:n=w"]])
+        self.assertError(reply, "Failed")
+        self.assertIn("holds part of this change", reply.message)
+        held = self.world.get_tags(target)
+        self.assertEqual([(pid, lines, tags) for pid, lines, tags in signals.drain(0.5)],
+                         [(target, ["# part of this change failed: the tags as read back"],
+                           held)])
 
     def test_a_tag_removed_just_before_the_write_is_named(self):
         """Another writer removes the tag after ptagsd read the tags and
         before it writes the new value: the kernel refuses the line with
         ENOENT, which is NoSuchTag naming that line, not NoSuchProcess
         (the process is there)."""
-        target = self.spawn_losing_target()
+        target = self.world.spawn_target_losing_tags()
         reply = self.world.root_call("SetValue", "uss", [target, "app:a", "w"])
         self.assertError(reply, "NoSuchTag")
         self.assertIn('argument tag ("app:a")', reply.message)

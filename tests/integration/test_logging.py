@@ -939,6 +939,44 @@ class RestoreLoggingTests(LoggingTests):
                          [("app:cam", False, ""), ("k", True, "v"), ("other", False, "")])
 
 
+class PartialWriteLoggingTests(LoggingTests):
+    """ptags-lsm: a change written in part (its undo failed too) is logged
+    whatever the caller's refusal budget: the tags did change."""
+    backends = ("ptags-lsm",)
+    world_options = {"daemon_args": ["--max-refusal-records=2"]}
+
+    def test_a_partial_write_is_logged_whatever_the_budget(self):
+        losing = self.world.spawn_target_losing_tags()
+        client = self.world.spawn_client()  # the polkit mock denies everything
+        for i in range(20):  # 40 records: past the burst of 32
+            client.call("AddTag", "usb", [self.target, "log:d%d" % i, False])
+        self.world.polkit.set_allowed([ADD, SET_VALUE])
+        audit = AuditReader()
+        self.addCleanup(audit.close)
+        self.journal.drain()
+        # As in test_concurrency's test_a_partial_write_is_signalled.
+        reply = client.call("Apply", "uas", [losing, [
+            "+app:n", "!app:n=v", "+app:f:" + "x" * 3990, "+app:g:" + "x" * 100,
+            "!app:n=w"]])
+        self.assertError(reply, "Failed")
+        self.assertIn("holds part of this change", reply.message)
+        entry, _ = self.journal.wait_for(
+            lambda e: e.all("PTAGS_PID") == [str(losing)] and e.all("PTAGS_ACTION") == ["Apply"],
+            "the entry of the partial write")
+        self.assertEqual(entry.one("MESSAGE_ID"), MESSAGE_REFUSED)
+        self.assertEqual(entry.one("PRIORITY"), "3")
+        self.assertIn("failed part way", entry.one("MESSAGE"))
+        ops = []
+        deadline = time.monotonic() + WAIT_S
+        while "ptags-partial" not in ops and time.monotonic() < deadline:
+            for kind, text in audit.records(0.2):
+                match = USER_RECORD.match(text)
+                if (kind == AUDIT_USER_MAC_CONFIG_CHANGE and match is not None
+                        and "opid=%d " % losing in match.group(2)):
+                    ops.append(audit_fields(match.group(2))["op"])
+        self.assertIn("ptags-partial", ops)
+
+
 class RefusalBudgetTests(LoggingTests):
     """The refusal budget is MaxRefusalRecords: here 2 records a second, in
     bursts of 32 (an AddTag's refusal writes 2)."""

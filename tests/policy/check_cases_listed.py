@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0-or-later
 # SPDX-FileCopyrightText: 2026 The ptags authors
-# check_cases_listed.py: every test method of the policy tests (tests/policy/test_*.py) is run by
+# check_cases_listed.py: every test method of the policy tests (the test modules here) is run by
 # meson, where the cases are listed by hand ('Class.test_method' in tests/policy/meson.build):
 # a new method left out of the list would never run, and the run would stay green.
 #

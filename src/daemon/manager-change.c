@@ -95,8 +95,8 @@ static char *change_label(Call *call, size_t line)
         return ptags_line_label(line, call->lines[line]);
 }
 
-/* Resolve the lines against the current tags into call->plan. */
-static gboolean change_plan(Call *call, GError **error)
+/* Resolve the lines against the current tags into call->plan, unchecked. */
+static gboolean change_plan_only(Call *call, GError **error)
 {
         size_t failed = 0;
         ptags_plan *plan = NULL;
@@ -111,6 +111,12 @@ static gboolean change_plan(Call *call, GError **error)
         }
         ptags_plan_free(call->plan);
         call->plan = plan;
+        return TRUE;
+}
+
+/* What call->plan may not be, whoever allows it. */
+static gboolean change_plan_check(Call *call, GError **error)
+{
         /* Budgets are checked before polkit is asked; a user's sum (a scan)
          * is taken again at commit, and only then for root. */
         if (!change_check_budgets(call, BUDGETS_BEFORE_POLKIT, error))
@@ -120,6 +126,7 @@ static gboolean change_plan(Call *call, GError **error)
         size_t max = call->svc->backend->ops->max_line;
         if (max == 0)
                 return TRUE;
+        const ptags_plan *plan = call->plan;
         g_autoptr(GPtrArray) lines = ptags_plan_lines(plan);
         for (guint i = 0; i < lines->len; i++) {
                 if (strlen(lines->pdata[i]) <= max)
@@ -132,6 +139,12 @@ static gboolean change_plan(Call *call, GError **error)
                 return FALSE;
         }
         return TRUE;
+}
+
+/* Resolve the lines against the current tags into call->plan. */
+static gboolean change_plan(Call *call, GError **error)
+{
+        return change_plan_only(call, error) && change_plan_check(call, error);
 }
 
 /* FALSE, with the call refused (and logged), when the target exited
@@ -202,13 +215,23 @@ static void change_partial(Call *call, GError *error)
         log_context(call, &ctx);
         ptags_log_partial(&ctx, call->plan, error);
         if (ptags_target_alive(&call->target) && call_read_current(call, NULL)) {
-                const char *lines[] = {"# part of this change failed: the tags as read back", NULL};
-                g_dbus_connection_emit_signal(call->svc->connection, NULL, PTAGS_OBJECT_PATH,
-                                              PTAGS_INTERFACE, "TagsChanged",
-                                              g_variant_new("(u^as@a(sbs))",
-                                                            (guint32)call->target.pid, lines,
-                                                            ptags_set_to_variant(call->current)),
-                                              NULL);
+                ptags_byte_cache_applied(call->svc->byte_cache, call->target.pid,
+                                         ptags_set_bytes(call->current));
+                /* Within the bound of every message: another writer may
+                 * have grown the tags meanwhile (it made the write fail). */
+                gboolean fits = ptags_set_wire_bound(call->current) + PTAGS_WIRE_HEADER_OVERHEAD <=
+                                PTAGS_MAX_MESSAGE_BYTES;
+                const char *lines[] = {fits ? "# part of this change failed: the tags as read back"
+                                            : "# part of this change failed: too many tags to list",
+                                       NULL};
+                ptags_set *none = ptags_set_new();
+                g_dbus_connection_emit_signal(
+                        call->svc->connection, NULL, PTAGS_OBJECT_PATH, PTAGS_INTERFACE,
+                        "TagsChanged",
+                        g_variant_new("(u^as@a(sbs))", (guint32)call->target.pid, lines,
+                                      ptags_set_to_variant(fits ? call->current : none)),
+                        NULL);
+                ptags_set_free(none);
         }
         call_fail(call, error);
 }
@@ -358,7 +381,9 @@ static gboolean plan_has(const ptags_plan *allowed, const ptags_change *c)
  * call cannot be planned again. */
 static gboolean change_plan_within(Call *call, const ptags_plan *allowed, GError **error)
 {
-        if (!change_plan(call, error))
+        /* Narrowed before its bounds are checked: the tags gained count
+         * for nothing, or they could make the call too large to apply. */
+        if (!change_plan_only(call, error))
                 return FALSE;
         size_t n = ptags_plan_change_count(call->plan);
         g_autofree bool *keep = g_new(bool, n + 1);
@@ -368,7 +393,7 @@ static gboolean change_plan_within(Call *call, const ptags_plan *allowed, GError
                 all = all && keep[i];
         }
         if (all)
-                return TRUE;
+                return change_plan_check(call, error);
         ptags_plan *within = NULL;
         ptags_result r = ptags_plan_restrict(call->plan, call->current, keep, &within);
         if (r != PTAGS_OK) {
@@ -382,7 +407,7 @@ static gboolean change_plan_within(Call *call, const ptags_plan *allowed, GError
                 call->method, (int)call->target.pid);
         ptags_plan_free(call->plan);
         call->plan = within;
-        return TRUE;
+        return change_plan_check(call, error);
 }
 
 /* The budgets again, just before the apply: other processes of the

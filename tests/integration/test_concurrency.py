@@ -124,6 +124,27 @@ class ConcurrencyTests(TargetWorld):
         # The signal names what was removed, and only that.
         self.assertEqual([s[1] for s in signals.drain(0.5)], [["+app:b"], ["-app:a"]])
 
+    def test_many_tags_gained_during_authorization_count_for_nothing(self):
+        """The narrowed plan is the one checked against the bounds: the
+        tags a target gains while polkit decides (1100 here, past
+        MaxPolkitChanges) made the planned-again removal too large, and
+        the revocation failed with LimitExceeded."""
+        polkit = self.world.polkit
+        polkit.set_allowed([REMOVE])
+        polkit.set_hang([REMOVE])
+        client = self.world.spawn_client()
+        client.send("RemoveTag", "us", [self.target, "app:*"])
+        polkit.wait_hanging(1)
+        self.assertOk(self.world.root_call("Apply", "uas", [
+            self.target, ["+app:g%04d" % i for i in range(1100)]]))
+        polkit.set_hang([])
+        polkit.release()
+        self.assertOk(client.receive(timeout=15))
+        names = [t[0] for t in self.world.get_tags(self.target)]
+        self.assertNotIn("app:a", names)
+        self.assertEqual(len(names), 1100)
+        self.assertEqual([c["details"]["tag"] for c in polkit.checks()], ["app:a"])
+
     def test_tags_changing_twice_during_authorization_fail(self):
         polkit = self.world.polkit
         polkit.set_allowed([ADD])

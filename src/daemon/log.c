@@ -677,8 +677,8 @@ gboolean ptags_log_limiter_take_within(PtagsLogLimiter *l, const char *key, Ptag
         Bucket *b = bucket_at(l, key, now_us, shared);
         Bucket *a = all != NULL ? bucket_at(all, "", now_us, NULL) : NULL;
         /* An item dearer than the whole burst passes once the bucket is
-         * full, instead of never, and is paid for whole: the bucket goes
-         * into debt, so over time no key logs more than its rate. */
+         * full, instead of never, and is paid for whole: the key's bucket
+         * goes into debt, so over time no key logs more than its rate. */
         double need = MIN(cost, l->burst);
         double need_all = all != NULL ? MIN(cost, all->burst) : 0;
 
@@ -689,8 +689,10 @@ gboolean ptags_log_limiter_take_within(PtagsLogLimiter *l, const char *key, Ptag
                 return FALSE;
         }
         b->tokens -= cost;
+        /* The debt stays the key's own: one uid's dear item must not keep
+         * every other uid's items out of the bucket they share. */
         if (a != NULL)
-                a->tokens -= cost;
+                a->tokens -= need_all;
         *suppressed = b->suppressed;
         b->suppressed = 0;
         return TRUE;

@@ -433,6 +433,15 @@ static void test_limiter_all_keys_bounded(void)
         t += G_USEC_PER_SEC;
         g_assert_true(ptags_log_limiter_take_within(own, "1004", all, 1, t, &suppressed, NULL));
         g_assert_cmpuint(suppressed, ==, 10);
+
+        /* An item dearer than the shared burst puts its key in debt (50
+         * tokens at 1 a second), not the bucket every key shares (at most
+         * its burst of 20, refilled at 2 a second). */
+        t += 100 * G_USEC_PER_SEC;
+        g_assert_true(ptags_log_limiter_take_within(own, "1000", all, 50, t, &suppressed, NULL));
+        t += 5 * G_USEC_PER_SEC;
+        g_assert_false(ptags_log_limiter_take_within(own, "1000", all, 1, t, &suppressed, NULL));
+        g_assert_true(ptags_log_limiter_take_within(own, "1001", all, 1, t, &suppressed, NULL));
         ptags_log_limiter_free(own);
         ptags_log_limiter_free(all);
 }

@@ -70,8 +70,11 @@ static ContainerArgs *args_of(Call *call)
 
 static void log_context(Call *call, PtagsLogContext *ctx)
 {
-        /* The pid named, before it is pinned. */
-        ctx->pid = call->target.pid != 0 ? call->target.pid : (pid_t)call->pid_arg;
+        /* The pid named, before it is pinned; -1 when the caller numbers
+         * processes otherwise than ptagsd (another pid namespace). */
+        gboolean other =
+                call->caller != NULL && call->caller->pid_namespace == PTAGS_PID_NAMESPACE_OTHER;
+        ctx->pid = call->target.pid != 0 ? call->target.pid : other ? -1 : (pid_t)call->pid_arg;
         ctx->caller_pid = call->caller ? call->caller->target.pid : 0;
         ctx->caller_uid = call->caller ? call->caller->uid : (uid_t)-1;
         ctx->method = call->method;

@@ -1155,6 +1155,13 @@ class ContainerLoggingTests(test_logging.LoggingTests):
         self.assertEqual((records[0]["op"], records[0]["opid"], records[0]["res"]),
                          ("set", "0", "failed"))
         self.assertEqual(records[0]["uid"], "65534")
+        # A caller in another pid namespace names pids ptagsd does not: the
+        # record names none rather than one of the host's.
+        inner = self.world.spawn_client(pid_namespace=True)
+        self.assertError(inner.call("RegisterContainer", "uta{sv}", [1, 806, {}]),
+                         "NotSupported")
+        records = [f for f in self.container_records(WAIT_S, 1) if f.get("contid") == "806"]
+        self.assertEqual([(f["opid"], f["res"]) for f in records], [("-1", "failed")])
 
     def test_container_audit_and_journal(self):
         caller = os.getpid()

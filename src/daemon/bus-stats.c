@@ -537,7 +537,8 @@ static GDBusMessage *watch_filter(GDBusConnection *bus, GDBusMessage *message, g
                 return message;
         GVariant *body = g_dbus_message_get_body(message);
         guint64 size = PTAGS_WIRE_HEADER_OVERHEAD + (body != NULL ? g_variant_get_size(body) : 0);
-        /* Broadcasts only: the addressed copies below pass as they are. */
+        /* Broadcasts are paused; the addressed copies sent below come back
+         * through here and are held to their own bound. */
         gboolean signal = g_dbus_message_get_message_type(message) == G_DBUS_MESSAGE_TYPE_SIGNAL &&
                           g_strcmp0(g_dbus_message_get_interface(message), PTAGS_INTERFACE) == 0;
         gboolean ours = signal && g_dbus_message_get_destination(message) == NULL;
@@ -555,11 +556,11 @@ static GDBusMessage *watch_filter(GDBusConnection *bus, GDBusMessage *message, g
                 else
                         s->dropped++;
         } else if (signal && held >= PTAGS_BUS_QUEUED_COPIES_HARD) {
-                /* An addressed copy is held to the same bound: each costs
+                /* An addressed copy is held to a bound too: each costs
                  * ptagsd its whole size (a broadcast, once), and the
-                 * subscribers that take them may be many and read none. */
+                 * subscribers that take them may be many and read none.
+                 * (Not counted among the signals dropped for everyone.) */
                 drop = TRUE;
-                s->dropped++;
         } else {
                 s->sent += size;
         }

@@ -254,18 +254,13 @@ class UnreadReplies(StallTestCase):
             time.sleep(1)
             held, last = self.held_for_ptagsd(), held
         print("the bus holds %.1f MiB of ptagsd's messages" % (held / MiB))
-        start = time.monotonic()
         reply = w.root_call("GetTags", "u", [target], timeout_ms=5000)
-        took = time.monotonic() - start
         self.assertOk(reply, "root's GetTags after three clients left the replies to %d "
                       "calls unread" % (6000 * len(floods)))
-        self.assertLess(took, 2.0)
         # Three connections of one uid, each within its 4 MiB and one more,
         # well below the bus's limit.
         self.assertLess(held, 20 * MiB)
-        # The budget is the uid's too: another connection of nobody that
-        # reads waits for those to be read, but one of another user is
-        # served.
+        # Another user's reader is served.
         self.assertOk(w.spawn_client_as("daemon").call("GetTags", "u", [target]))
 
 
@@ -319,6 +314,10 @@ class StoppedSubscriber(StallTestCase):
         reply = w.root_call("GetTags", "u", [target], timeout_ms=5000)
         self.assertOk(reply)
         self.assertLess(held, 31 * MiB, "within a message of the bus's limit")
+        # Past the pause's 16 MiB: the subscribers that joined did get
+        # copies (a look at the subscribers that came too late would leave
+        # nothing to bound).
+        self.assertGreater(held, 20 * MiB, "no copies went to the subscribers that joined")
 
     def test_stopped_subscriber_does_not_stall_ptagsd(self):
         w = self.world

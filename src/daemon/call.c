@@ -135,8 +135,14 @@ void call_fail(Call *call, GError *error)
 
 void call_return(Call *call, GVariant *value)
 {
-        if (value != NULL)
+        /* Sized here, by the main thread: GDBus's worker thread, which
+         * counts (bus-thread.c), serializes and writes every message, then
+         * finds the size of each part known. A FindTagged of 1000
+         * processes was 2.5 Pings slower when the worker sized it. */
+        if (value != NULL) {
                 g_variant_ref_sink(value);
+                (void)g_variant_get_size(value);
+        }
         if (call->invocation != NULL) {
                 g_dbus_method_invocation_return_value(call->invocation, value);
         } else if (call_wants_reply(call)) {

@@ -650,6 +650,18 @@ static void confirm_send(PtagsClients *c, Client *cl)
         g_source_unref(idle);
 }
 
+/* Ask about @cl now rather than at its next retry (the lock is held). */
+static void confirm_now(PtagsClients *c, Client *cl)
+{
+        cl->retry_msec = RETRY_FIRST_MSEC;
+        if (cl->retry != NULL) {
+                g_source_destroy(cl->retry);
+                g_clear_pointer(&cl->retry, g_source_unref);
+                cl->confirming = FALSE;
+        }
+        confirm_send(c, cl);
+}
+
 gboolean ptags_clients_check_unread(PtagsClients *c, const char *sender, uid_t uid, GError **error)
 {
         pthread_mutex_lock(&c->lock);
@@ -676,15 +688,8 @@ gboolean ptags_clients_check_unread(PtagsClients *c, const char *sender, uid_t u
         }
         /* A refused client may have read meanwhile: have the bus tell before
          * its next call rather than at the next retry. */
-        if (!ok && cl != NULL && cl->unread > 0) {
-                cl->retry_msec = RETRY_FIRST_MSEC;
-                if (cl->retry != NULL) {
-                        g_source_destroy(cl->retry);
-                        g_clear_pointer(&cl->retry, g_source_unref);
-                        cl->confirming = FALSE;
-                }
-                confirm_send(c, cl);
-        }
+        if (!ok && cl != NULL && cl->unread > 0)
+                confirm_now(c, cl);
         pthread_mutex_unlock(&c->lock);
         return ok;
 }
@@ -720,15 +725,8 @@ gboolean ptags_clients_over_hard_bound(PtagsClients *c, const char *sender)
                  (u != NULL && u->unread > (guint64)c->limits->user_unread_reply_bytes +
                                                    PTAGS_UNREAD_HARD_SLACK));
         /* Have the bus asked again at once, as for a refused read. */
-        if (over) {
-                cl->retry_msec = RETRY_FIRST_MSEC;
-                if (cl->retry != NULL) {
-                        g_source_destroy(cl->retry);
-                        g_clear_pointer(&cl->retry, g_source_unref);
-                        cl->confirming = FALSE;
-                }
-                confirm_send(c, cl);
-        }
+        if (over)
+                confirm_now(c, cl);
         pthread_mutex_unlock(&c->lock);
         return over;
 }

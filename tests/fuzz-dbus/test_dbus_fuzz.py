@@ -18,10 +18,11 @@ import stat
 import time
 import unittest
 
-from gi.repository import Gio, GLib
+from gi.repository import Gio
 
 import ptags_client
-from ptags_harness import PYTHON, UNPRIVILEGED, PtagsTestCase, rss_kib, wait_until
+from ptags_harness import (PYTHON, UNPRIVILEGED, PtagsTestCase, pump_main_context, rss_kib,
+                            wait_until)
 
 CALLS = int(os.environ.get("PTAGS_DBUS_FUZZ_CALLS", "50000"))
 SENDERS = 2
@@ -59,14 +60,8 @@ class ManagerSignals:
         self.events.append((name, params.unpack()))
 
     def pump(self, duration=0.0):
-        ctx = GLib.MainContext.default()
-        deadline = time.monotonic() + duration
-        while True:
-            while ctx.iteration(False):
-                pass
-            if time.monotonic() >= deadline:
-                return self.events
-            time.sleep(0.01)
+        pump_main_context(duration)
+        return self.events
 
     def wait(self, count, timeout=10.0):
         wait_until(lambda: len(self.pump()) >= count, timeout, "%d signal(s)" % count)

@@ -101,11 +101,9 @@ class ConcurrencyTests(TargetWorld):
             self.assertIn(("shared", True, ""), tags)
         self.assertEqual(len(signals.drain(0.5)), succeeded, "one signal per applied change")
 
-    def test_pattern_matches_grown_during_authorization_are_not_removed(self):
-        """RemoveTag("app:*") was authorized for app:a; app:b appears while
-        polkit thinks and polkit would refuse it: app:b must not be removed
-        on app:a's authorization. app:a goes, as polkit allowed, and app:b
-        stays, as if it had been added just after the call."""
+    def revocation_held_by_polkit(self):
+        """A client's RemoveTag(target, "app:*"), held while polkit is asked
+        about app:a (allowed once released). Returns the client."""
         polkit = self.world.polkit
         polkit.set_allowed([REMOVE])
         polkit.set_hang([REMOVE])
@@ -113,6 +111,15 @@ class ConcurrencyTests(TargetWorld):
         client.send("RemoveTag", "us", [self.target, "app:*"])
         polkit.wait_hanging(1)
         self.assertEqual([c["details"]["tag"] for c in polkit.checks()], ["app:a"])
+        return client
+
+    def test_pattern_matches_grown_during_authorization_are_not_removed(self):
+        """RemoveTag("app:*") was authorized for app:a; app:b appears while
+        polkit thinks and polkit would refuse it: app:b must not be removed
+        on app:a's authorization. app:a goes, as polkit allowed, and app:b
+        stays, as if it had been added just after the call."""
+        polkit = self.world.polkit
+        client = self.revocation_held_by_polkit()
         signals = self.world.record_signals()
         self.assertOk(self.world.root_call("AddTag", "usb", [self.target, "app:b", False]))
         polkit.set_hang([])
@@ -130,11 +137,7 @@ class ConcurrencyTests(TargetWorld):
         MaxPolkitChanges) made the planned-again removal too large, and
         the revocation failed with LimitExceeded."""
         polkit = self.world.polkit
-        polkit.set_allowed([REMOVE])
-        polkit.set_hang([REMOVE])
-        client = self.world.spawn_client()
-        client.send("RemoveTag", "us", [self.target, "app:*"])
-        polkit.wait_hanging(1)
+        client = self.revocation_held_by_polkit()
         self.assertOk(self.world.root_call("Apply", "uas", [
             self.target, ["+app:g%04d" % i for i in range(1100)]]))
         polkit.set_hang([])

@@ -23,7 +23,8 @@ import ptags_client
 import test_logging
 from test_limits import daemon_rss_kib
 from ptags_harness import (INTERACTIVE_REQUIRED, NOBODY_UID, PYTHON, ClientProcess, HarnessError,
-                           PtagsTestCase, second_user_uid, unprivileged_argv, wait_until)
+                           PtagsTestCase, pump_main_context, second_user_uid, unprivileged_argv,
+                           wait_until)
 
 UNSET = 2**64 - 1
 REGISTER = "org.ptags.container.register"
@@ -66,14 +67,7 @@ class ContainerSignals:
             self.removed.append(params.unpack()[0])
 
     def pump(self, duration=0.0):
-        ctx = GLib.MainContext.default()
-        deadline = time.monotonic() + duration
-        while True:
-            while ctx.iteration(False):
-                pass
-            if time.monotonic() >= deadline:
-                return
-            time.sleep(0.01)
+        pump_main_context(duration)
 
     def wait_removed(self, contid, timeout=10.0):
         def seen():

@@ -291,6 +291,19 @@ class PolkitMock:
         self._call("SetCancelFails", "b", [bool(fails)])
 
 
+def pump_main_context(duration=0.0):
+    """Dispatch what the default main context has (D-Bus signals) for
+    @duration seconds, at least once."""
+    ctx = GLib.MainContext.default()
+    deadline = time.monotonic() + duration
+    while True:
+        while ctx.iteration(False):
+            pass
+        if time.monotonic() >= deadline:
+            return
+        time.sleep(0.01)
+
+
 class SignalRecorder:
     """Records TagsChanged(u, as, a(sbs)) from ptagsd on a connection."""
 

@@ -73,6 +73,7 @@ struct _PtagsClients {
         GHashTable *users;    /* uid -> User, while it holds anything */
         GQueue turns;         /* User with queued calls, in turn order */
         guint pings;          /* Peer.Pings in flight */
+        guint64 unread_users; /* the unread bytes of every uid but 0 together */
         GQueue ping_waiters;  /* Client waiting for a ping slot, oldest first */
         guint runner;
         guint name_watch;
@@ -158,8 +159,19 @@ static void user_uncount(PtagsClients *c, uid_t uid, guint64 bytes)
 
         if (u == NULL)
                 return;
-        u->unread -= MIN(bytes, u->unread);
+        bytes = MIN(bytes, u->unread);
+        u->unread -= bytes;
+        if (uid != 0)
+                c->unread_users -= MIN(bytes, c->unread_users);
         user_release(c, u);
+}
+
+/* @bytes more of @uid's replies are unread (the lock is held). */
+static void user_count(PtagsClients *c, uid_t uid, guint64 bytes)
+{
+        user_get(c, uid)->unread += bytes;
+        if (uid != 0)
+                c->unread_users += bytes;
 }
 
 static void user_free(gpointer p)
@@ -331,7 +343,7 @@ static void uid_answered(GObject *source, GAsyncResult *res, gpointer user_data)
                 cl->uid_known = TRUE;
                 /* Replies counted before the uid was known are its too. */
                 if (cl->unread > 0)
-                        user_get(c, uid)->unread += cl->unread;
+                        user_count(c, uid, cl->unread);
         }
         if (cl != NULL)
                 waiting = g_slist_reverse(g_steal_pointer(&cl->waiting));
@@ -650,6 +662,14 @@ static void confirm_send(PtagsClients *c, Client *cl)
         g_source_unref(idle);
 }
 
+/* What every uid but 0 may leave unread together: the bus holds it all,
+ * charged to ptagsd, and stops reading ptagsd at its max_incoming_bytes
+ * (127 MiB on Debian), so many uids must not add up to that. */
+static guint64 all_users_bound(const PtagsClients *c)
+{
+        return (guint64)PTAGS_UNREAD_ALL_USERS * c->limits->user_unread_reply_bytes;
+}
+
 /* Ask about @cl now rather than at its next retry (the lock is held). */
 static void confirm_now(PtagsClients *c, Client *cl)
 {
@@ -685,6 +705,14 @@ gboolean ptags_clients_check_unread(PtagsClients *c, const char *sender, uid_t u
                             "are still unread, over the MaxUserUnreadReplyBytes limit of %u",
                             u->unread, (unsigned)uid, c->limits->user_unread_reply_bytes);
                 ok = FALSE;
+        } else if (uid != 0 && c->unread_users > all_users_bound(c)) {
+                g_set_error(error, PTAGS_ERROR, PTAGS_ERROR_LIMIT_EXCEEDED,
+                            "%" G_GUINT64_FORMAT " bytes of replies to connections of uids other "
+                            "than 0 are still unread, over %u times the MaxUserUnreadReplyBytes "
+                            "limit of %u",
+                            c->unread_users, PTAGS_UNREAD_ALL_USERS,
+                            c->limits->user_unread_reply_bytes);
+                ok = FALSE;
         }
         /* A refused client may have read meanwhile: have the bus tell before
          * its next call rather than at the next retry. */
@@ -706,7 +734,7 @@ void ptags_clients_sent(PtagsClients *c, const char *sender, gsize bytes)
                 cl = client_new(c, sender);
         cl->unread += bytes;
         if (cl->uid_known)
-                user_get(c, cl->uid)->unread += bytes;
+                user_count(c, cl->uid, bytes);
         if (cl->unread >= PING_THRESHOLD)
                 confirm_send(c, cl);
         pthread_mutex_unlock(&c->lock);
@@ -723,7 +751,9 @@ gboolean ptags_clients_over_hard_bound(PtagsClients *c, const char *sender)
                 cl != NULL &&
                 (cl->unread > (guint64)c->limits->unread_reply_bytes + PTAGS_UNREAD_HARD_SLACK ||
                  (u != NULL && u->unread > (guint64)c->limits->user_unread_reply_bytes +
-                                                   PTAGS_UNREAD_HARD_SLACK));
+                                                   PTAGS_UNREAD_HARD_SLACK) ||
+                 (cl->uid_known && cl->uid != 0 &&
+                  c->unread_users > all_users_bound(c) + PTAGS_UNREAD_HARD_SLACK));
         /* Have the bus asked again at once, as for a refused read. */
         if (over)
                 confirm_now(c, cl);

@@ -59,9 +59,14 @@ void ptags_clients_sent(PtagsClients *c, const char *sender, gsize bytes);
  * are refused at the budget, but the refusals are replies too, as are the
  * answers to Introspect, Properties and Peer calls. */
 #define PTAGS_UNREAD_HARD_SLACK (1024u * 1024u)
+/* Every uid but 0 together may leave this many times
+ * MaxUserUnreadReplyBytes unread (64 MiB by default, half of the bus's
+ * limit on Debian). */
+#define PTAGS_UNREAD_ALL_USERS 4u
 
-/* Whether @sender's unread replies (or its uid's, but root's) are past
- * their budget by more than PTAGS_UNREAD_HARD_SLACK: then none of its calls
+/* Whether @sender's unread replies (or its uid's, or all uids' but 0's,
+ * for a connection of a uid but 0) are past their budget by more than
+ * PTAGS_UNREAD_HARD_SLACK: then none of its calls
  * is answered, since every answer would wait in the bus, which stops
  * reading ptagsd once it holds max_incoming_bytes of its messages. Has the
  * bus asked again, as a refused read does. Any thread. */

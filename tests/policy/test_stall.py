@@ -264,6 +264,35 @@ class UnreadReplies(StallTestCase):
         self.assertOk(w.spawn_client_as("daemon").call("GetTags", "u", [target]))
 
 
+class UnreadRepliesOfManyUsers(StallTestCase):
+    # As UnreadReplies, with MaxUserUnreadReplyBytes at 4 MiB so that the
+    # bus's 32 MiB here stand for Debian's 127 MiB against the default 16.
+    stall_options = {"limits": {"max_incoming_bytes": 32 * MiB, "max_outgoing_bytes": 32 * MiB},
+                     "daemon_args": ["--max-user-unread-reply-bytes=4194304"]}
+
+    def test_the_replies_of_all_users_are_bounded_together(self):
+        """Each uid had its own budget and nothing bounded their sum: 7
+        users whose clients never read had the bus hold 7 x 5 MiB, past its
+        limit, and it stopped reading ptagsd. All uids but 0 together now
+        leave at most 4 times MaxUserUnreadReplyBytes unread."""
+        w = self.world
+        target = w.spawn_target()
+        users = ("nobody", "daemon", "bin", "sys", "games", "man", "lp")
+        floods = [self.unread_client(6000, "introspect", user) for user in users]
+        for proc in floods:
+            self.assertEqual(proc.stdout.readline().strip(), b"sent")
+        held, last = self.held_for_ptagsd(), -1
+        while held != last:
+            time.sleep(1)
+            held, last = self.held_for_ptagsd(), held
+        print("the bus holds %.1f MiB of ptagsd's messages" % (held / MiB))
+        self.assertOk(w.root_call("GetTags", "u", [target], timeout_ms=5000),
+                      "root's GetTags after %d users left their replies unread" % len(users))
+        self.assertLess(held, 24 * MiB)
+        # Root's connections are bounded one by one only.
+        self.assertOk(w.root_call("Apply", "uas", [target, ["+app:after"]]))
+
+
 class StoppedSubscriber(StallTestCase):
     # dbus-daemon charges the messages it holds for receivers to their
     # SENDER (max_incoming_bytes) and stops reading a sender over it. Debian

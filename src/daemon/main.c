@@ -6,12 +6,14 @@
 
 #include "config.h"
 
+#include <errno.h>
 #include <glib-unix.h>
 #include <linux/capability.h>
 #include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <systemd/sd-bus.h>
 #include <systemd/sd-daemon.h>
@@ -79,6 +81,21 @@ static GDBusConnection *connect_system_bus(void)
         if (bus == NULL)
                 g_printerr("ptagsd: cannot connect to the system bus: %s\n", error->message);
         return bus;
+}
+
+/* ptagsd holds a pidfd for every process it pins (calls waiting for
+ * polkit, cached callers and peers, watched containers) and every
+ * descriptor callers pass: the usual soft limit of 1024 open files would
+ * let a few users' calls take them all, so the hard limit is used. */
+static void raise_file_limit(void)
+{
+        struct rlimit files;
+
+        if (getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur < files.rlim_max) {
+                files.rlim_cur = files.rlim_max;
+                if (setrlimit(RLIMIT_NOFILE, &files) != 0)
+                        g_warning("cannot raise the limit of open files: %s", g_strerror(errno));
+        }
 }
 
 /* Drop @caps (1 << CAP_*) from every set of this thread, which is every
@@ -333,6 +350,7 @@ int main(int argc, char **argv)
         /* No thread starts before the capabilities are dropped: each
          * thread keeps its own (see drop_capabilities). */
         ptags_log_writer_hold(TRUE);
+        raise_file_limit();
         if (!bus_reachable_and_free())
                 return 1;
         d.backend = ptags_backend_select(backend_name, proc_root, &error);

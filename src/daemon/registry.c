@@ -17,7 +17,6 @@
 #include <string.h>
 #include <fcntl.h>
 #include <sys/file.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -149,14 +148,9 @@ PtagsRegistry *ptags_registry_new(PtagsBackend *backend, const char *path,
                                   PtagsContainerGoneFunc gone, void *user_data)
 {
         PtagsRegistry *r = g_new0(PtagsRegistry, 1);
-        struct rlimit files;
 
-        /* One pidfd per watched process: use the hard limit, as a service
-         * keeping many containers needs more than the usual 1024. */
-        if (getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur < files.rlim_max) {
-                files.rlim_cur = files.rlim_max;
-                setrlimit(RLIMIT_NOFILE, &files);
-        }
+        /* One pidfd per watched process: ptagsd raised its soft limit of
+         * open files to the hard one at start (main.c). */
         r->backend = backend;
         r->path = g_strdup(path);
         r->containers = g_hash_table_new_full(g_int64_hash, g_int64_equal, NULL, container_free);

@@ -140,6 +140,35 @@ class CapabilityTests(PtagsTestCase):
         self.assertEqual(self.world.get_tags(target), [("ptags:app:add", False, "")])
 
 
+class FileLimitTests(PtagsTestCase):
+    """ptags-lsm on a kernel without audit container IDs (the 2016 patch
+    alone), ptagsd started with a soft limit of 1024 open files."""
+    backends = ("ptags-lsm",)
+    world_options = {"fixture_args": ["--no-contid"]}
+
+    def setUp(self):
+        os.environ["PTAGS_DAEMON_WRAPPER"] = "prlimit --nofile=1024:8192 --"
+        try:
+            super().setUp()
+        finally:
+            del os.environ["PTAGS_DAEMON_WRAPPER"]
+
+    def test_the_soft_limit_of_open_files_is_raised(self):
+        """ptagsd holds a pidfd per pinned process and passed descriptor:
+        it raised its soft limit to the hard one only when it kept a
+        container registry, so on such a kernel a few users' calls could
+        take all 1024 and every call failed to pin its target."""
+        reply = self.world.conn.call_sync(
+            "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
+            "GetConnectionUnixProcessID", GLib.Variant("(s)", ("org.ptags.Manager",)),
+            GLib.VariantType("(u)"), Gio.DBusCallFlags.NONE, 5000, None)
+        pid = reply.unpack()[0]
+        with open("/proc/%d/limits" % pid) as f:
+            line = [l for l in f if l.startswith("Max open files")][0]
+        self.assertEqual(line.split()[3:5], ["8192", "8192"], line)
+        self.assertNotIn("containers", self.world.get_property("Features"))
+
+
 class CrashNoteTests(DaemonTestCase):
     """On ptags-lsm a change longer than one kernel page takes several
     writes, so ptagsd first notes the target's tags; a ptagsd killed midway

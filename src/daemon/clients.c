@@ -74,6 +74,7 @@ struct _PtagsClients {
         GQueue turns;         /* User with queued calls, in turn order */
         guint pings;          /* Peer.Pings in flight */
         guint64 unread_users; /* the unread bytes of every uid but 0 together */
+        gint64 swept_us;      /* when all clients were last asked about (see sweep) */
         GQueue ping_waiters;  /* Client waiting for a ping slot, oldest first */
         guint runner;
         guint name_watch;
@@ -670,6 +671,36 @@ static guint64 all_users_bound(const PtagsClients *c)
         return (guint64)PTAGS_UNREAD_ALL_USERS * c->limits->user_unread_reply_bytes;
 }
 
+/* Whether the bound of all uids together holds @u back (the lock is held):
+ * only while it is passed, and only a uid holding a share of it, a quarter
+ * of its own budget, so that uids holding little (a user's reader that
+ * reads) are served whatever others leave unread. */
+static gboolean all_users_hold_back(PtagsClients *c, uid_t uid, const User *u, guint64 slack)
+{
+        return uid != 0 && u != NULL && c->unread_users > all_users_bound(c) + slack &&
+               u->unread >= c->limits->user_unread_reply_bytes / PTAGS_UNREAD_ALL_USERS;
+}
+
+/* While the bound of all uids together is passed, ask about every client
+ * with bytes counted, at most once a second (the lock is held): counts
+ * below PING_THRESHOLD are never asked about otherwise, and many clients
+ * that read each hold some. */
+static void sweep(PtagsClients *c)
+{
+        gint64 now = g_get_monotonic_time();
+        if (c->unread_users <= all_users_bound(c) || now - c->swept_us < G_USEC_PER_SEC)
+                return;
+        c->swept_us = now;
+        GHashTableIter it;
+        gpointer value;
+        g_hash_table_iter_init(&it, c->clients);
+        while (g_hash_table_iter_next(&it, NULL, &value)) {
+                Client *cl = value;
+                if (cl->uid_known && cl->uid != 0 && cl->unread > 0)
+                        confirm_send(c, cl);
+        }
+}
+
 /* Ask about @cl now rather than at its next retry (the lock is held). */
 static void confirm_now(PtagsClients *c, Client *cl)
 {
@@ -705,7 +736,7 @@ gboolean ptags_clients_check_unread(PtagsClients *c, const char *sender, uid_t u
                             "are still unread, over the MaxUserUnreadReplyBytes limit of %u",
                             u->unread, (unsigned)uid, c->limits->user_unread_reply_bytes);
                 ok = FALSE;
-        } else if (uid != 0 && c->unread_users > all_users_bound(c)) {
+        } else if (all_users_hold_back(c, uid, u, 0)) {
                 g_set_error(error, PTAGS_ERROR, PTAGS_ERROR_LIMIT_EXCEEDED,
                             "%" G_GUINT64_FORMAT " bytes of replies to connections of uids other "
                             "than 0 are still unread, over %u times the MaxUserUnreadReplyBytes "
@@ -718,6 +749,7 @@ gboolean ptags_clients_check_unread(PtagsClients *c, const char *sender, uid_t u
          * its next call rather than at the next retry. */
         if (!ok && cl != NULL && cl->unread > 0)
                 confirm_now(c, cl);
+        sweep(c);
         pthread_mutex_unlock(&c->lock);
         return ok;
 }
@@ -752,11 +784,11 @@ gboolean ptags_clients_over_hard_bound(PtagsClients *c, const char *sender)
                 (cl->unread > (guint64)c->limits->unread_reply_bytes + PTAGS_UNREAD_HARD_SLACK ||
                  (u != NULL && u->unread > (guint64)c->limits->user_unread_reply_bytes +
                                                    PTAGS_UNREAD_HARD_SLACK) ||
-                 (cl->uid_known && cl->uid != 0 &&
-                  c->unread_users > all_users_bound(c) + PTAGS_UNREAD_HARD_SLACK));
+                 (cl->uid_known && all_users_hold_back(c, cl->uid, u, PTAGS_UNREAD_HARD_SLACK)));
         /* Have the bus asked again at once, as for a refused read. */
         if (over)
                 confirm_now(c, cl);
+        sweep(c);
         pthread_mutex_unlock(&c->lock);
         return over;
 }

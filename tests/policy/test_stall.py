@@ -291,6 +291,9 @@ class UnreadRepliesOfManyUsers(StallTestCase):
         self.assertLess(held, 24 * MiB)
         # Root's connections are bounded one by one only.
         self.assertOk(w.root_call("Apply", "uas", [target, ["+app:after"]]))
+        # And a user holding little is served whatever the others hold:
+        # only a uid holding a share of the bound is held back by it.
+        self.assertOk(w.spawn_client_as("mail").call("GetTags", "u", [target]))
 
 
 class StoppedSubscriber(StallTestCase):

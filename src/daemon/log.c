@@ -429,17 +429,30 @@ void ptags_log_refused(const PtagsLogContext *ctx, const ptags_plan *plan, const
         gboolean shared;
 
         g_debug("%s: %s", ctx->method, message);
+        /* A refusal of more changes than a uid's burst of records (a large
+         * Apply) gets one audit record saying how many: one record per
+         * change would let a few uids write far past the budget of all
+         * uids together. The journal entry lists every change. */
+        G_LOCK(refusals);
+        gboolean summed =
+                ctx->caller_uid != 0 && 1 + n > (size_t)PTAGS_REFUSAL_BURST_SECONDS * refusal_rate;
+        G_UNLOCK(refusals);
         /* Not while records wait over the writer's bound: changes are
          * refused then, and their refusals would only add to what waits. */
         if (!ptags_log_writer_may_log_refusal() ||
-            !refusal_may_log(ctx, 1 + MAX(n, 1), &suppressed, &shared))
+            !refusal_may_log(ctx, summed ? 2 : 1 + MAX(n, 1), &suppressed, &shared))
                 return;
         g_autofree char *noted = refusal_message(message, ctx, suppressed, shared);
         journal_entry(PTAGS_MESSAGE_CHANGE_REFUSED, LOG_WARNING, ctx, plan, result, noted,
                       suppressed);
         /* All or nothing: every change of the batch was refused. */
         g_autoptr(GByteArray) batch = g_byte_array_new();
-        for (size_t i = 0; i < n; i++) {
+        if (summed) {
+                g_autofree char *msg = ptags_audit_message("ptags-change", ctx, NULL, NULL, 0);
+                g_autofree char *counted = g_strdup_printf("%s changes=%zu", msg, n);
+                audit_batch_add(batch, PTAGS_AUDIT_TYPE, counted, FALSE);
+        }
+        for (size_t i = 0; i < n && !summed; i++) {
                 const ptags_change *c = ptags_plan_change_at(plan, i);
                 audit_record(batch, ctx, c, FALSE);
         }

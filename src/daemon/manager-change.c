@@ -218,20 +218,18 @@ static void change_partial(Call *call, GError *error)
                 ptags_byte_cache_applied(call->svc->byte_cache, call->target.pid,
                                          ptags_set_bytes(call->current));
                 /* Within the bound of every message: another writer may
-                 * have grown the tags meanwhile (it made the write fail). */
-                gboolean fits = ptags_set_wire_bound(call->current) + PTAGS_WIRE_HEADER_OVERHEAD <=
-                                PTAGS_MAX_MESSAGE_BYTES;
-                const char *lines[] = {fits ? "# part of this change failed: the tags as read back"
-                                            : "# part of this change failed: too many tags to list",
-                                       NULL};
-                ptags_set *none = ptags_set_new();
-                g_dbus_connection_emit_signal(
-                        call->svc->connection, NULL, PTAGS_OBJECT_PATH, PTAGS_INTERFACE,
-                        "TagsChanged",
-                        g_variant_new("(u^as@a(sbs))", (guint32)call->target.pid, lines,
-                                      ptags_set_to_variant(fits ? call->current : none)),
-                        NULL);
-                ptags_set_free(none);
+                 * have grown the tags meanwhile (it made the write fail),
+                 * and a list too large to send is not announced. */
+                const char *lines[] = {"# part of this change failed: the tags as read back", NULL};
+                if (ptags_set_wire_bound(call->current) + strlen(lines[0]) +
+                            PTAGS_WIRE_HEADER_OVERHEAD <=
+                    PTAGS_MAX_MESSAGE_BYTES)
+                        g_dbus_connection_emit_signal(
+                                call->svc->connection, NULL, PTAGS_OBJECT_PATH, PTAGS_INTERFACE,
+                                "TagsChanged",
+                                g_variant_new("(u^as@a(sbs))", (guint32)call->target.pid, lines,
+                                              ptags_set_to_variant(call->current)),
+                                NULL);
         }
         call_fail(call, error);
 }

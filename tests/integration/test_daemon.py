@@ -147,11 +147,16 @@ class FileLimitTests(PtagsTestCase):
     world_options = {"fixture_args": ["--no-contid"]}
 
     def setUp(self):
-        os.environ["PTAGS_DAEMON_WRAPPER"] = "prlimit --nofile=1024:8192 --"
+        saved = os.environ.get("PTAGS_DAEMON_WRAPPER")
+        os.environ["PTAGS_DAEMON_WRAPPER"] = ("prlimit --nofile=1024:8192 -- " +
+                                              (saved or "")).strip()
         try:
             super().setUp()
         finally:
-            del os.environ["PTAGS_DAEMON_WRAPPER"]
+            if saved is None:
+                del os.environ["PTAGS_DAEMON_WRAPPER"]
+            else:
+                os.environ["PTAGS_DAEMON_WRAPPER"] = saved
 
     def test_the_soft_limit_of_open_files_is_raised(self):
         """ptagsd holds a pidfd per pinned process and passed descriptor:

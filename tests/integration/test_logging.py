@@ -982,6 +982,23 @@ class RefusalBudgetTests(LoggingTests):
     bursts of 32 (an AddTag's refusal writes 2)."""
     world_options = {"daemon_args": ["--max-refusal-records=2"]}
 
+    def test_a_refusal_of_more_changes_than_a_burst_is_summed_up(self):
+        """A refused Apply of 40 changes (past the burst of 32) wrote 40
+        audit records for the cost of the burst; a few uids so logged far
+        past the budget of all uids together. It gets one record now,
+        saying how many changes, and the journal entry lists them all."""
+        audit = AuditReader()
+        self.addCleanup(audit.close)
+        client = self.world.spawn_client()  # the polkit mock denies everything
+        self.journal.drain()
+        self.assertError(client.call("Apply", "uas", [
+            self.target, ["+log:many%02d" % i for i in range(40)]]), "NotAuthorized")
+        entry = self.entry_about(MESSAGE_REFUSED, self.target, "Apply")
+        self.assertEqual(len(entry.one("PTAGS_LINES").split("\n")), 40)
+        records = self.daemon_records(audit, 2, timeout=2.0)
+        self.assertEqual([(r["op"], r.get("changes"), r["res"]) for r in records],
+                         [("ptags-change", "40", "failed")])
+
     def test_the_refusal_budget_is_configured(self):
         self.assertEqual(self.world.get_property("MaxRefusalRecords"), 2)
         client = self.world.spawn_client()  # the polkit mock denies everything

@@ -16,7 +16,7 @@ import time
 import unittest
 
 from gi.repository import Gio, GLib
-from ptags_harness import PtagsTestCase, wait_until
+from ptags_harness import PtagsTestCase, daemon_wrapper, wait_until
 
 
 class DaemonTestCase(PtagsTestCase):
@@ -147,16 +147,8 @@ class FileLimitTests(PtagsTestCase):
     world_options = {"fixture_args": ["--no-contid"]}
 
     def setUp(self):
-        saved = os.environ.get("PTAGS_DAEMON_WRAPPER")
-        os.environ["PTAGS_DAEMON_WRAPPER"] = ("prlimit --nofile=1024:8192 -- " +
-                                              (saved or "")).strip()
-        try:
+        with daemon_wrapper("prlimit --nofile=1024:8192 --"):
             super().setUp()
-        finally:
-            if saved is None:
-                del os.environ["PTAGS_DAEMON_WRAPPER"]
-            else:
-                os.environ["PTAGS_DAEMON_WRAPPER"] = saved
 
     def test_the_soft_limit_of_open_files_is_raised(self):
         """ptagsd holds a pidfd per pinned process and passed descriptor:

@@ -21,7 +21,7 @@ import tempfile
 import threading
 import time
 
-from ptags_harness import HarnessError, PtagsTestCase, wait_until
+from ptags_harness import HarnessError, PtagsTestCase, daemon_wrapper, wait_until
 
 # From src/daemon/names.h: stable ids that log filters select on.
 MESSAGE_CHANGED = "56f8202c992d48b2b57f12d212df8c0b"
@@ -305,15 +305,8 @@ class LoggingTests(PtagsTestCase):
         self.journal = JournalSink(sink_path)
         self.addCleanup(self.journal.close)
         # Only this world's ptagsd runs in the namespace with our socket.
-        saved = os.environ.get("PTAGS_DAEMON_WRAPPER")
-        os.environ["PTAGS_DAEMON_WRAPPER"] = "/bin/sh %s %s" % (WRAPPER, sink_path)
-        try:
+        with daemon_wrapper("/bin/sh %s %s" % (WRAPPER, sink_path)):
             super().setUp()
-        finally:
-            if saved is None:
-                del os.environ["PTAGS_DAEMON_WRAPPER"]
-            else:
-                os.environ["PTAGS_DAEMON_WRAPPER"] = saved
         self.daemon_pid = self.world.daemon.pid
         self.target = self.world.spawn_target(unprivileged=True)
 
@@ -925,12 +918,8 @@ class RestoreLoggingTests(LoggingTests):
         with open(note, "w") as f:
             f.write("%d %s\napp:cam\n@k=v\nother\n" % (self.target, start))
         self.journal.drain()
-        os.environ["PTAGS_DAEMON_WRAPPER"] = "/bin/sh %s %s" % (WRAPPER,
-                                                                self.journal.sock.getsockname())
-        try:
+        with daemon_wrapper("/bin/sh %s %s" % (WRAPPER, self.journal.sock.getsockname())):
             self.world.start_daemon()
-        finally:
-            del os.environ["PTAGS_DAEMON_WRAPPER"]
         entry = self.entry_about(MESSAGE_CHANGED, self.target, "Restore")
         self.assertEqual(entry.one("PTAGS_LINES").split("\n"), ["+app:cam", "!k=v"])
         self.assertEqual(entry.one("PTAGS_CALLER_PID"), str(self.world.daemon.pid))

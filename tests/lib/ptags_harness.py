@@ -26,6 +26,7 @@
 #           pid = self.world.spawn_target()
 #           self.assertOk(self.world.root_call("AddTag", "usb", [pid, "a", False]))
 
+import contextlib
 import ctypes
 import fcntl
 import json
@@ -289,6 +290,21 @@ class PolkitMock:
         """Make cancellations fail the way polkitd's do when its answer has
         already left (see the mock's SetCancelFails)."""
         self._call("SetCancelFails", "b", [bool(fails)])
+
+
+@contextlib.contextmanager
+def daemon_wrapper(prefix):
+    """Within the block, worlds start ptagsd behind @prefix (a command line
+    prefix), before any wrapper the runner set (PTAGS_DAEMON_WRAPPER)."""
+    saved = os.environ.get("PTAGS_DAEMON_WRAPPER")
+    os.environ["PTAGS_DAEMON_WRAPPER"] = ("%s %s" % (prefix, saved or "")).strip()
+    try:
+        yield
+    finally:
+        if saved is None:
+            del os.environ["PTAGS_DAEMON_WRAPPER"]
+        else:
+            os.environ["PTAGS_DAEMON_WRAPPER"] = saved
 
 
 def pump_main_context(duration=0.0):

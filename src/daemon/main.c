@@ -15,7 +15,6 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
-#include <systemd/sd-bus.h>
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
 
@@ -41,38 +40,11 @@ typedef struct {
         int exit_code;
 } Daemon;
 
-/* Fail before touching the kernel when the bus is unreachable or another
- * ptagsd already serves: a second instance must not disturb the first (the
- * bpf backend, for one, refuses to share its pinned state). Asked with
- * sd-bus, which starts no thread: ptagsd starts none before its backend is
- * made and the capabilities it does not need are dropped. */
-static gboolean bus_reachable_and_free(void)
-{
-        sd_bus *bus = NULL;
-        sd_bus_error error = SD_BUS_ERROR_NULL;
-        sd_bus_message *reply = NULL;
-        int owned = 0;
-
-        int r = sd_bus_open_system(&bus);
-        if (r >= 0)
-                r = sd_bus_call_method(bus, "org.freedesktop.DBus", "/org/freedesktop/DBus",
-                                       "org.freedesktop.DBus", "NameHasOwner", &error, &reply, "s",
-                                       PTAGS_BUS_NAME);
-        if (r >= 0)
-                r = sd_bus_message_read(reply, "b", &owned);
-        if (r < 0)
-                g_printerr("ptagsd: cannot connect to the system bus: %s\n",
-                           error.message != NULL ? error.message : g_strerror(-r));
-        else if (owned)
-                g_printerr("ptagsd: cannot own the name %s on the system bus: another ptagsd "
-                           "already serves it\n",
-                           PTAGS_BUS_NAME);
-        sd_bus_message_unref(reply);
-        sd_bus_error_free(&error);
-        sd_bus_flush_close_unref(bus);
-        return r >= 0 && !owned;
-}
-
+/* Made after the backend, and after the capabilities it does not need are
+ * dropped: GDBus starts a thread, and credentials are per thread. A second
+ * ptagsd beside a running one stops at the backend's lock (the runtime
+ * directory's on ptags-lsm, the pins' on bpf) before it changes anything,
+ * or else at the bus name. */
 static GDBusConnection *connect_system_bus(void)
 {
         g_autoptr(GError) error = NULL;
@@ -351,8 +323,6 @@ int main(int argc, char **argv)
          * thread keeps its own (see drop_capabilities). */
         ptags_log_writer_hold(TRUE);
         raise_file_limit();
-        if (!bus_reachable_and_free())
-                return 1;
         d.backend = ptags_backend_select(backend_name, proc_root, &error);
         if (d.backend == NULL) {
                 g_printerr("ptagsd: %s\n", error->message);

@@ -170,8 +170,9 @@ static int bpf_find(PtagsBackend *b, const char *pattern, size_t len, PtagsFound
                         g_hash_table_insert(sets, g_memdup2(&tasks[i].set_id, sizeof(gint64)),
                                             tags);
                 }
-                if (ptags_set_matches(tags, pattern, len, false))
-                        cb(tasks[i].tgid, tags, tasks[i].set_id, user_data);
+                if (ptags_set_matches(tags, pattern, len, false) &&
+                    !cb(tasks[i].tgid, tags, tasks[i].set_id, user_data))
+                        break;
         }
         free(tasks);
         return 0;

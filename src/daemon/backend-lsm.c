@@ -294,9 +294,11 @@ static int lsm_find(PtagsBackend *b, const char *pattern, size_t len, PtagsFound
                 close(pidfd);
                 if (r != 0)
                         continue; /* exited meanwhile, or unreadable: not a holder */
-                if (ptags_set_matches(tags, pattern, len, false))
-                        cb((pid_t)pid, tags, 0, user_data);
+                gboolean more = !ptags_set_matches(tags, pattern, len, false) ||
+                                cb((pid_t)pid, tags, 0, user_data);
                 ptags_set_free(tags);
+                if (!more)
+                        break;
         }
         closedir(dir);
         return 0;

@@ -19,8 +19,10 @@ typedef struct _PtagsBackend PtagsBackend;
 /* Called by find() once per process holding a matching tag. @tags is
  * borrowed for the duration of the call only. @list_id is nonzero when the
  * backend knows which processes share one list: within one find(), calls
- * with the same nonzero @list_id carry the same tags (bpf: the set's id). */
-typedef void (*PtagsFoundFunc)(pid_t pid, const ptags_set *tags, guint64 list_id, void *user_data);
+ * with the same nonzero @list_id carry the same tags (bpf: the set's id).
+ * Returns FALSE to end the walk (the answer is known: too big to send). */
+typedef gboolean (*PtagsFoundFunc)(pid_t pid, const ptags_set *tags, guint64 list_id,
+                                   void *user_data);
 
 /* Called by list_contids() once per live process carrying a container ID. */
 typedef void (*PtagsContidFunc)(pid_t pid, guint64 contid, void *user_data);

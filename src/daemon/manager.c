@@ -247,18 +247,18 @@ static void found_add(FoundList *list, pid_t pid, const Matching *m)
         g_array_append_val(list->found, p);
 }
 
-static void found_one(pid_t pid, const ptags_set *tags, guint64 list_id, void *user_data)
+static gboolean found_one(pid_t pid, const ptags_set *tags, guint64 list_id, void *user_data)
 {
         FoundList *list = user_data;
 
         if (list->too_big)
-                return;
+                return FALSE;
         if (list_id == 0) {
                 Matching own = {NULL, 0};
                 own.tags = matching_tags(list, tags, &own.bytes);
                 found_add(list, pid, &own);
                 g_clear_pointer(&own.tags, g_variant_unref);
-                return;
+                return !list->too_big;
         }
         Matching *m = g_hash_table_lookup(list->by_set, &list_id);
         if (m == NULL) {
@@ -267,6 +267,8 @@ static void found_one(pid_t pid, const ptags_set *tags, guint64 list_id, void *u
                 g_hash_table_insert(list->by_set, g_memdup2(&list_id, sizeof(list_id)), m);
         }
         found_add(list, pid, m);
+        /* Once the reply is too big, nothing more is read or parsed. */
+        return !list->too_big;
 }
 
 static gint found_by_pid(gconstpointer a, gconstpointer b)

@@ -177,6 +177,41 @@ static void test_container_ids(Fixture *f, gconstpointer data)
         ptags_backend_free(b);
 }
 
+static gboolean count_found(pid_t pid, const ptags_set *tags, guint64 list_id, void *user_data)
+{
+        guint *found = user_data;
+
+        found[0]++;
+        return found[0] < found[1]; /* found[1]: how many to take */
+}
+
+/* The walk ends when the caller has its answer (a reply already too big):
+ * nothing more is read or parsed. */
+static void test_find_stops(Fixture *f, gconstpointer data)
+{
+        g_autoptr(GError) error = NULL;
+        PtagsBackend *b = ptags_backend_lsm_new(f->root, &error);
+        g_assert_no_error(error);
+        g_autofree char *dir = g_strdup_printf("%s/%d/attr", f->root, (int)getppid());
+        g_assert_cmpint(g_mkdir_with_parents(dir, 0700), ==, 0);
+        g_autofree char *parent = g_build_filename(dir, "ptags", NULL);
+        g_assert_true(g_file_set_contents(parent, "app:x\n", -1, NULL));
+        g_assert_true(g_file_set_contents(f->own_attr, "app:x\n", -1, NULL));
+
+        guint found[2] = {0, 10};
+        g_assert_cmpint(b->ops->find(b, "app:*", 5, count_found, found), ==, 0);
+        g_assert_cmpuint(found[0], ==, 2);
+        guint first[2] = {0, 1};
+        g_assert_cmpint(b->ops->find(b, "app:*", 5, count_found, first), ==, 0);
+        g_assert_cmpuint(first[0], ==, 1);
+
+        g_unlink(parent);
+        g_rmdir(dir);
+        g_autofree char *pid_dir = g_path_get_dirname(dir);
+        g_rmdir(pid_dir);
+        ptags_backend_free(b);
+}
+
 int main(int argc, char **argv)
 {
         g_test_init(&argc, &argv, NULL);
@@ -188,6 +223,8 @@ int main(int argc, char **argv)
                    fixture_tear_down);
         g_test_add_func("/backend-lsm/no-provider", test_no_provider);
         g_test_add_func("/backend-lsm/lsm-list", test_lsm_list);
+        g_test_add("/backend-lsm/find-stops", Fixture, NULL, fixture_set_up, test_find_stops,
+                   fixture_tear_down);
         g_test_add("/backend-lsm/select", Fixture, NULL, fixture_set_up, test_select,
                    fixture_tear_down);
         return g_test_run();

@@ -551,7 +551,8 @@ static GDBusMessage *watch_filter(GDBusConnection *bus, GDBusMessage *message, g
                 s->paused = TRUE; /* no time to wait for the bus's answer */
         if (ours && s->paused) {
                 drop = TRUE;
-                if (s->readers != NULL)
+                /* No copy would pass its bound: the signal reaches no one. */
+                if (s->readers != NULL && held < PTAGS_BUS_QUEUED_COPIES_HARD)
                         readers = g_ptr_array_ref(s->readers);
                 else
                         s->dropped++;

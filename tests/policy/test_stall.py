@@ -8,6 +8,7 @@
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -350,6 +351,17 @@ class StoppedSubscriber(StallTestCase):
         # copies (a look at the subscribers that came too late would leave
         # nothing to bound).
         self.assertGreater(held, 20 * MiB, "no copies went to the subscribers that joined")
+        # Once they are gone, the pause ends and says how many signals
+        # reached no one: those whose copies were all held back count.
+        joined.stdin.close()
+        joined.wait(timeout=10)
+        os.kill(subscriber.pid, signal.SIGCONT)
+        ptags_harness.wait_until(
+            lambda: "signals resumed" in w.read_log("ptagsd.log", tail_lines=100000), 20,
+            "the pause to end", interval=0.5)
+        dropped = re.findall(r"signals resumed: .*; (\d+) signals were dropped",
+                             w.read_log("ptagsd.log", tail_lines=100000))
+        self.assertGreater(int(dropped[-1]), 0, "signals that reached no one, not counted")
 
     def test_stopped_subscriber_does_not_stall_ptagsd(self):
         w = self.world

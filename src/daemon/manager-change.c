@@ -95,14 +95,33 @@ static char *change_label(Call *call, size_t line)
         return ptags_line_label(line, call->lines[line]);
 }
 
-/* Resolve the lines against the current tags into call->plan, unchecked. */
-static gboolean change_plan_only(Call *call, GError **error)
+/* Resolve the lines against the current tags into call->plan, unchecked;
+ * when @bounded, no further than a caller other than root may go. */
+static gboolean change_plan_only(Call *call, gboolean bounded, GError **error)
 {
         size_t failed = 0;
         ptags_plan *plan = NULL;
-        ptags_result r = ptags_plan_build(call->current, (const char *const *)call->lines, NULL,
-                                          g_strv_length(call->lines), &plan, &failed);
+        /* A plan polkit would be asked about change by change is refused
+         * past MaxPolkitChanges: it is not copied further than that (a
+         * pattern over a process holding megabytes of tags). */
+        gboolean asks = bounded && call->caller != NULL && call->caller->uid != 0;
+        guint most = call->svc->limits.polkit_changes;
+        ptags_result r = ptags_plan_build_bounded(
+                call->current, (const char *const *)call->lines, NULL, g_strv_length(call->lines),
+                asks ? (size_t)most + 1 : PTAGS_PLAN_MAX_CHANGES, &plan, &failed);
 
+        /* The bound's own refusal, when no other bound of the plan (its
+         * bytes) can come first. */
+        gboolean ours = (guint64)most + 1 < PTAGS_PLAN_MAX_CHANGES &&
+                        ((guint64)most + 1) * (PTAGS_MAX_TAG_LEN + 2 * PTAGS_MAX_VALUE_LEN) <=
+                                PTAGS_PLAN_MAX_BYTES;
+        if (r == PTAGS_E_BATCH_TOO_LARGE && asks && ours) {
+                g_set_error(error, PTAGS_ERROR, PTAGS_ERROR_LIMIT_EXCEEDED,
+                            "more than %u changes on process %d need polkit, over the "
+                            "MaxPolkitChanges limit of %u for one call; split the batch",
+                            most, (int)call->target.pid, most);
+                return FALSE;
+        }
         if (r != PTAGS_OK) {
                 g_autofree char *label = change_label(call, failed);
                 g_set_error(error, PTAGS_ERROR, ptags_error_from_result(r), "%s: %s (process %d)",
@@ -144,7 +163,7 @@ static gboolean change_plan_check(Call *call, GError **error)
 /* Resolve the lines against the current tags into call->plan. */
 static gboolean change_plan(Call *call, GError **error)
 {
-        return change_plan_only(call, error) && change_plan_check(call, error);
+        return change_plan_only(call, TRUE, error) && change_plan_check(call, error);
 }
 
 /* FALSE, with the call refused (and logged), when the target exited
@@ -381,7 +400,7 @@ static gboolean change_plan_within(Call *call, const ptags_plan *allowed, GError
 {
         /* Narrowed before its bounds are checked: the tags gained count
          * for nothing, or they could make the call too large to apply. */
-        if (!change_plan_only(call, error))
+        if (!change_plan_only(call, FALSE, error))
                 return FALSE;
         size_t n = ptags_plan_change_count(call->plan);
         g_autofree bool *keep = g_new(bool, n + 1);

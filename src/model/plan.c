@@ -13,8 +13,9 @@ struct ptags_plan {
         size_t count;
         size_t cap;
         ptags_set *result;
-        size_t line;  /* the line being resolved, stamped on its changes */
-        size_t bytes; /* copied tag and value bytes, bounded by PTAGS_PLAN_MAX_BYTES */
+        size_t line;        /* the line being resolved, stamped on its changes */
+        size_t max_changes; /* PTAGS_PLAN_MAX_CHANGES, or a caller's lower bound */
+        size_t bytes;       /* copied tag and value bytes, bounded by PTAGS_PLAN_MAX_BYTES */
 };
 
 static void change_clear(ptags_change *c)
@@ -63,7 +64,7 @@ static ptags_result record_change(const ptags_change *c, void *ctx)
         size_t old_len = undo_needs_old_value(c->kind) ? c->old_value_len : 0;
         /* Each length is bounded by the grammar, so the sum cannot overflow. */
         size_t bytes = c->tag_len + c->value_len + old_len;
-        if (p->count >= PTAGS_PLAN_MAX_CHANGES || bytes > PTAGS_PLAN_MAX_BYTES - p->bytes)
+        if (p->count >= p->max_changes || bytes > PTAGS_PLAN_MAX_BYTES - p->bytes)
                 return PTAGS_E_BATCH_TOO_LARGE;
         if (p->count == p->cap) {
                 size_t cap = p->cap ? p->cap * 2 : 16;
@@ -93,11 +94,22 @@ static ptags_result record_change(const ptags_change *c, void *ctx)
 ptags_result ptags_plan_build(const ptags_set *current, const char *const *lines,
                               const size_t *lens, size_t n, ptags_plan **out, size_t *failed_line)
 {
+        return ptags_plan_build_bounded(current, lines, lens, n, PTAGS_PLAN_MAX_CHANGES, out,
+                                        failed_line);
+}
+
+ptags_result ptags_plan_build_bounded(const ptags_set *current, const char *const *lines,
+                                      const size_t *lens, size_t n, size_t max_changes,
+                                      ptags_plan **out, size_t *failed_line)
+{
         ptags_plan *p = calloc(1, sizeof(*p));
         ptags_result r = PTAGS_E_NOMEM;
 
-        if (p != NULL)
+        if (p != NULL) {
+                p->max_changes =
+                        max_changes < PTAGS_PLAN_MAX_CHANGES ? max_changes : PTAGS_PLAN_MAX_CHANGES;
                 p->result = ptags_set_copy(current);
+        }
         if (p == NULL || p->result == NULL) {
                 ptags_plan_free(p);
                 if (failed_line)

@@ -304,6 +304,12 @@ typedef struct ptags_plan ptags_plan;
 #define PTAGS_PLAN_MAX_BYTES   (192u * 1024u * 1024u)
 ptags_result ptags_plan_build(const ptags_set *current, const char *const *lines,
                               const size_t *lens, size_t n, ptags_plan **out, size_t *failed_line);
+/* ptags_plan_build, failing with BATCH_TOO_LARGE once the plan would hold
+ * more than @max_changes changes (at most PTAGS_PLAN_MAX_CHANGES): a caller
+ * that will refuse such a plan anyway stops copying it there. Since: 0.1 */
+ptags_result ptags_plan_build_bounded(const ptags_set *current, const char *const *lines,
+                                      const size_t *lens, size_t n, size_t max_changes,
+                                      ptags_plan **out, size_t *failed_line);
 void ptags_plan_free(ptags_plan *p);
 /* A plan of only the changes of @p whose entry in @keep is true, built
  * again against @current (the set @p was built from, or one differing only

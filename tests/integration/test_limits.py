@@ -21,6 +21,7 @@ from ptags_harness import (HeldThread, LIB_DIR, PYTHON, PtagsTestCase, rss_kib, 
                            unprivileged_argv, wait_until)
 
 ADD = "org.ptags.tag.add"
+REMOVE = "org.ptags.tag.remove"
 MiB = 1024 * 1024
 BUDGET_PROPERTIES = {
     "MaxProcessBytes": 256 * 1024,
@@ -252,6 +253,13 @@ class ConfiguredBudgetTests(LimitWorld):
         # Root needs no polkit, so the budget does not apply to it.
         self.assertOk(self.world.root_call("Apply", "uas",
                                            [target, ["+r:%d" % i for i in range(21)]]))
+        # A pattern over more tags than that stops being planned there.
+        self.assertOk(self.world.root_call("Apply", "uas", [
+            target, ["+u:%d" % i for i in range(40)]]))
+        self.world.polkit.set_allowed([ADD, REMOVE])
+        reply = client.call("RemoveTag", "us", [target, "u:*"])
+        self.assertError(reply, "LimitExceeded")
+        self.assertIn("more than 20 changes", reply.message)
 
 
 class SharedListBudgetTests(LimitWorld):

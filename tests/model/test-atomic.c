@@ -408,6 +408,25 @@ static void test_format_buffer(void)
         ptags_set_free(s);
 }
 
+/* A caller's own bound on the changes stops the plan there. */
+static void test_plan_bounded(void)
+{
+        ptags_set *current = test_set_from_text("app:a\napp:b\napp:c\n");
+        const char *lines[] = {"-app:*"};
+        ptags_plan *p = NULL;
+        size_t failed = 9;
+
+        g_assert_cmpint(ptags_plan_build_bounded(current, lines, NULL, 1, 2, &p, &failed), ==,
+                        PTAGS_E_BATCH_TOO_LARGE);
+        g_assert_null(p);
+        g_assert_cmpuint(failed, ==, 0);
+        g_assert_cmpint(ptags_plan_build_bounded(current, lines, NULL, 1, 3, &p, NULL), ==,
+                        PTAGS_OK);
+        g_assert_cmpuint(ptags_plan_change_count(p), ==, 3);
+        ptags_plan_free(p);
+        ptags_set_free(current);
+}
+
 /* A plan cut down to some of its changes: built again against the set,
  * each change keeping its input line; a change that no longer applies
  * without the ones cut away fails the whole. */
@@ -460,6 +479,7 @@ int main(int argc, char **argv)
         g_test_add_func("/atomic/tag-limit", test_tag_limit);
         g_test_add_func("/atomic/plan-bounds", test_plan_bounds);
         g_test_add_func("/atomic/plan-restrict", test_plan_restrict);
+        g_test_add_func("/atomic/plan-bounded", test_plan_bounded);
         g_test_add_func("/atomic/rights-checked-per-change", test_rights_checked_per_change);
         g_test_add_func("/atomic/modes-side-by-side", test_modes_side_by_side);
         g_test_add_func("/atomic/format-buffer", test_format_buffer);

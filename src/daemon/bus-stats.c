@@ -155,7 +155,14 @@ static void ask(Question *q)
 
 static gboolean ask_now(gpointer data)
 {
-        ask(data);
+        Question *q = data;
+
+        /* The question was made in another thread (GDBus's worker): its
+         * lock, taken around the handoff there, orders it for
+         * ThreadSanitizer, which does not see GLib's own locks. */
+        pthread_mutex_lock(&q->s->lock);
+        pthread_mutex_unlock(&q->s->lock);
+        ask(q);
         return G_SOURCE_REMOVE;
 }
 
@@ -167,7 +174,9 @@ static void ask_on_main(Question *q)
 
         g_source_set_priority(idle, G_PRIORITY_DEFAULT);
         g_source_set_callback(idle, ask_now, q, NULL);
+        pthread_mutex_lock(&q->s->lock);
         g_source_attach(idle, q->s->context);
+        pthread_mutex_unlock(&q->s->lock);
         g_source_unref(idle);
 }
 

@@ -119,6 +119,15 @@ static void question_free(Question *q)
         g_free(q);
 }
 
+/* @q was made and its idle source attached under the lock, perhaps in
+ * another thread (GDBus's worker): taking the lock here orders that for
+ * ThreadSanitizer, which does not see GLib's own locks. */
+static void handed_over(Question *q)
+{
+        pthread_mutex_lock(&q->c->lock);
+        pthread_mutex_unlock(&q->c->lock);
+}
+
 /* The answer to @q came after ptags_clients_free(): drop it. */
 static gboolean question_stale(Question *q)
 {
@@ -359,6 +368,7 @@ static gboolean lookup_now(gpointer data)
 
         if (question_stale(q))
                 return G_SOURCE_REMOVE;
+        handed_over(q);
         g_dbus_connection_call(q->c->bus, "org.freedesktop.DBus", "/org/freedesktop/DBus",
                                "org.freedesktop.DBus", "GetConnectionUnixUser",
                                g_variant_new("(s)", q->name), G_VARIANT_TYPE("(u)"),
@@ -617,6 +627,7 @@ static gboolean ping_now(gpointer data)
 
         if (question_stale(q))
                 return G_SOURCE_REMOVE;
+        handed_over(q);
         /* A client that does not answer in time keeps its replies counted
          * until it reads them or leaves the bus. */
         g_dbus_connection_call(q->c->bus, q->name, "/", "org.freedesktop.DBus.Peer", "Ping", NULL,

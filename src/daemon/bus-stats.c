@@ -153,16 +153,17 @@ static void ask(Question *q)
                                answered, q);
 }
 
+/* Questions made in another thread (GDBus's worker) go to the main
+ * context by an idle source, attached holding this lock; its callback
+ * takes it before it reads the question. GLib's own locks order that, but
+ * ThreadSanitizer does not see them. */
+static pthread_mutex_t handoff = PTHREAD_MUTEX_INITIALIZER;
+
 static gboolean ask_now(gpointer data)
 {
-        Question *q = data;
-
-        /* The question was made in another thread (GDBus's worker): its
-         * lock, taken around the handoff there, orders it for
-         * ThreadSanitizer, which does not see GLib's own locks. */
-        pthread_mutex_lock(&q->s->lock);
-        pthread_mutex_unlock(&q->s->lock);
-        ask(q);
+        pthread_mutex_lock(&handoff);
+        pthread_mutex_unlock(&handoff);
+        ask(data);
         return G_SOURCE_REMOVE;
 }
 
@@ -174,9 +175,9 @@ static void ask_on_main(Question *q)
 
         g_source_set_priority(idle, G_PRIORITY_DEFAULT);
         g_source_set_callback(idle, ask_now, q, NULL);
-        pthread_mutex_lock(&q->s->lock);
+        pthread_mutex_lock(&handoff);
         g_source_attach(idle, q->s->context);
-        pthread_mutex_unlock(&q->s->lock);
+        pthread_mutex_unlock(&handoff);
         g_source_unref(idle);
 }
 

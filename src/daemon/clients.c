@@ -119,13 +119,23 @@ static void question_free(Question *q)
         g_free(q);
 }
 
-/* @q was made and its idle source attached under the lock, perhaps in
- * another thread (GDBus's worker): taking the lock here orders that for
- * ThreadSanitizer, which does not see GLib's own locks. */
-static void handed_over(Question *q)
+/* Questions made in another thread (GDBus's worker) go to the main
+ * context by an idle source, attached holding this lock; its callback
+ * takes it before it reads the question. GLib's own locks order that, but
+ * ThreadSanitizer does not see them. */
+static pthread_mutex_t handoff = PTHREAD_MUTEX_INITIALIZER;
+
+static void attach_handed_over(GSource *source, GMainContext *context)
 {
-        pthread_mutex_lock(&q->c->lock);
-        pthread_mutex_unlock(&q->c->lock);
+        pthread_mutex_lock(&handoff);
+        g_source_attach(source, context);
+        pthread_mutex_unlock(&handoff);
+}
+
+static void handed_over(void)
+{
+        pthread_mutex_lock(&handoff);
+        pthread_mutex_unlock(&handoff);
 }
 
 /* The answer to @q came after ptags_clients_free(): drop it. */
@@ -366,9 +376,9 @@ static gboolean lookup_now(gpointer data)
 {
         Question *q = data;
 
+        handed_over();
         if (question_stale(q))
                 return G_SOURCE_REMOVE;
-        handed_over(q);
         g_dbus_connection_call(q->c->bus, "org.freedesktop.DBus", "/org/freedesktop/DBus",
                                "org.freedesktop.DBus", "GetConnectionUnixUser",
                                g_variant_new("(s)", q->name), G_VARIANT_TYPE("(u)"),
@@ -387,7 +397,7 @@ static Client *client_new(PtagsClients *c, const char *sender)
         GSource *idle = g_idle_source_new();
         g_source_set_priority(idle, G_PRIORITY_DEFAULT);
         g_source_set_callback(idle, lookup_now, question_new(c, sender, 0), NULL);
-        g_source_attach(idle, c->context);
+        attach_handed_over(idle, c->context);
         g_source_unref(idle);
         return cl;
 }
@@ -625,9 +635,9 @@ static gboolean ping_now(gpointer data)
 {
         Question *q = data;
 
+        handed_over();
         if (question_stale(q))
                 return G_SOURCE_REMOVE;
-        handed_over(q);
         /* A client that does not answer in time keeps its replies counted
          * until it reads them or leaves the bus. */
         g_dbus_connection_call(q->c->bus, q->name, "/", "org.freedesktop.DBus.Peer", "Ping", NULL,
@@ -670,7 +680,7 @@ static void confirm_send(PtagsClients *c, Client *cl)
         GSource *idle = g_idle_source_new();
         g_source_set_priority(idle, G_PRIORITY_DEFAULT);
         g_source_set_callback(idle, ping_now, q, NULL);
-        g_source_attach(idle, c->context);
+        attach_handed_over(idle, c->context);
         g_source_unref(idle);
 }
 

@@ -32,6 +32,9 @@ STATS_RULE = """  <policy user="root">
   </policy>
 """
 MiB = 1024 * 1024
+LIMIT = "org.ptags.Error.LimitExceeded"
+# The end of the refusal of a change while the log's writer is behind.
+LOG_BEHIND = "ptagsd makes no change it cannot log; try again later"
 
 
 def bus_config(stats=True, limits=None):
@@ -312,10 +315,18 @@ class StoppedSubscriber(StallTestCase):
         add = ["+app:%03d:%s" % (i, "x" * 1000) for i in range(240)]
         slowest = 0.0
         for i in range(count):
-            start = time.monotonic()
-            reply = self.world.root_call("Apply", "uas", [target, add if i % 2 == 0 else
-                                                          ["-app:*"]], timeout_ms=5000)
-            slowest = max(slowest, time.monotonic() - start)
+            for attempt in range(50):
+                start = time.monotonic()
+                reply = self.world.root_call("Apply", "uas", [target, add if i % 2 == 0 else
+                                                              ["-app:*"]], timeout_ms=5000)
+                slowest = max(slowest, time.monotonic() - start)
+                # Each Apply logs ~240 KB: on a loaded machine the log's
+                # writer may fall 2 MiB behind, and ptagsd refuses changes
+                # it cannot log until it catches up. That is no stall; a
+                # client does as the error says and tries again.
+                if reply.ok or reply.error != LIMIT or not reply.message.endswith(LOG_BEHIND):
+                    break
+                time.sleep(0.1)
             if not reply.ok:
                 return [(i, reply)], slowest
         return [], slowest

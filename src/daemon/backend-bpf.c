@@ -267,15 +267,15 @@ static void bpf_free(PtagsBackend *b)
         g_free(self);
 }
 
-/* Container IDs live in task storage, not in /proc/PID/audit_containerid,
- * and no rights tags are written: the ptags-lsm backend's capabilities. */
-#define BPF_UNNEEDED_CAPABILITIES                                                                  \
-        (1ull << CAP_MAC_ADMIN | 1ull << CAP_AUDIT_CONTROL | 1ull << CAP_DAC_OVERRIDE)
+/* Updating the task storage and starting the task iterators need CAP_BPF,
+ * with CAP_PERFMON for tracing programs. Container IDs live in task
+ * storage too, so they need nothing more. */
+#define BPF_CAPABILITIES (1ull << CAP_BPF | 1ull << CAP_PERFMON)
 
 /* The Backend property says which hooks run, so two tables. */
 static const PtagsBackendOps bpf_lsm_ops = {
         .name = "bpf-lsm",
-        .unneeded_capabilities = BPF_UNNEEDED_CAPABILITIES,
+        .capabilities = BPF_CAPABILITIES,
         .read = bpf_read,
         .read_max = bpf_read_max,
         .read_id = bpf_read_id,
@@ -291,7 +291,7 @@ static const PtagsBackendOps bpf_lsm_ops = {
 
 static const PtagsBackendOps bpf_tracepoint_ops = {
         .name = "bpf-tracepoint",
-        .unneeded_capabilities = BPF_UNNEEDED_CAPABILITIES,
+        .capabilities = BPF_CAPABILITIES,
         .read = bpf_read,
         .read_max = bpf_read_max,
         .read_id = bpf_read_id,

@@ -414,8 +414,12 @@ static const PtagsBackendOps lsm_ops = {
          * which carry it from then on. Kept, it would make every writer of
          * ptagsd's own file unrestricted on the 2016 kernel, which looks at
          * the target's capability rather than the writer's: any user could
-         * take ptagsd's rights away. */
-        .unneeded_capabilities = 1ull << CAP_MAC_ADMIN | 1ull << CAP_BPF | 1ull << CAP_PERFMON,
+         * take ptagsd's rights away. The tag files need no capability. */
+        .capabilities = 0,
+        /* /proc/PID/audit_containerid: writing it needs CAP_AUDIT_CONTROL,
+         * and opening it for another user's process (mode 0600, owned by
+         * the process's uid) CAP_DAC_OVERRIDE. */
+        .contid_capabilities = 1ull << CAP_AUDIT_CONTROL | 1ull << CAP_DAC_OVERRIDE,
         .read = lsm_read,
         .apply = lsm_apply,
         .find = lsm_find,

@@ -7,8 +7,10 @@
 #include "backend-select.h"
 
 #include "errors.h"
+#include "target.h"
 
 #include <string.h>
+#include <unistd.h>
 
 #define LSM_LIST_PATH "/sys/kernel/security/lsm"
 
@@ -77,4 +79,23 @@ PtagsBackend *ptags_backend_select(const char *which, const char *proc_root, GEr
         if (strcmp(which, "ptags-lsm") == 0)
                 return ptags_backend_lsm_new(proc_root, error);
         return new_bpf(error);
+}
+
+gboolean ptags_backend_contids_available(PtagsBackend *b)
+{
+        if (b->contids != 0)
+                return b->contids > 0;
+        PtagsTarget self = {0, -1};
+        guint64 id;
+
+        b->contids = -1;
+        if (!ptags_backend_has_contids(b) || !ptags_target_pin_pid(&self, getpid(), NULL))
+                return FALSE;
+        int r = b->ops->read_contid(b, self.pidfd, self.pid, &id);
+        ptags_target_clear(&self);
+        if (r < 0)
+                g_message("audit container IDs are not available: %s", g_strerror(-r));
+        else
+                b->contids = 1;
+        return r == 0;
 }

@@ -44,10 +44,12 @@ typedef struct {
         /* Longest command line (without '\n') it can apply; 0 = no limit.
          * ptags-lsm: PTAGS_WRITE_MAX - 1, as one kernel write is one page. */
         size_t max_line;
-        /* Capabilities (a mask of 1 << CAP_*) of those ptagsd's unit gives
-         * that this backend needs no more once made: ptagsd drops them before
-         * it serves, and before it starts any thread. */
-        guint64 unneeded_capabilities;
+        /* Capabilities (a mask of 1 << CAP_*) this backend needs once made,
+         * and more it needs where the kernel keeps audit container IDs.
+         * ptagsd keeps these and those it needs itself, and drops every
+         * other before it serves and before it starts any thread. */
+        guint64 capabilities;
+        guint64 contid_capabilities;
         /* Read the tags of the process pinned by @pidfd (pid @pid).
          * 0 and *out (transfer full: ptags_set_free), or -errno. */
         int (*read)(PtagsBackend *b, int pidfd, pid_t pid, ptags_set **out);
@@ -105,6 +107,8 @@ typedef struct {
 /* Backends embed this as their first member. */
 struct _PtagsBackend {
         const PtagsBackendOps *ops;
+        /* Set by ptags_backend_contids_available() (0: not asked yet). */
+        int contids;
 };
 
 /* The patched-kernel backend: /proc/PID/attr/ptags, or DIR/PID/attr/ptags
@@ -153,6 +157,11 @@ static inline gboolean ptags_backend_has_contids(PtagsBackend *b)
         return b->ops->read_contid != NULL && b->ops->write_contid != NULL &&
                b->ops->list_contids != NULL;
 }
+
+/* Whether audit container IDs can be read and written: the backend has the
+ * operations, and the kernel the file (a ptags-lsm kernel need not carry
+ * the contid patches). Asks about ptagsd itself, once. */
+gboolean ptags_backend_contids_available(PtagsBackend *b);
 
 static inline void ptags_backend_free(PtagsBackend *b)
 {

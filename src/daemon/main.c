@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <systemd/sd-daemon.h>
@@ -70,28 +71,48 @@ static void raise_file_limit(void)
         }
 }
 
-/* Drop @caps (1 << CAP_*) from every set of this thread, which is every
- * thread ptagsd will have: no other runs yet. A failure (an older unit's
- * system call filter refusing capset) is logged; ptagsd still serves. */
-static void drop_capabilities(guint64 caps)
+/* What ptagsd needs itself, whatever the backend: sending audit records
+ * (CAP_AUDIT_WRITE), and reading /proc/PID/exe and the /proc/PID/ns links of other
+ * users' processes (CAP_SYS_PTRACE, read access only: the unit's system call
+ * filter keeps ptrace(2) and process_vm_writev(2) out). */
+#define PTAGSD_CAPABILITIES (1ull << CAP_AUDIT_WRITE | 1ull << CAP_SYS_PTRACE)
+
+static gboolean has_capability(const struct __user_cap_data_struct *data, int cap)
+{
+        return data[cap / 32].effective >> (cap % 32) & 1;
+}
+
+/* Keep only @keep (1 << CAP_*) in every set of this thread, which is every
+ * thread ptagsd will have: no other runs yet. Under the unit that is a part
+ * of what it gives; started some other way (by hand, or by a bus without
+ * systemd activation) ptagsd holds all of root's, and also takes the rest
+ * out of its bounding set, so no program it might run could get them back.
+ * A failure (an older unit's system call filter refusing capset) is logged;
+ * ptagsd still serves. */
+static void keep_only_capabilities(guint64 keep)
 {
         struct __user_cap_header_struct header = {_LINUX_CAPABILITY_VERSION_3, 0};
         struct __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3];
 
-        if (caps == 0)
-                return;
         if (syscall(SYS_capget, &header, data) != 0) {
                 g_warning("cannot read ptagsd's capabilities: %s", g_strerror(errno));
                 return;
         }
+        if (has_capability(data, CAP_SETPCAP))
+                for (int cap = 0; prctl(PR_CAPBSET_READ, cap) >= 0; cap++)
+                        if (!(keep >> cap & 1) && prctl(PR_CAPBSET_DROP, cap) != 0)
+                                g_warning("cannot drop capability %d from the bounding set: %s",
+                                          cap, g_strerror(errno));
+        if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) != 0 && errno != EINVAL)
+                g_warning("cannot clear the ambient capabilities: %s", g_strerror(errno));
         for (int i = 0; i < _LINUX_CAPABILITY_U32S_3; i++) {
-                guint32 mask = (guint32)(caps >> (32 * i));
-                data[i].effective &= ~mask;
-                data[i].permitted &= ~mask;
-                data[i].inheritable &= ~mask;
+                guint32 mask = (guint32)(keep >> (32 * i));
+                data[i].permitted &= mask;
+                data[i].effective = data[i].permitted;
+                data[i].inheritable = 0;
         }
         if (syscall(SYS_capset, &header, data) != 0)
-                g_warning("cannot drop the capabilities the backend does not need: %s",
+                g_warning("cannot drop the capabilities ptagsd does not need: %s",
                           g_strerror(errno));
 }
 
@@ -320,7 +341,7 @@ int main(int argc, char **argv)
 
         Daemon d = {0};
         /* No thread starts before the capabilities are dropped: each
-         * thread keeps its own (see drop_capabilities). */
+         * thread keeps its own (see keep_only_capabilities). */
         ptags_log_writer_hold(TRUE);
         raise_file_limit();
         d.backend = ptags_backend_select(backend_name, proc_root, &error);
@@ -328,7 +349,10 @@ int main(int argc, char **argv)
                 g_printerr("ptagsd: %s\n", error->message);
                 return 1;
         }
-        drop_capabilities(d.backend->ops->unneeded_capabilities);
+        guint64 keep = PTAGSD_CAPABILITIES | d.backend->ops->capabilities;
+        if (ptags_backend_contids_available(d.backend))
+                keep |= d.backend->ops->contid_capabilities;
+        keep_only_capabilities(keep);
         ptags_log_writer_hold(FALSE);
         printf("ptagsd %s: backend %s%s%s\n", PACKAGE_VERSION, d.backend->ops->name,
                proc_root ? ", proc root " : "", proc_root ? proc_root : "");

@@ -892,22 +892,6 @@ void ptags_manager_serving(PtagsService *svc)
                                                      g_array_index(removed, guint64, i));
 }
 
-/* The backend has the operations and the kernel the file (a ptags-lsm
- * kernel need not carry the contid patches): ask about ptagsd itself. */
-static gboolean containers_supported(PtagsBackend *backend)
-{
-        PtagsTarget self = {0, -1};
-        guint64 id;
-
-        if (!ptags_backend_has_contids(backend) || !ptags_target_pin_pid(&self, getpid(), NULL))
-                return FALSE;
-        int r = backend->ops->read_contid(backend, self.pidfd, self.pid, &id);
-        ptags_target_clear(&self);
-        if (r < 0)
-                g_message("audit container IDs are not available: %s", g_strerror(-r));
-        return r == 0;
-}
-
 void ptags_manager_connect_containers(PtagsService *svc)
 {
         ptags_manager_set_max_containers_per_uid(svc->skeleton, max_per_uid);
@@ -919,7 +903,7 @@ void ptags_manager_connect_containers(PtagsService *svc)
         g_signal_connect(svc->skeleton, "handle-get-container", G_CALLBACK(handle_get_container),
                          svc);
         g_signal_connect(svc->skeleton, "handle-list-containers", G_CALLBACK(handle_list), svc);
-        if (!containers_supported(svc->backend))
+        if (!ptags_backend_contids_available(svc->backend))
                 return;
         g_auto(GStrv) features = ptags_manager_dup_features(svc->skeleton);
         guint n = features != NULL ? g_strv_length(features) : 0;

@@ -15,7 +15,6 @@ import tempfile
 import time
 import unittest
 
-from gi.repository import Gio, GLib
 from ptags_harness import PtagsTestCase, daemon_wrapper, wait_until
 
 
@@ -100,44 +99,72 @@ class DaemonLifecycleTests(DaemonTestCase):
                     self.assertIn(option, refused.stderr)
 
 
+def capability_sets(pid):
+    """{tid: {"CapInh": mask, ...}} of every thread of @pid."""
+    sets = {}
+    for tid in os.listdir("/proc/%d/task" % pid):
+        with open("/proc/%d/task/%s/status" % (pid, tid)) as f:
+            sets[tid] = {k: int(v, 16) for k, v in re.findall(r"^(Cap\w+):\s+([0-9a-f]+)$",
+                                                              f.read(), re.M)}
+    return sets
+
+
 class CapabilityTests(PtagsTestCase):
     # Bits of /proc/PID/status's capability sets.
-    CAP_DAC_OVERRIDE, CAP_AUDIT_CONTROL, CAP_MAC_ADMIN, CAP_PERFMON, CAP_BPF = 1, 30, 33, 38, 39
+    CAP_DAC_OVERRIDE, CAP_SETUID, CAP_SETPCAP, CAP_SYS_ADMIN = 1, 7, 8, 21
+    CAP_AUDIT_WRITE, CAP_AUDIT_CONTROL = 29, 30
+    CAP_SYS_PTRACE, CAP_PERFMON, CAP_BPF = 19, 38, 39
 
-    def test_what_the_backend_does_not_need_is_dropped_by_every_thread(self):
-        """ptagsd drops the capabilities its backend needs no more before it
-        starts any thread (credentials are per thread). On ptags-lsm,
-        CAP_MAC_ADMIN kept made, on the 2016 kernel, every writer of
-        ptagsd's own file unrestricted (it looks at the target's
-        capability): any user could take ptagsd's rights tags away."""
-        reply = self.world.conn.call_sync(
-            "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
-            "GetConnectionUnixProcessID", GLib.Variant("(s)", ("org.ptags.Manager",)),
-            GLib.VariantType("(u)"), Gio.DBusCallFlags.NONE, 5000, None)
-        pid = reply.unpack()[0]
+    def expected(self, contids=True):
+        keep = {self.CAP_AUDIT_WRITE, self.CAP_SYS_PTRACE}
         if self.world.backend == "ptags-lsm":
-            dropped = (self.CAP_MAC_ADMIN, self.CAP_BPF, self.CAP_PERFMON)
-            kept = (self.CAP_AUDIT_CONTROL, self.CAP_DAC_OVERRIDE)
+            if contids:
+                keep |= {self.CAP_AUDIT_CONTROL, self.CAP_DAC_OVERRIDE}
         else:
-            dropped = (self.CAP_MAC_ADMIN, self.CAP_AUDIT_CONTROL, self.CAP_DAC_OVERRIDE)
-            kept = (self.CAP_BPF, self.CAP_PERFMON)
-        tids = os.listdir("/proc/%d/task" % pid)
-        self.assertGreater(len(tids), 1, "ptagsd runs GDBus's worker thread too")
-        for tid in tids:
-            with open("/proc/%d/task/%s/status" % (pid, tid)) as f:
-                sets = {k: int(v, 16) for k, v in re.findall(r"^(Cap\w+):\s+([0-9a-f]+)$",
-                                                             f.read(), re.M)}
-            for name in ("CapInh", "CapPrm", "CapEff"):
-                for cap in dropped:
-                    self.assertFalse(sets[name] >> cap & 1,
-                                     "thread %s holds capability %d in %s" % (tid, cap, name))
-            for cap in kept:
-                self.assertTrue(sets["CapEff"] >> cap & 1,
-                                "thread %s lost capability %d" % (tid, cap))
+            keep |= {self.CAP_BPF, self.CAP_PERFMON}
+        return sum(1 << cap for cap in keep)
+
+    def check_only(self, keep):
+        """ptagsd was started with all of root's capabilities (as a bus
+        without systemd activation, or an administrator, would start it):
+        every thread holds exactly @keep, and its bounding set no more."""
+        mine = capability_sets(os.getpid())[str(os.getpid())]
+        for cap in (self.CAP_SETPCAP, self.CAP_SYS_ADMIN, self.CAP_SETUID):
+            self.assertTrue(mine["CapBnd"] >> cap & 1 and mine["CapEff"] >> cap & 1,
+                            "the test runs with root's capabilities")
+        sets = capability_sets(self.world.daemon_pid())
+        self.assertGreater(len(sets), 1, "ptagsd runs GDBus's worker thread too")
+        for tid, caps in sets.items():
+            for name in ("CapPrm", "CapEff", "CapBnd"):
+                self.assertEqual(caps[name], keep, "thread %s's %s: %x, not %x"
+                                 % (tid, name, caps[name], keep))
+            for name in ("CapInh", "CapAmb"):
+                self.assertEqual(caps[name], 0, "thread %s's %s" % (tid, name))
         # And it still works.
         target = self.world.spawn_target()
         self.assertOk(self.world.root_call("AddTag", "usb", [target, "ptags:app:add", False]))
         self.assertEqual(self.world.get_tags(target), [("ptags:app:add", False, "")])
+
+    def test_only_what_ptagsd_and_its_backend_need_is_kept_by_every_thread(self):
+        """ptagsd keeps the capabilities it and its backend need, and drops
+        every other before it starts any thread (credentials are per
+        thread). It used to drop only those of the unit's it did not need:
+        started without the unit it kept CAP_SYS_ADMIN, CAP_SETUID and the
+        rest of root's. On ptags-lsm, CAP_MAC_ADMIN kept made, on the 2016
+        kernel, every writer of ptagsd's own file unrestricted (it looks at
+        the target's capability): any user could take ptagsd's rights tags
+        away."""
+        self.check_only(self.expected())
+
+
+class CapabilityWithoutContidTests(CapabilityTests):
+    """ptags-lsm on a kernel without audit container IDs: the capabilities
+    for /proc/PID/audit_containerid are of no use, and dropped."""
+    backends = ("ptags-lsm",)
+    world_options = {"fixture_args": ["--no-contid"]}
+
+    def test_only_what_ptagsd_and_its_backend_need_is_kept_by_every_thread(self):
+        self.check_only(self.expected(contids=False))
 
 
 class FileLimitTests(PtagsTestCase):
@@ -155,11 +182,7 @@ class FileLimitTests(PtagsTestCase):
         it raised its soft limit to the hard one only when it kept a
         container registry, so on such a kernel a few users' calls could
         take all 1024 and every call failed to pin its target."""
-        reply = self.world.conn.call_sync(
-            "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
-            "GetConnectionUnixProcessID", GLib.Variant("(s)", ("org.ptags.Manager",)),
-            GLib.VariantType("(u)"), Gio.DBusCallFlags.NONE, 5000, None)
-        pid = reply.unpack()[0]
+        pid = self.world.daemon_pid()
         with open("/proc/%d/limits" % pid) as f:
             line = [l for l in f if l.startswith("Max open files")][0]
         self.assertEqual(line.split()[3:5], ["8192", "8192"], line)

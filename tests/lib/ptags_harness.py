@@ -823,6 +823,14 @@ class World:
         proc.wait(timeout=10)
         return proc.pid
 
+    def daemon_pid(self):
+        """ptagsd's pid, as the bus knows it."""
+        reply = self.conn.call_sync(
+            "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
+            "GetConnectionUnixProcessID", GLib.Variant("(s)", ("org.ptags.Manager",)),
+            GLib.VariantType("(u)"), Gio.DBusCallFlags.NONE, 5000, None)
+        return reply.unpack()[0]
+
     # ------------------------------------------------------------ calling
 
     def root_call(self, method, sig="", args=(), fds=(), interactive=False,

@@ -7,9 +7,12 @@
 #   polkit-actions  BUILT_POLICY            six actions, documented defaults and details
 #   polkit-german   BUILT_POLICY            every string translated, same $(detail)s
 #   activation      BUS_POLICY DBUS_SERVICE UNIT LIBEXECDIR
+#   unit-sandbox    UNIT                    sandbox settings systemd would defeat
+#   unit-syscalls   UNIT                    the system calls the unit's filter lets through
 
 import configparser
 import re
+import subprocess
 import sys
 import xml.etree.ElementTree as ET
 
@@ -154,11 +157,63 @@ def check_unit_sandbox(unit):
         fail("Restart= is %r, expected on-failure" % unit_values(unit, "Restart"))
 
 
+def syscall_groups():
+    """{"@name": set of system calls}, as this systemd expands them."""
+    out = subprocess.run(["systemd-analyze", "syscall-filter"], stdout=subprocess.PIPE,
+                         check=True, text=True, timeout=30).stdout
+    groups, current = {}, None
+    for line in out.splitlines():
+        word = line.strip()
+        if line.startswith("@"):
+            current = groups.setdefault(word, set())
+        elif word and not word.startswith("#") and current is not None:
+            current.add(word)
+
+    def expand(name):
+        calls = set()
+        for item in groups[name]:
+            calls |= expand(item) if item.startswith("@") else {item}
+        return calls
+
+    return {name: expand(name) for name in groups}
+
+
+def check_unit_syscalls(unit):
+    """The system calls ptagsd's unit lets through, by systemd's rules for
+    SystemCallFilter= (the first line's sense makes it a list of calls
+    allowed; then each line adds, or with "~" takes away, in order).
+    CAP_SYS_PTRACE is kept for reading /proc/PID/exe and the namespace
+    links of other users' processes: nothing that would let ptagsd read or
+    write their memory or take their descriptors may pass."""
+    groups = syscall_groups()
+    allowed = None
+    for value in unit_values(unit, "SystemCallFilter"):
+        deny = value.startswith("~")
+        calls = set()
+        for item in value.lstrip("~").split():
+            calls |= groups[item] if item.startswith("@") else {item}
+        if allowed is None:
+            if deny:
+                fail("SystemCallFilter= starts with a deny list")
+            allowed = set()
+        allowed = allowed - calls if deny else allowed | calls
+    if not allowed:
+        fail("no SystemCallFilter=")
+    for call in ("bpf", "capset", "prctl", "pidfd_open", "pidfd_send_signal", "sendmsg"):
+        if call not in allowed:
+            fail("ptagsd needs %s(2), which the unit's filter refuses" % call)
+    for call in ("ptrace", "process_vm_readv", "process_vm_writev", "process_madvise",
+                 "pidfd_getfd", "perf_event_open", "init_module", "kexec_load", "setuid"):
+        if call in allowed:
+            fail("the unit's filter lets %s(2) through" % call)
+
+
 CASES = {
     "polkit-actions": (check_polkit_actions, 1),
     "polkit-german": (check_polkit_german, 1),
     "activation": (check_activation, 4),
     "unit-sandbox": (check_unit_sandbox, 1),
+    "unit-syscalls": (check_unit_syscalls, 1),
 }
 
 if __name__ == "__main__":

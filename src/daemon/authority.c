@@ -115,23 +115,26 @@ PolkitDetails *ptags_authority_details(const PtagsCheckFacts *f)
         return d;
 }
 
-PtagsCheck *ptags_check_new(const char *action_id, PolkitDetails *details, const char *tag)
+PtagsCheck *ptags_check_new(const char *action_id, PolkitDetails *details, const char *label)
 {
         PtagsCheck *check = g_new0(PtagsCheck, 1);
 
         check->action_id = action_id;
         check->details = details;
-        /* Errors and logs name it: shown as polkit's prompt shows it (a tag
-         * may be 4000 bytes long, and hold quotes that would end the quote
-         * around it). Copied, it outlives a plan rebuilt meanwhile. */
-        check->tag = ptags_shown_text(tag, strlen(tag), SHOWN_CHARS);
+        check->label = g_strdup(label);
         return check;
 }
 
 PtagsCheck *ptags_check_new_for_change(const PtagsCheckFacts *facts)
 {
-        PtagsCheck *check = ptags_check_new(ptags_authority_action_for_change(facts->change), NULL,
-                                            facts->change->tag);
+        /* Errors and logs name the tag as polkit's prompt shows it (a tag
+         * may be 4000 bytes long, and hold quotes that would end the quote
+         * around it). Copied, it outlives a plan rebuilt meanwhile. */
+        const char *tag = facts->change->tag;
+        g_autofree char *shown = ptags_shown_text(tag, strlen(tag), SHOWN_CHARS);
+        g_autofree char *label = g_strdup_printf("tag \"%s\"", shown);
+        PtagsCheck *check =
+                ptags_check_new(ptags_authority_action_for_change(facts->change), NULL, label);
 
         check->facts = *facts;
         return check;
@@ -153,7 +156,7 @@ void ptags_check_free(PtagsCheck *check)
         if (check == NULL)
                 return;
         g_clear_object(&check->details);
-        g_free(check->tag);
+        g_free(check->label);
         g_free(check);
 }
 
@@ -270,6 +273,9 @@ static void batch_free(Batch *b)
 }
 
 /* Complete the batch once; later results only drop their reference. */
+/* Marks a batch's task whose checks polkit itself said no to. */
+#define DENIED_KEY "ptags-polkit-denied"
+
 static void batch_finish(Batch *b, GError *error)
 {
         if (b->task != NULL) {
@@ -289,6 +295,14 @@ static void batch_finish(Batch *b, GError *error)
         } else if (error != NULL) {
                 g_error_free(error);
         }
+}
+
+/* batch_finish() for polkit's own "no". */
+static void batch_deny(Batch *b, GError *error)
+{
+        if (b->task != NULL)
+                g_object_set_data(G_OBJECT(b->task), DENIED_KEY, GINT_TO_POINTER(TRUE));
+        batch_finish(b, error);
 }
 
 static void batch_unref_pending(Batch *b)
@@ -378,26 +392,26 @@ static void check_done(GObject *source, GAsyncResult *res, gpointer user_data)
                         batch_finish(b, g_steal_pointer(&error));
                 else
                         batch_finish(b, g_error_new(PTAGS_ERROR, PTAGS_ERROR_NOT_AUTHORIZED,
-                                                    "%s for tag \"%s\": polkit failed: %s",
-                                                    call->check->action_id, call->check->tag,
+                                                    "%s for %s: polkit failed: %s",
+                                                    call->check->action_id, call->check->label,
                                                     error->message));
         } else if (polkit_authorization_result_get_is_authorized(result)) {
-                g_debug("%s for tag \"%s\": authorized", call->check->action_id, call->check->tag);
+                g_debug("%s for %s: authorized", call->check->action_id, call->check->label);
                 /* the last authorized check completes the batch */
                 if (b->pending == 1)
                         batch_finish(b, NULL);
                 else
                         batch_arm_timer(b);
         } else if (polkit_authorization_result_get_is_challenge(result) && !b->interactive) {
-                batch_finish(b, g_error_new(PTAGS_ERROR,
-                                            PTAGS_ERROR_INTERACTIVE_AUTHORIZATION_REQUIRED,
-                                            "%s for tag \"%s\" needs interactive authorization, "
-                                            "which the call did not allow",
-                                            call->check->action_id, call->check->tag));
+                batch_deny(b,
+                           g_error_new(PTAGS_ERROR, PTAGS_ERROR_INTERACTIVE_AUTHORIZATION_REQUIRED,
+                                       "%s for %s needs interactive authorization, "
+                                       "which the call did not allow",
+                                       call->check->action_id, call->check->label));
         } else {
-                batch_finish(b, g_error_new(PTAGS_ERROR, PTAGS_ERROR_NOT_AUTHORIZED,
-                                            "%s for tag \"%s\": not authorized",
-                                            call->check->action_id, call->check->tag));
+                batch_deny(b, g_error_new(PTAGS_ERROR, PTAGS_ERROR_NOT_AUTHORIZED,
+                                          "%s for %s: not authorized", call->check->action_id,
+                                          call->check->label));
         }
         PtagsAuthority *a = b->owner;
         a->in_flight--;
@@ -476,8 +490,8 @@ void ptags_authority_check_all_async(PtagsAuthority *a, const char *sender, uid_
                 PtagsCheck *check = checks->pdata[i];
                 if (check->action_id == NULL) {
                         g_task_return_new_error(task, PTAGS_ERROR, PTAGS_ERROR_NOT_AUTHORIZED,
-                                                "tag \"%s\": no polkit action for this change",
-                                                check->tag);
+                                                "%s: no polkit action for this change",
+                                                check->label);
                         g_object_unref(task);
                         return;
                 }
@@ -526,4 +540,9 @@ void ptags_authority_check_all_async(PtagsAuthority *a, const char *sender, uid_
 gboolean ptags_authority_check_all_finish(GAsyncResult *result, GError **error)
 {
         return g_task_propagate_boolean(G_TASK(result), error);
+}
+
+gboolean ptags_authority_denied(GAsyncResult *result)
+{
+        return g_object_get_data(G_OBJECT(result), DENIED_KEY) != NULL;
 }

@@ -40,7 +40,7 @@ typedef struct {
         const char *action_id;  /* static */
         PolkitDetails *details; /* owned; NULL for a change's check */
         PtagsCheckFacts facts;  /* a change's check: points into its call */
-        char *tag;              /* owned, shortened copy: for messages */
+        char *label;            /* owned: what errors and logs name ('tag "app:a"') */
 } PtagsCheck;
 
 typedef struct _PtagsAuthority PtagsAuthority;
@@ -70,9 +70,15 @@ void ptags_authority_check_all_async(PtagsAuthority *a, const char *sender, uid_
                                      GCancellable *cancellable, GAsyncReadyCallback callback,
                                      gpointer user_data);
 gboolean ptags_authority_check_all_finish(GAsyncResult *result, GError **error);
+/* After a failed check_all_finish(): whether polkit itself said no (not
+ * authorized, or authorization needing an interaction the call did not
+ * allow), as opposed to failing, being too slow, a budget or the caller
+ * leaving. */
+gboolean ptags_authority_denied(GAsyncResult *result);
 
-/* PtagsCheck constructors/destructor for GPtrArray. (transfer full: @details) */
-PtagsCheck *ptags_check_new(const char *action_id, PolkitDetails *details, const char *tag);
+/* PtagsCheck constructors/destructor for GPtrArray. (transfer full: @details)
+ * @label names what is checked in errors and logs ("container 42"). */
+PtagsCheck *ptags_check_new(const char *action_id, PolkitDetails *details, const char *label);
 /* The check of one change: what @facts point to must outlive the batch's
  * decision (the call that owns the plan and target info waits for it). */
 PtagsCheck *ptags_check_new_for_change(const PtagsCheckFacts *facts);

@@ -431,7 +431,8 @@ static PolkitDetails *target_details(const PtagsTarget *t, const PtagsProcessInf
 }
 
 /* One polkit check of @action; @done gets the call back. */
-static void authorize_one(Call *call, const char *action, PolkitDetails *details,
+/* @label names what is asked about in errors and logs. */
+static void authorize_one(Call *call, const char *action, PolkitDetails *details, const char *label,
                           gboolean allow_interaction, GAsyncReadyCallback done)
 {
         g_autoptr(GPtrArray) checks =
@@ -440,7 +441,6 @@ static void authorize_one(Call *call, const char *action, PolkitDetails *details
         gboolean interactive =
                 allow_interaction && (g_dbus_message_get_flags(msg) &
                                       G_DBUS_MESSAGE_FLAGS_ALLOW_INTERACTIVE_AUTHORIZATION) != 0;
-        const char *what = polkit_details_lookup(details, "contid");
         const char *sender = call->sender;
 
         /* A read leaves its uid's turn while polkit decides, as a change does. */
@@ -448,7 +448,7 @@ static void authorize_one(Call *call, const char *action, PolkitDetails *details
         /* A caller that leaves the bus cancels its pending checks. */
         call_cancel_if_caller_leaves(call);
 
-        g_ptr_array_add(checks, ptags_check_new(action, details, what ? what : "-"));
+        g_ptr_array_add(checks, ptags_check_new(action, details, label));
         ptags_authority_check_all_async(call->svc->authority, sender, call->caller->uid, checks,
                                         interactive, call->cancellable, done, call);
 }
@@ -506,7 +506,9 @@ static void register_start(Call *call)
         g_autofree char *id = g_strdup_printf("%" G_GUINT64_FORMAT, a->contid);
         polkit_details_insert(d, "contid", id);
         polkit_details_insert(d, "container-name", a->name ? a->name : "");
-        authorize_one(call, PTAGS_ACTION_CONTAINER_REGISTER, d, TRUE, register_authorized);
+        g_autofree char *label =
+                g_strdup_printf("container %s of process %d", id, (int)call->target.pid);
+        authorize_one(call, PTAGS_ACTION_CONTAINER_REGISTER, d, label, TRUE, register_authorized);
 }
 
 static gboolean not_supported(Call *call)
@@ -680,7 +682,9 @@ static void get_id_start(Call *call)
         PolkitDetails *d =
                 target_details(&call->target, &info, call->caller->target.pid == call->target.pid);
         args_of(call)->seen = info;
-        authorize_one(call, PTAGS_ACTION_CONTAINER_INSPECT, d, TRUE, get_id_authorized);
+        g_autofree char *label =
+                g_strdup_printf("the container ID of process %d", (int)call->target.pid);
+        authorize_one(call, PTAGS_ACTION_CONTAINER_INSPECT, d, label, TRUE, get_id_authorized);
 }
 
 /* The reads of containers take turns with the other reads of their caller's
@@ -779,8 +783,9 @@ static void get_container_start(Call *call)
          * that only a caller who may inspect others' containers learns
          * which IDs are in use. */
         g_autofree char *id = g_strdup_printf("%" G_GUINT64_FORMAT, args_of(call)->contid);
+        g_autofree char *label = g_strdup_printf("container %s", id);
         authorize_one(call, PTAGS_ACTION_CONTAINER_INSPECT,
-                      container_details(id, c != NULL ? c->name : NULL), TRUE,
+                      container_details(id, c != NULL ? c->name : NULL), label, TRUE,
                       get_container_authorized);
 }
 
@@ -831,12 +836,11 @@ static void list_authorized(GObject *source, GAsyncResult *res, gpointer user_da
         g_autoptr(GError) error = NULL;
         gboolean all = ptags_authority_check_all_finish(res, &error);
 
-        /* A denial narrows the list to the caller's own. A caller that left
-         * gets nothing, and one whose check polkit was never asked (a
-         * budget) gets that error: a narrowed list would be a wrong
-         * answer. */
-        if (!all && (g_error_matches(error, G_IO_ERROR, G_IO_ERROR_CANCELLED) ||
-                     g_error_matches(error, PTAGS_ERROR, PTAGS_ERROR_LIMIT_EXCEEDED))) {
+        /* Only polkit's "no" narrows the list to the caller's own. A caller
+         * that left gets nothing, and one whose check polkit did not answer
+         * (a budget, polkit failing or too slow) gets that error: a
+         * narrowed list would be a wrong answer. */
+        if (!all && !ptags_authority_denied(res)) {
                 call_fail(call, g_steal_pointer(&error));
                 return;
         }
@@ -854,8 +858,8 @@ static void list_start(Call *call)
                 list_reply(call, TRUE);
                 return;
         }
-        authorize_one(call, PTAGS_ACTION_CONTAINER_INSPECT, container_details("*", NULL), FALSE,
-                      list_authorized);
+        authorize_one(call, PTAGS_ACTION_CONTAINER_INSPECT, container_details("*", NULL),
+                      "other users' containers", FALSE, list_authorized);
 }
 
 static gboolean handle_list(PtagsManager *object, GDBusMethodInvocation *inv, PtagsService *svc)

@@ -635,8 +635,14 @@ class ContainerTests(ContainerTestCase):
         self.addCleanup(setuid_like.kill)
         wait_until(lambda: os.path.basename(os.readlink("/proc/%d/exe" % setuid_like.pid))
                    == "sleep", 10, "setpriv to exec sleep")
-        self.assertError(client.call("GetContainerId", "u", [setuid_like.pid]), "NotAuthorized")
-        self.assertError(client.call("GetContainer", "t", [210]), "NotAuthorized")
+        reply = client.call("GetContainerId", "u", [setuid_like.pid])
+        self.assertError(reply, "NotAuthorized")
+        # The refusal names what was asked about (it said 'for tag "-"').
+        self.assertIn("inspect for the container ID of process %d: not authorized"
+                      % setuid_like.pid, reply.message)
+        reply = client.call("GetContainer", "t", [210])
+        self.assertError(reply, "NotAuthorized")
+        self.assertIn("inspect for container 210: not authorized", reply.message)
         # An ID nobody registered looks the same, or the answer would tell
         # which IDs others use.
         self.assertError(client.call("GetContainer", "t", [211]), "NotAuthorized")
@@ -812,6 +818,26 @@ class ContainerListBudgetTests(ContainerTestCase):
         self.world.polkit.set_hang([])
         self.world.polkit.release()
         self.assertEqual([c for c, _ in self.assertOk(waiting.receive())[0]], [214])
+
+
+class ContainerListPolkitFailureTests(ContainerTestCase):
+    daemon_args = ("--polkit-timeout=1",)
+
+    def test_a_list_polkit_failed_to_answer_is_no_answer(self):
+        """ListContainers narrows the list to the caller's own containers
+        when polkit says no. It did so too when polkit failed to answer
+        (here: no answer within --polkit-timeout), so a caller polkit would
+        have allowed was told the others' containers did not exist."""
+        self.assertOk(self.register(self.world.spawn_target(), 215))
+        self.world.polkit.set_allowed([INSPECT])
+        self.world.polkit.set_hang([INSPECT])
+        client = self.world.spawn_client()
+        reply = client.call("ListContainers")
+        self.assertError(reply, "NotAuthorized")
+        self.assertIn("polkit did not answer", reply.message)
+        self.world.polkit.set_hang([])
+        self.world.polkit.release()
+        self.assertEqual([c for c, _ in self.assertOk(client.call("ListContainers"))[0]], [215])
 
 
 class ContainerReadFaultTests(ContainerTestCase):

@@ -424,16 +424,19 @@ static int read_lines(const char *path, char ***ret)
         /* The daemon takes 1 MiB at most; read a little more so it, not
          * we, says what is too big, yet never swallow an endless stream. */
         const size_t limit = 2u << 20;
+        int error = ENOMEM;
         text = malloc(limit + 1);
-        if (text != NULL)
+        if (text != NULL) {
                 size = fread(text, 1, limit + 1, f);
-        bool failed = text == NULL || ferror(f);
+                /* Why the read failed (a directory: EISDIR), before fclose. */
+                error = ferror(f) ? (errno ? errno : EIO) : 0;
+        }
         if (f != stdin)
                 fclose(f);
-        if (failed || size > limit) {
+        if (error != 0 || size > limit) {
                 free(text);
                 fprintf(stderr, "ptagsctl: %s: %s\n", path,
-                        failed ? strerror(ENOMEM) : _("more than 2 MiB of commands"));
+                        error ? strerror(error) : _("more than 2 MiB of commands"));
                 return EXIT_INVALID;
         }
         if (memchr(text, '\0', size) != NULL) {

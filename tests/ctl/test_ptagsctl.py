@@ -6,6 +6,7 @@
 # Changes are made as nobody (root skips polkit) so authorization is exercised;
 # reads as root or nobody. One meson test per method (tests/ctl/meson.build).
 
+import errno
 import json
 import os
 import pty
@@ -370,6 +371,18 @@ class ChangeTests(CtlTestCase):
         self.assertEqual(self.world.get_tags(pid), [("app:camera", False, "rear"),
                                                     ("app:mic", False, ""),
                                                     ("app:trusted", False, "")])
+
+    def test_apply_names_why_its_file_cannot_be_read(self):
+        """A read that fails says why (a directory, here), never "Cannot
+        allocate memory"."""
+        pid = self.target()
+        directory = os.open("/etc", os.O_RDONLY | os.O_DIRECTORY)
+        self.addCleanup(os.close, directory)
+        for name, out in (("/etc", run(self.world, "apply", str(pid), "/etc")),
+                          ("-", run(self.world, "apply", str(pid), stdin=directory))):
+            self.assertExit(out, INVALID)
+            self.assertEqual(out.stderr, "ptagsctl: %s: %s\n" % (name, os.strerror(errno.EISDIR)))
+        self.assertEqual(self.world.get_tags(pid), [])
 
     def test_monitor_sees_another_clients_change(self):
         pid = self.target()

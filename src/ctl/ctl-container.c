@@ -71,13 +71,19 @@ static int parse_uuid(const char *s, uint8_t uuid[16])
 }
 
 /* What "container show" was given: a container ID, or a process as
- * "pid:PID" or "self" (whose container is shown). */
+ * "pid:PID" or "self" (whose container is shown). The unset ID names no
+ * container: it is what a process in no container has. */
 static int parse_show_target(const char *s, bool *by_pid, uint32_t *pid, uint64_t *contid)
 {
         *by_pid = strcmp(s, "self") == 0 || strncmp(s, "pid:", 4) == 0;
-        if (!*by_pid)
-                return parse_contid(s, contid);
-        return ctl_parse_pid(strcmp(s, "self") == 0 ? s : s + 4, true, pid);
+        if (*by_pid)
+                return ctl_parse_pid(strcmp(s, "self") == 0 ? s : s + 4, true, pid);
+        int r = parse_contid(s, contid);
+        if (r == 0 && *contid == CTL_CONTID_UNSET)
+                return ctl_usage_error(_("%s is the unset container ID, which processes in no "
+                                         "container have, not a container."),
+                                       s);
+        return r;
 }
 
 int ctl_container_check(char **args, const CtlContainerOptions *o)

@@ -161,6 +161,8 @@ class ContainerCommandTests(ContainerCtlTestCase):
             (["list", "1", "--uuid", UUID], USAGE, "belong to 'container register'"),
             (["container", "show", "pid:x"], USAGE, "Invalid process"),
             (["container", "show", "web"], USAGE, "Invalid container ID"),
+            # The ID of every process in no container, not one container's.
+            (["container", "show", str(UNSET)], USAGE, "is the unset container ID"),
             # Refused by ptagsd, with its named error.
             (["container", "register", str(target), str(UNSET)], INVALID,
              "org.ptags.Error.InvalidContainerId"),

@@ -602,6 +602,7 @@ int ctl_list_containers(sd_bus *bus, CtlContainer **ret, size_t *n_ret, sd_bus_e
 typedef struct {
         const CtlMonitorHandlers *handlers;
         void *userdata;
+        int stop; /* a handler's negative errno: ctl_monitor() returns it */
 } MonitorData;
 
 /* A signal of another shape than documented is not ours to print: each
@@ -617,8 +618,8 @@ static int on_tags_changed(sd_bus_message *m, void *userdata, sd_bus_error *ret_
                 r = read_strv(m, &event.lines);
         if (r >= 0)
                 r = read_tag_list(m, &event.tags);
-        if (r >= 0 && data->handlers->tags_changed)
-                data->handlers->tags_changed(&event, data->userdata);
+        if (r >= 0 && data->handlers->tags_changed && data->stop == 0)
+                data->stop = data->handlers->tags_changed(&event, data->userdata);
         ctl_strv_free(event.lines);
         ctl_tag_list_clear(&event.tags);
         return 0;
@@ -634,8 +635,8 @@ static int on_container_registered(sd_bus_message *m, void *userdata, sd_bus_err
 
         if (r >= 0)
                 r = read_container(m, &c);
-        if (r >= 0 && data->handlers->container_registered)
-                data->handlers->container_registered(contid, pid, &c, data->userdata);
+        if (r >= 0 && data->handlers->container_registered && data->stop == 0)
+                data->stop = data->handlers->container_registered(contid, pid, &c, data->userdata);
         ctl_container_clear(&c);
         return 0;
 }
@@ -645,14 +646,15 @@ static int on_container_removed(sd_bus_message *m, void *userdata, sd_bus_error 
         MonitorData *data = userdata;
         uint64_t contid;
 
-        if (sd_bus_message_read(m, "t", &contid) >= 0 && data->handlers->container_removed)
-                data->handlers->container_removed(contid, data->userdata);
+        if (sd_bus_message_read(m, "t", &contid) >= 0 && data->handlers->container_removed &&
+            data->stop == 0)
+                data->stop = data->handlers->container_removed(contid, data->userdata);
         return 0;
 }
 
 int ctl_monitor(sd_bus *bus, const CtlMonitorHandlers *handlers, void *userdata)
 {
-        MonitorData data = {handlers, userdata};
+        MonitorData data = {handlers, userdata, 0};
         static const struct {
                 const char *member;
                 sd_bus_message_handler_t func;
@@ -674,6 +676,8 @@ int ctl_monitor(sd_bus *bus, const CtlMonitorHandlers *handlers, void *userdata)
         handlers->ready(userdata);
         for (;;) {
                 r = sd_bus_process(bus, NULL);
+                if (data.stop < 0)
+                        return data.stop;
                 if (r < 0)
                         return r;
                 if (r > 0)

@@ -114,19 +114,21 @@ int ctl_get_container_id(sd_bus *bus, uint32_t pid, uint64_t *ret, sd_bus_error 
 int ctl_get_container(sd_bus *bus, uint64_t contid, CtlContainer *ret, sd_bus_error *error);
 int ctl_list_containers(sd_bus *bus, CtlContainer **ret, size_t *n_ret, sd_bus_error *error);
 
-/* What ctl_monitor() calls; any handler but ready may be NULL. */
+/* What ctl_monitor() calls; any handler but ready may be NULL. A signal's
+ * handler returns 0, or a negative errno to end the monitor with. */
 typedef struct {
         void (*ready)(void *userdata);
-        void (*tags_changed)(const CtlTagsChanged *event, void *userdata);
-        void (*container_registered)(uint64_t contid, uint32_t pid, const CtlContainer *container,
-                                     void *userdata);
-        void (*container_removed)(uint64_t contid, void *userdata);
+        int (*tags_changed)(const CtlTagsChanged *event, void *userdata);
+        int (*container_registered)(uint64_t contid, uint32_t pid, const CtlContainer *container,
+                                    void *userdata);
+        int (*container_removed)(uint64_t contid, void *userdata);
 } CtlMonitorHandlers;
 
 /* Subscribes to TagsChanged, ContainerRegistered and ContainerRemoved from
  * the owner of org.ptags.Manager, calls @handlers->ready once the
  * subscriptions are in place, then the handler of every signal. Returns
- * only on failure, e.g. -ECONNRESET when the bus goes away. */
+ * only on failure, e.g. -ECONNRESET when the bus goes away, or what a
+ * handler returned to end it. */
 int ctl_monitor(sd_bus *bus, const CtlMonitorHandlers *handlers, void *userdata);
 
 void ctl_tag_list_clear(CtlTagList *list);

@@ -35,6 +35,26 @@ static struct {
         const char *name; /* container register --name */
 } arg = {.legend = true};
 
+/* Whether all that was printed reached standard output, as coreutils'
+ * close_stdout asks at exit: 0, or the errno of the failure (EIO when the
+ * stream only knows that one happened). A full disk, or a pipe whose reader
+ * is gone while SIGPIPE is ignored (as systemd starts services), would
+ * otherwise look like success. */
+static int stdout_error(void)
+{
+        errno = 0;
+        if (fflush(stdout) == 0 && !ferror(stdout))
+                return 0;
+        return errno ? errno : EIO;
+}
+
+/* Says that standard output failed with @error; returns EXIT_FAILED. */
+static int write_failed(int error)
+{
+        fprintf(stderr, "ptagsctl: %s: %s\n", _("Cannot write the output"), strerror(error));
+        return EXIT_FAILED;
+}
+
 static int open_bus(sd_bus **ret)
 {
         int r = ctl_bus_open(arg.address, arg.ask_password, ret);
@@ -483,7 +503,17 @@ static void monitor_ready(void *userdata)
         fprintf(stderr, "%s\n", _("Monitoring tag and container changes; press Ctrl+C to stop."));
 }
 
-static void monitor_tags_changed(const CtlTagsChanged *event, void *userdata)
+/* Each event is flushed as it happens, one per line even through a pipe;
+ * one that cannot be written ends the monitor (@userdata: its errno). */
+static int monitor_flush(void *userdata)
+{
+        int error = stdout_error();
+
+        *(int *)userdata = error;
+        return -error;
+}
+
+static int monitor_tags_changed(const CtlTagsChanged *event, void *userdata)
 {
         if (arg.json) {
                 printf("{\"event\": \"tags-changed\", \"pid\": %" PRIu32 ", \"lines\": [",
@@ -503,12 +533,11 @@ static void monitor_tags_changed(const CtlTagsChanged *event, void *userdata)
                 }
                 putchar('\n');
         }
-        /* One event per line, seen as it happens even through a pipe. */
-        fflush(stdout);
+        return monitor_flush(userdata);
 }
 
-static void monitor_container_registered(uint64_t contid, uint32_t pid,
-                                         const CtlContainer *container, void *userdata)
+static int monitor_container_registered(uint64_t contid, uint32_t pid,
+                                        const CtlContainer *container, void *userdata)
 {
         if (arg.json) {
                 printf("{\"event\": \"container-registered\", \"contid\": %" PRIu64
@@ -519,16 +548,16 @@ static void monitor_container_registered(uint64_t contid, uint32_t pid,
         } else {
                 printf(_("%" PRIu32 ": registered in container %" PRIu64 "\n"), pid, contid);
         }
-        fflush(stdout);
+        return monitor_flush(userdata);
 }
 
-static void monitor_container_removed(uint64_t contid, void *userdata)
+static int monitor_container_removed(uint64_t contid, void *userdata)
 {
         if (arg.json)
                 printf("{\"event\": \"container-removed\", \"contid\": %" PRIu64 "}\n", contid);
         else
                 printf(_("Container %" PRIu64 " removed\n"), contid);
-        fflush(stdout);
+        return monitor_flush(userdata);
 }
 
 static int cmd_monitor(sd_bus *bus, char **args)
@@ -539,9 +568,13 @@ static int cmd_monitor(sd_bus *bus, char **args)
                 .container_registered = monitor_container_registered,
                 .container_removed = monitor_container_removed,
         };
-        /* Runs until interrupted; returning means the bus went away. */
-        int r = ctl_monitor(bus, &handlers, NULL);
+        int write_error = 0;
+        /* Runs until interrupted; returning means the bus went away, or
+         * standard output did. */
+        int r = ctl_monitor(bus, &handlers, &write_error);
 
+        if (write_error != 0)
+                return write_failed(write_error);
         return ctl_call_failed(_("Cannot monitor tag changes"), r < 0 ? r : -ECONNRESET, NULL);
 }
 
@@ -653,6 +686,9 @@ enum {
         OPT_NAME,
 };
 
+/* parse_options(): --help or --version was answered; nothing to run. */
+#define PARSED_ANSWERED (-1)
+
 typedef int (*CommandFunc)(sd_bus *bus, char **args);
 
 /* What the first argument is, checked before connecting, so a bad command
@@ -708,10 +744,10 @@ static int parse_options(int argc, char **argv)
                 case 'h':
                 case OPT_HELP:
                         help();
-                        exit(EXIT_OK);
+                        return PARSED_ANSWERED;
                 case OPT_VERSION:
                         printf("ptagsctl %s\n", PACKAGE_VERSION);
-                        exit(EXIT_OK);
+                        return PARSED_ANSWERED;
                 case OPT_JSON:
                         arg.json = true;
                         break;
@@ -820,6 +856,16 @@ static int run_command(char **args, size_t n_args, size_t tail, bool after_dash)
         return ctl_usage_error(_("Unknown command '%s'."), args[0]);
 }
 
+/* The exit code @r of a command that printed its answer, unless standard
+ * output failed (checked last, as coreutils' close_stdout does): a command
+ * that failed otherwise has said why already. */
+static int finish(int r)
+{
+        int error = r == EXIT_OK || r == EXIT_NO_MATCH ? stdout_error() : 0;
+
+        return error ? write_failed(error) : r;
+}
+
 int main(int argc, char **argv)
 {
         char **args;
@@ -838,6 +884,8 @@ int main(int argc, char **argv)
         while (dash < argc && strcmp(argv[dash], "--") != 0)
                 dash++;
         r = parse_options(dash, argv);
+        if (r == PARSED_ANSWERED)
+                return finish(EXIT_OK);
         if (r)
                 return r;
         args = calloc(argc + 1, sizeof(char *));
@@ -850,5 +898,5 @@ int main(int argc, char **argv)
                 args[n_args++] = argv[i];
         r = run_command(args, n_args, tail, dash < argc - 1);
         free(args);
-        return r;
+        return finish(r);
 }

@@ -20,17 +20,18 @@ def ptagsctl_path():
 
 
 def run(world, *args, uid=None, stdin=None, input=None, address=True, timeout=30, env=None,
-        wrapper=()):
+        wrapper=(), stdout=subprocess.PIPE):
     """ptagsctl ARGS against @world's bus (through --address when @address,
     else through DBUS_SYSTEM_BUS_ADDRESS alone), as root or as @uid (no
-    groups, no capabilities), started by the command @wrapper when given.
+    groups, no capabilities), started by the command @wrapper when given,
+    its standard output @stdout (a pipe, read into the result, unless told).
     Returns a CompletedProcess with text output."""
     argv = unprivileged_prefix(uid) + list(wrapper) + [ptagsctl_path()]
     if address:
         argv.append("--address=" + world.address)
     argv += list(args)
     return subprocess.run(argv, input=input, stdin=stdin if input is None else None,
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                          stdout=stdout, stderr=subprocess.PIPE, text=True,
                           env=env or world.child_env(), timeout=timeout)
 
 

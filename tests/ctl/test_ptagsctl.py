@@ -25,7 +25,7 @@ REMOVE = "org.ptags.tag.remove"
 SET_VALUE = "org.ptags.tag.set-value"
 
 # Exit codes of man/ptagsctl.1.
-OK, NO_MATCH, USAGE, INVALID, DENIED, NO_PROCESS, UNREACHABLE = 0, 1, 2, 3, 4, 5, 6
+OK, NO_MATCH, USAGE, INVALID, DENIED, NO_PROCESS, UNREACHABLE, FAILED = 0, 1, 2, 3, 4, 5, 6, 7
 
 
 class CtlTestCase(PtagsTestCase):
@@ -399,6 +399,41 @@ class ChangeTests(CtlTestCase):
                     "tags": tags_json([("app:seen-0", True, ""), ("app:seen-1", True, "")])})
             else:
                 self.assertEqual(line, "%d: +@app:seen-0\n" % pid)
+
+
+class WriteErrorTests(CtlTestCase):
+    def test_output_that_cannot_be_written_is_a_failure(self):
+        """A full disk on standard output is a failure named on stderr (7),
+        never success: a script must not take an empty file for the answer."""
+        pid = self.target(["+app:a"])
+        with open("/dev/full", "w") as full:
+            for args in (["--json", "find"], ["list", str(pid)], ["--json", "status"],
+                         ["--json", "check", str(pid), "app:b"], ["--help"], ["--version"]):
+                with self.subTest(args=args):
+                    out = run(self.world, *args, stdout=full)
+                    self.assertEqual(out.returncode, FAILED, out.stderr)
+                    self.assertEqual(out.stderr, "ptagsctl: Cannot write the output: %s\n"
+                                     % os.strerror(errno.ENOSPC))
+
+    def test_monitor_ends_when_its_output_is_gone(self):
+        """With SIGPIPE ignored, as systemd starts services, a monitor whose
+        reader exited gets EPIPE: it ends naming it (7) rather than run on
+        dropping every event."""
+        pid = self.target()
+        for json_mode in (False, True):
+            with self.subTest(json=json_mode), ctl_run.monitor(
+                    self.world, json_mode, text=True, restore_signals=False) as mon:
+                self.assertIn("Monitoring", mon.stderr.readline())
+                mon.stdout.close()
+                self.assertOk(self.world.root_call("AddTag", "usb",
+                                                   [pid, "app:gone-%d" % json_mode, False]))
+                try:
+                    mon.wait(timeout=20)
+                except subprocess.TimeoutExpired:
+                    self.fail("the monitor ran on, its reader gone")
+                self.assertEqual(mon.returncode, FAILED)
+                self.assertEqual(mon.stderr.read(), "ptagsctl: Cannot write the output: %s\n"
+                                 % os.strerror(errno.EPIPE))
 
 
 class AskPasswordTests(CtlTestCase):

@@ -252,6 +252,8 @@ static int cmd_register(sd_bus *bus, char **args, const CtlContainerOptions *o)
         if (ctl_parse_pid(args[0], true, &pid) || parse_contid(args[1], &contid) ||
             (o->uuid && parse_uuid(o->uuid, uuid)))
                 return EXIT_USAGE;
+        if (o->name && (r = ctl_check_utf8(_("Cannot register the container"), o->name)))
+                return r;
         ctl_agent_open(o->ask_password, o->address);
         r = ctl_register_container(bus, pid, contid, o->uuid ? uuid : NULL, o->name, &error);
         ctl_agent_close();

@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ctl-output.h"
+
 #define _(s) gettext(s)
 
 static const struct {
@@ -100,6 +102,17 @@ int ctl_call_failed(const char *what, int r, const sd_bus_error *error)
                 code = EXIT_NO_PROCESS;
         fprintf(stderr, "ptagsctl: %s: %s\n", what, strerror(-r));
         return code;
+}
+
+int ctl_check_utf8(const char *what, const char *given)
+{
+        if (ctl_utf8_valid(given))
+                return EXIT_OK;
+        /* Not raw: the bytes are not text, and the user chose them. */
+        char *shown = ctl_escape(given);
+        int r = ctl_invalid(what, _("'%s' is not valid UTF-8"), shown ? shown : "?");
+        free(shown);
+        return r;
 }
 
 /* A decimal pid, or "self" (this ptagsctl process, pid 0 on the bus) where

@@ -33,6 +33,11 @@ int ctl_call_failed(const char *what, int r, const sd_bus_error *error);
  * own as ptagsd would; returns EXIT_INVALID. */
 int ctl_invalid(const char *what, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* Text the command line gives for a D-Bus string (@given; "@what: " is
+ * said first): EXIT_OK, or EXIT_INVALID after saying, with the text shown
+ * escaped, that it is not valid UTF-8, as no D-Bus string can be. */
+int ctl_check_utf8(const char *what, const char *given);
+
 /* A decimal pid, or "self" (pid 0 on the bus: ptagsctl's own process)
  * where @allow_self. Returns 0, or EXIT_USAGE after saying why. */
 int ctl_parse_pid(const char *s, bool allow_self, uint32_t *ret);

@@ -119,6 +119,17 @@ char *ctl_escape(const char *s)
         return text;
 }
 
+bool ctl_utf8_valid(const char *s)
+{
+        for (const unsigned char *p = (const unsigned char *)s; *p;) {
+                size_t n;
+                if (utf8_next(p, &n) < 0)
+                        return false;
+                p += n;
+        }
+        return true;
+}
+
 CtlTable *ctl_table_new(size_t n_columns, const char *const *headers)
 {
         CtlTable *t = calloc(1, sizeof(*t));
@@ -265,8 +276,8 @@ void ctl_json_string(FILE *out, const char *s)
                          * the exact text. */
                         fprintf(out, "\\u%04lx", c);
                 } else {
-                        /* Bytes that are not UTF-8 (only a pattern or bus name
-                         * from the command line can hold them) are copied. */
+                        /* Bytes that are not UTF-8 (only a bus name given on
+                         * the command line can hold them) are copied. */
                         fwrite(p, 1, n, out);
                 }
                 p += n;

@@ -27,6 +27,8 @@ void ctl_table_free(CtlTable *table);
 void ctl_print_escaped(FILE *out, const char *s);
 /* The same as a new string; NULL when out of memory. */
 char *ctl_escape(const char *s);
+/* Whether @s is valid UTF-8, as every D-Bus string must be. */
+bool ctl_utf8_valid(const char *s);
 
 /* JSON writers; strings are escaped as RFC 8259 asks, and the characters
  * ctl_print_escaped() escapes as \uXXXX too. */

@@ -239,7 +239,10 @@ static int cmd_check(sd_bus *bus, char **args)
         sd_bus_error error = SD_BUS_ERROR_NULL;
         CtlTarget target;
         bool match = false;
-        int r = pattern_arg_ok(_("Cannot check the tags"), strlen(args[1]));
+        int r = ctl_check_utf8(_("Cannot check the tags"), args[1]);
+
+        if (r == EXIT_OK)
+                r = pattern_arg_ok(_("Cannot check the tags"), strlen(args[1]));
 
         if (r == EXIT_OK)
                 r = open_target(bus, args[0], true, _("Cannot check the tags"), &target);
@@ -266,8 +269,11 @@ static int cmd_find(sd_bus *bus, char **args)
         sd_bus_error error = SD_BUS_ERROR_NULL;
         CtlProcess *procs = NULL;
         size_t n = 0;
-        int r = ctl_find_tagged(bus, args[0] ? args[0] : "", &procs, &n, &error);
+        int r = args[0] ? ctl_check_utf8(_("Cannot find tagged processes"), args[0]) : EXIT_OK;
 
+        if (r)
+                return r;
+        r = ctl_find_tagged(bus, args[0] ? args[0] : "", &procs, &n, &error);
         if (r < 0) {
                 int code = ctl_call_failed(_("Cannot find tagged processes"), r, &error);
                 sd_bus_error_free(&error);
@@ -369,8 +375,12 @@ static int single_change(sd_bus *bus, char **args, const char *what, const char 
 {
         const char *given = args[1];
         char *line = NULL;
-        int r = line_arg_ok(what, given, strlen(given), is_tag);
+        int r = ctl_check_utf8(what, given);
 
+        if (r == EXIT_OK && value != NULL)
+                r = ctl_check_utf8(what, value);
+        if (r == EXIT_OK)
+                r = line_arg_ok(what, given, strlen(given), is_tag);
         if (r)
                 return r;
         if ((value ? asprintf(&line, "%s%s=%s", prefix, given, value)
@@ -390,7 +400,9 @@ static int cmd_add(sd_bus *bus, char **args)
         if (eq == NULL)
                 return single_change(bus, args, what, arg.keep ? "+@" : "+", true, NULL);
         /* TAG=VALUE: one atomic batch, so the tag never exists without it. */
-        int r = line_arg_ok(what, tag, (size_t)(eq - tag), true);
+        int r = ctl_check_utf8(what, tag);
+        if (r == EXIT_OK)
+                r = line_arg_ok(what, tag, (size_t)(eq - tag), true);
         if (r)
                 return r;
         char *add = NULL, *set = NULL;
@@ -476,6 +488,15 @@ static int read_lines(const char *path, char ***ret)
                 if (lines[n++] == NULL) {
                         ctl_strv_free(lines);
                         lines = NULL;
+                } else if (!ctl_utf8_valid(lines[n - 1])) {
+                        /* ptagsd's errors name the line: so does this one. */
+                        char *shown = ctl_escape(lines[n - 1]);
+                        int r = ctl_invalid(path, _("line %zu (\"%s\") is not valid UTF-8"), n,
+                                            shown ? shown : "?");
+                        free(shown);
+                        free(text);
+                        ctl_strv_free(lines);
+                        return r;
                 }
                 p += len + 1;
         }
@@ -602,7 +623,8 @@ static int cmd_exec(sd_bus *bus, char **command)
         for (size_t i = 0; lines != NULL && i < arg.n_tags; i++) {
                 const char *tag = arg.tags[i], *eq = strchr(tag, '=');
                 int len = eq ? (int)(eq - tag) : (int)strlen(tag);
-                if ((r = line_arg_ok(_("Cannot tag this process"), tag, (size_t)len, true))) {
+                if ((r = ctl_check_utf8(_("Cannot tag this process"), tag)) ||
+                    (r = line_arg_ok(_("Cannot tag this process"), tag, (size_t)len, true))) {
                         ctl_strv_free(lines);
                         return r;
                 }

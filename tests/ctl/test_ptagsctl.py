@@ -384,6 +384,31 @@ class ChangeTests(CtlTestCase):
             self.assertEqual(out.stderr, "ptagsctl: %s: %s\n" % (name, os.strerror(errno.EISDIR)))
         self.assertEqual(self.world.get_tags(pid), [])
 
+    def test_text_that_is_not_utf8_is_refused_naming_the_line(self):
+        """D-Bus strings are UTF-8: a Latin-1 line or argument is input
+        ptagsctl refuses (3) naming the line or argument, shown escaped,
+        not a failure of sd-bus (7)."""
+        pid = self.target(["+app:a"])
+        path = os.path.join(self.world.tmp, "latin1")
+        with open(path, "wb") as f:
+            f.write(b"+app:ok\n+app:cam\xe9ra\n")
+        with open(path, "rb") as batch:
+            for out in (run(self.world, "apply", str(pid), path),
+                        run(self.world, "apply", str(pid), stdin=batch)):
+                self.assertExit(out, INVALID)
+                self.assertIn('line 2 ("+app:cam\\u{FFFD}ra") is not valid UTF-8', out.stderr)
+        # "\udce9" is the byte 0xe9 (Latin-1 for "\u00e9") in argv.
+        for argv in (["add", str(pid), "app:cam\udce9ra"], ["add", str(pid), "app:b=\udce9"],
+                     ["set", str(pid), "app:a", "caf\udce9"], ["remove", str(pid), "\udce9"],
+                     ["keep", str(pid), "\udce9"], ["unkeep", str(pid), "\udce9"],
+                     ["check", str(pid), "\udce9"], ["find", "\udce9"],
+                     ["exec", "--tag", "app:\udce9", "--", "echo", "RAN"]):
+            with self.subTest(argv=argv):
+                out = run(self.world, *argv)
+                self.assertExit(out, INVALID, "is not valid UTF-8")
+                self.assertIn("\\u{FFFD}", out.stderr)
+        self.assertEqual(self.world.get_tags(pid), [("app:a", False, "")])
+
     def test_monitor_sees_another_clients_change(self):
         pid = self.target()
         for json_mode in (False, True):

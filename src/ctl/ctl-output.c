@@ -86,7 +86,8 @@ static bool is_hidden(long c)
         return false;
 }
 
-void ctl_print_escaped(FILE *out, const char *s)
+/* ctl_print_escaped(), or with @keep_spaces the same but for U+0020. */
+static void print_escaped(FILE *out, const char *s, bool keep_spaces)
 {
         for (const unsigned char *p = (const unsigned char *)s; *p;) {
                 size_t n;
@@ -95,12 +96,24 @@ void ctl_print_escaped(FILE *out, const char *s)
                 /* D-Bus strings are valid UTF-8; anything else is not shown raw. */
                 if (c < 0)
                         fputs("\\u{FFFD}", out);
-                else if (c == '\\' || is_hidden(c))
+                else if (c == '\\' || (c == ' ' && !keep_spaces) || is_hidden(c))
                         fprintf(out, "\\u{%04lX}", c);
                 else
                         fwrite(p, 1, n, out);
                 p += n;
         }
+}
+
+void ctl_print_escaped(FILE *out, const char *s)
+{
+        /* A space separates the changes of a monitor line and pads the
+         * cells of a table: inside a tag it would fake either. */
+        print_escaped(out, s, false);
+}
+
+void ctl_print_comment(FILE *out, const char *s)
+{
+        print_escaped(out, s, true);
 }
 
 char *ctl_escape(const char *s)

@@ -21,10 +21,13 @@ void ctl_table_print(const CtlTable *table, FILE *out, bool legend);
 void ctl_table_free(CtlTable *table);
 
 /* Text that others chose (tags, values, container names) as tables and
- * plain output show it, whether or not @out is a terminal: a backslash and
- * every character that does not print as itself is written as \u{XXXX}
- * (see OUTPUT in man/ptagsctl.1). */
+ * plain output show it, whether or not @out is a terminal: a backslash, a
+ * space and every character that does not print as itself is written as
+ * \u{XXXX} (see OUTPUT in man/ptagsctl.1). */
 void ctl_print_escaped(FILE *out, const char *s);
+/* The same but for spaces, which stay: for ptagsd's own comment lines in
+ * TagsChanged ("# ..."), whose spaces separate words, no one's choice. */
+void ctl_print_comment(FILE *out, const char *s);
 /* The same as a new string; NULL when out of memory. */
 char *ctl_escape(const char *s);
 /* Whether @s is valid UTF-8, as every D-Bus string must be. */

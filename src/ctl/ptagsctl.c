@@ -550,7 +550,11 @@ static int monitor_tags_changed(const CtlTagsChanged *event, void *userdata)
                 printf("%" PRIu32 ":", event->pid);
                 for (size_t i = 0; event->lines[i]; i++) {
                         putchar(' ');
-                        ctl_print_escaped(stdout, event->lines[i]);
+                        /* No change is spelled with '#': ptagsd wrote it. */
+                        if (event->lines[i][0] == '#')
+                                ctl_print_comment(stdout, event->lines[i]);
+                        else
+                                ctl_print_escaped(stdout, event->lines[i]);
                 }
                 putchar('\n');
         }

@@ -253,6 +253,55 @@ class EscapeTests(CtlTestCase):
                          tags_json([(SNEAKY_TAG, False, SNEAKY_VALUE)]))
 
 
+    def test_spaces_cannot_make_text_read_as_other_text(self):
+        """A tag or value may hold spaces: whoever may add app: tags to
+        their own process chooses "app:camera -ptags:others +ptags:add",
+        which root's monitor must not show as three changes, nor a table
+        as more cells. Spaces inside them are escaped too; JSON is exact."""
+        pid = self.target()
+        tag = "app:camera -ptags:others +ptags:add"
+        value = "a  b"
+        shown_tag = "app:camera\\u{0020}-ptags:others\\u{0020}+ptags:add"
+        shown_value = "a\\u{0020}\\u{0020}b"
+        with ctl_run.monitor(self.world, False, text=True) as mon:
+            self.assertIn("Monitoring", mon.stderr.readline())
+            self.assertOk(self.world.root_call("AddTag", "usb", [pid, tag, True]))
+            self.assertOk(self.world.root_call("SetValue", "uss", [pid, tag, value]))
+            events = [mon.stdout.readline(), mon.stdout.readline()]
+        self.assertEqual(events, ["%d: +@%s\n" % (pid, shown_tag),
+                                  "%d: !%s=%s\n" % (pid, shown_tag, shown_value)])
+        out = run(self.world, "list", str(pid))
+        self.assertExit(out, OK)
+        self.assertEqual(out.stdout.split("\n")[1].split(), [shown_tag, "yes", shown_value])
+        out = run(self.world, "find", "app:*")
+        self.assertIn([str(pid), shown_tag, "yes", shown_value],
+                      [row.split() for row in out.stdout.split("\n")])
+        self.assertEqual(run_json(self, self.world, "list", str(pid))["tags"],
+                         tags_json([(tag, True, value)]))
+
+
+    def test_monitor_shows_ptagsds_comment_lines_as_written(self):
+        """A line starting with "#" is ptagsd's own (no change is spelled
+        so): its spaces separate words, not changes, and stay as they are.
+        4.8 MB of tag names removed at once are over MaxMessageBytes, so the
+        signal carries such a line in their place."""
+        pid = self.target()
+        path = os.path.join(self.world.mount, str(pid), "attr", "ptags")
+        fd = os.open(path, os.O_WRONLY)
+        try:
+            # Written as a kernel writer would, around ptagsd's budgets.
+            for i in range(1200):
+                os.write(fd, ("+app:%04d:%s\n" % (i, "x" * 3980)).encode())
+        finally:
+            os.close(fd)
+        with ctl_run.monitor(self.world, False, text=True) as mon:
+            self.assertIn("Monitoring", mon.stderr.readline())
+            self.assertOk(self.world.root_call("RemoveTag", "us", [pid, "app:*"],
+                                               timeout_ms=60000))
+            event = mon.stdout.readline()
+        self.assertEqual(event, "%d: # 1200 changes not listed: over MaxMessageBytes\n" % pid)
+
+
 class ChangeTests(CtlTestCase):
     def test_add_allowed_denied_invalid(self):
         pid = self.target()

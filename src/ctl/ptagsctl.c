@@ -747,7 +747,9 @@ static const struct {
         {"container", 0, -1, FIRST_ANY, cmd_container},
 };
 
-static int parse_options(int argc, char **argv)
+/* Parses the options of @argv with @optstring; @after_command: argv[0] is
+ * the command word, and these options come after it. */
+static int parse_some_options(int argc, char **argv, const char *optstring, bool after_command)
 {
         static const struct option options[] = {
                 {"help", no_argument, NULL, OPT_HELP},
@@ -765,14 +767,23 @@ static int parse_options(int argc, char **argv)
         int c, r;
 
         opterr = 0;
-        while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0) {
+        while ((c = getopt_long(argc, argv, optstring, options, NULL)) >= 0) {
                 switch (c) {
                 case 'h':
                 case OPT_HELP:
-                        help();
-                        return PARSED_ANSWERED;
                 case OPT_VERSION:
-                        printf("ptagsctl %s\n", PACKAGE_VERSION);
+                        /* After the command, most likely a TAG or PATTERN
+                         * from a variable: answering would exit 0, which
+                         * means "match" to check and "done" to remove. */
+                        if (after_command)
+                                return ctl_usage_error(
+                                        _("Option '%s' must come before the command; a TAG or "
+                                          "PATTERN that starts with '-' goes after '--'."),
+                                        c == 'h' ? "-h" : argv[optind - 1]);
+                        if (c == OPT_VERSION)
+                                printf("ptagsctl %s\n", PACKAGE_VERSION);
+                        else
+                                help();
                         return PARSED_ANSWERED;
                 case OPT_JSON:
                         arg.json = true;
@@ -837,6 +848,31 @@ static int parse_options(int argc, char **argv)
                         return ctl_usage_error(_("Unexpected option."));
                 }
         }
+        return EXIT_OK;
+}
+
+/* The options of @argv up to @argc (the first "--"); the command word and
+ * its operands go to @args (@n_args of them). Options may follow the
+ * command, as GNU getopt allows and ptagsctl(1) shows ("add PID TAG
+ * --keep"), except --help and --version, which are answered before the
+ * command only. */
+static int parse_options(int argc, char **argv, char **args, size_t *n_args)
+{
+        /* Up to the command word ('+': stop at the first operand). */
+        optind = 0;
+        int r = parse_some_options(argc, argv, "+h", false);
+        if (r || optind >= argc)
+                return r;
+        int command = optind;
+        /* The rest, options taken from among the operands; getopt skips
+         * the command word as the argv[0] of this second run. */
+        optind = 0;
+        r = parse_some_options(argc - command, argv + command, "h", true);
+        if (r)
+                return r;
+        args[(*n_args)++] = argv[command];
+        for (int i = command + optind; i < argc; i++)
+                args[(*n_args)++] = argv[i];
         return EXIT_OK;
 }
 
@@ -909,16 +945,14 @@ int main(int argc, char **argv)
         int dash = 1;
         while (dash < argc && strcmp(argv[dash], "--") != 0)
                 dash++;
-        r = parse_options(dash, argv);
-        if (r == PARSED_ANSWERED)
-                return finish(EXIT_OK);
-        if (r)
-                return r;
         args = calloc(argc + 1, sizeof(char *));
         if (args == NULL)
                 return EXIT_FAILED;
-        for (int i = optind; i < dash; i++)
-                args[n_args++] = argv[i];
+        r = parse_options(dash, argv, args, &n_args);
+        if (r) {
+                free(args);
+                return r == PARSED_ANSWERED ? finish(EXIT_OK) : r;
+        }
         size_t tail = n_args;
         for (int i = dash + 1; i < argc; i++)
                 args[n_args++] = argv[i];

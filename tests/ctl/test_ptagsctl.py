@@ -600,6 +600,34 @@ class UsageTests(CtlTestCase):
         self.assertExit(run(self.world, "--frobnicate", "status"), USAGE)
         self.assertExit(run(self.world, "list", "1", "--keep"), USAGE)
 
+    def test_help_and_version_after_the_command_are_refused(self):
+        """GNU getopt takes options anywhere, but a --help or --version after
+        the command is an operand gone astray (a tag from a variable):
+        answering it would exit 0, "match" for check, "done" for remove
+        having removed nothing. It is a usage error; after "--" it is a tag."""
+        pid = self.target(["+--version", "+-h"])
+        for argv in (["check", str(pid), "--help"], ["check", str(pid), "-h"],
+                     ["remove", str(pid), "--version"], ["remove", str(pid), "--vers"],
+                     ["list", str(pid), "--help"], ["--json", "status", "--version"],
+                     ["container", "show", "--help"]):
+            with self.subTest(argv=argv):
+                out = run(self.world, *argv)
+                self.assertExit(out, USAGE, "must come before the command")
+        self.assertEqual(self.world.get_tags(pid), [("--version", False, ""), ("-h", False, "")])
+        self.assertExit(run(self.world, "check", str(pid), "--", "--help"), NO_MATCH)
+        self.assertExit(run(self.world, "check", str(pid), "--", "-h"), OK)
+        self.assertExit(run(self.world, "remove", str(pid), "--", "--version"), OK)
+        self.assertEqual(self.world.get_tags(pid), [("-h", False, "")])
+        # Before the command they are options, whatever follows.
+        self.assertExit(run(self.world, "--json", "--help", "list", str(pid)), OK)
+        self.assertEqual(run(self.world, "--version", "status").stdout,
+                         "ptagsctl %s\n" % self.world.get_property("Version"))
+        # Completion offers them there only.
+        self.assertIn("--help", ctl_run.complete(self, self.world, "ptagsctl --json --"))
+        offered = ctl_run.complete(self, self.world, "ptagsctl check %d --" % pid)
+        self.assertIn("--json", offered)
+        self.assertEqual([o for o in offered if o in ("--help", "--version")], [])
+
     def test_bad_long_option_is_named(self):
         """glibc reports a long option by its code, not a character: the
         message must name it as typed, never print a control byte."""

@@ -465,8 +465,13 @@ static void change_commit(Call *call)
          * asked about again, with the new details, rather than refused
          * outright: the new program may well be allowed the change. */
         ptags_set *before = g_steal_pointer(&call->current);
+        guint64 planned_mark = call->exec_mark;
         gboolean same = call_read_base(call, &error) && ptags_set_equal(before, call->current);
         ptags_set_free(before);
+        /* An exec of the same program, by the same uids, in the same unit,
+         * holding the same tags is another program all the same (where
+         * the backend can tell: bpf's exec mark). */
+        same = same && call->exec_mark == planned_mark;
         if (error == NULL && same && call->checked_info_valid)
                 same = ptags_process_info_same(&call->target, &call->checked_info, &error);
         if (error != NULL) {

@@ -38,6 +38,7 @@ typedef struct {
          * change of uid, name or unit before the write; reauthorized once
          * at most. */
         PtagsProcessInfo seen;
+        guint64 seen_mark; /* the backend's exec mark then (bpf) */
         gboolean reauthorized;
         CallStep read_start; /* a read's first step once admitted */
         /* GetContainer: the container polkit was asked about (none: 0
@@ -401,13 +402,18 @@ static void register_authorized(GObject *source, GAsyncResult *res, gpointer use
                 register_fail(call, error);
                 return;
         }
-        gboolean same = ptags_process_info_same(&call->target, &a->seen, &error);
+        guint64 mark = a->seen_mark;
+        int r = ptags_backend_exec_mark(call->svc->backend, call->target.pidfd, &mark);
+        gboolean same = r == 0 && ptags_process_info_same(&call->target, &a->seen, &error);
+        if (r < 0)
+                error = ptags_errno_error(r, "cannot read the program run by", call->target.pid);
         if (error != NULL) {
                 register_fail(call, error);
                 return;
         }
-        if (!same) {
-                /* Polkit answered about another program or user. */
+        if (!same || mark != a->seen_mark) {
+                /* Polkit answered about another program or user (an exec
+                 * of the same program is another one too). */
                 if (a->reauthorized) {
                         register_fail(call, g_error_new(PTAGS_ERROR, PTAGS_ERROR_FAILED,
                                                         "process %d kept changing during "
@@ -495,6 +501,13 @@ static void register_start(Call *call)
                 return;
         }
         PtagsProcessInfo info;
+        guint64 mark;
+        int r = ptags_backend_exec_mark(call->svc->backend, call->target.pidfd, &mark);
+        if (r < 0) {
+                register_fail(call, ptags_errno_error(r, "cannot read the program run by",
+                                                      call->target.pid));
+                return;
+        }
         if (!ptags_process_info_read(&call->target, &info, &error)) {
                 register_fail(call, error);
                 return;
@@ -503,6 +516,7 @@ static void register_start(Call *call)
                 target_details(&call->target, &info, call->caller->target.pid == call->target.pid);
         ptags_process_info_clear(&a->seen);
         a->seen = info; /* kept for the re-check */
+        a->seen_mark = mark;
         g_autofree char *id = g_strdup_printf("%" G_GUINT64_FORMAT, a->contid);
         polkit_details_insert(d, "contid", id);
         polkit_details_insert(d, "container-name", a->name ? a->name : "");

@@ -542,6 +542,17 @@ class ContainerTests(ContainerTestCase):
                          "polkit is asked again about the program that now runs")
         self.assertEqual(self.contid_of(child), 220)
 
+    def test_target_exec_of_the_same_program_during_authorization(self):
+        """The same program again (same exe, uids and unit) is another
+        program too: the bpf backend marks every exec, and polkit is asked
+        again. ptags-lsm has no such mark, and cannot tell."""
+        child, comms = self.register_while_it_changes(
+            226, 'exec sh -c "while :; do read x < GATE; done"',
+            lambda pid: b"while" in open("/proc/%d/cmdline" % pid, "rb").read(),
+            "the child to exec sh again")
+        self.assertEqual(comms, ["sh", "sh"] if self.world.backend == "bpf" else ["sh"])
+        self.assertEqual(self.contid_of(child), 226)
+
     def test_target_renamed_during_authorization_is_not_asked_again(self):
         """A process names itself (target-comm) whenever it likes, so a rule
         cannot rely on that name, and a rename while polkit decides is no

@@ -272,12 +272,33 @@ polkit.addRule(function (action, subject) {
 });
 """
 
+# nobody may add exe:named only to a process named "before"; the check takes 3 s.
+NAMED_RULE = """
+polkit.addRule(function (action, subject) {
+    if (action.id == "org.ptags.tag.add" && subject.user == "nobody" &&
+        action.lookup("tag") == "exe:named") {
+        if (action.lookup("target-comm") == "before") {
+            polkit.spawn(["/bin/sleep", "3"]);
+            return polkit.Result.YES;
+        }
+        return polkit.Result.NO;
+    }
+});
+"""
+
+# Named "before", then after @delay s the same python again (named
+# "python3" by the exec).
+PYTHON_REEXEC = "import os, sys, time; open('/proc/self/comm', 'w').write('before'); " \
+                "time.sleep(float(sys.argv[1])); " \
+                "os.execv(sys.executable, [sys.executable, '-c', 'import time; time.sleep(600)'])"
+
 PYTHON_TARGET = "import os, sys, time; time.sleep(float(sys.argv[1])); " \
                 "os.execv('/bin/sleep', ['sleep', '600']) if sys.argv[2] == 'exec' else time.sleep(600)"
 
 
 class ExecDuringCheck(PolicyTestCase):
-    world_options = {"admin_rules": {"40-slow-exe.rules": SLOW_EXE_RULE}}
+    world_options = {"admin_rules": {"40-slow-exe.rules": SLOW_EXE_RULE,
+                                     "41-named.rules": NAMED_RULE}}
 
     def python_target(self, delay, then):
         argv = setpriv_argv(pwd.getpwnam("nobody")) + [
@@ -306,6 +327,25 @@ class ExecDuringCheck(PolicyTestCase):
                          "the target did not exec during the check: the test proves nothing")
         self.assertError(reply, ERR + "NotAuthorized")
         self.assertEqual(self.world.get_tags(execs), [])
+
+    def test_exec_of_the_same_program_during_the_check_is_checked_again(self):
+        """The bpf backend marks every exec. An exec of the same program
+        (same exe, uids, unit and tags) while polkit decided went unseen:
+        the change was applied to the new program on the strength of a
+        check about the old one. polkit is told the process's name, which
+        the exec changes, and the rule allows only the old one."""
+        argv = setpriv_argv(pwd.getpwnam("nobody")) + [
+            "/usr/bin/python3", "-c", PYTHON_REEXEC, "1.0"]
+        proc = self.world.spawn("target", argv)
+        wait_until(lambda: open("/proc/%d/comm" % proc.pid).read().strip() == "before", 10,
+                   "target to name itself")
+        client = self.world.spawn_client_as("nobody")
+        reply = client.call("AddTag", "usb", [proc.pid, "exe:named", False])
+        with open("/proc/%d/comm" % proc.pid) as f:
+            self.assertEqual(f.read().strip(), "python3",
+                             "the target did not exec during the check: the test proves nothing")
+        self.assertError(reply, ERR + "NotAuthorized")
+        self.assertEqual(self.world.get_tags(proc.pid), [])
 
 
 class ZombieTarget(PolicyTestCase):

@@ -9,9 +9,16 @@
 
 #include <pthread.h>
 
-/* Each entry pins a process with a pidfd: bounded well below the file limit
- * systemd gives services (1024), oldest dropped first. */
+/* Each entry whose process is known pins it with a pidfd: bounded well
+ * below the file limit systemd gives services (1024), oldest dropped first. */
 #define PEER_CACHE_MAX 512
+/* An entry whose process is unknown pins nothing. Once a connection's
+ * process ran another program or gained a privilege, the connection must
+ * stay unknown while it lives: dropped with the entries above, it would be
+ * looked up and proven afresh, as the new program. So these have a bound of
+ * their own, above the connections a bus allows at once (dbus-daemon's
+ * system bus: 2048). */
+#define PEER_CACHE_UNKNOWN_MAX 4096
 
 /* The table is changed on the main loop only; the lock is for
  * ptags_peer_cache_get(), which GDBus's worker thread calls. (A pthread
@@ -19,17 +26,23 @@
 struct _PtagsPeerCache {
         pthread_mutex_t lock;
         GDBusConnection *connection;
-        GHashTable *peers; /* unique name -> PtagsPeer (a reference) */
-        GQueue order;      /* names, oldest first (owned by the table) */
+        GHashTable *peers;    /* unique name -> PtagsPeer (a reference) */
+        GQueue order;         /* names of known peers, oldest first (owned by the table) */
+        GQueue unknown_order; /* names of unknown ones, the same */
         guint subscription;
 };
 
 static void forget(PtagsPeerCache *cache, const char *name)
 {
-        GList *link = g_queue_find_custom(&cache->order, name, (GCompareFunc)g_strcmp0);
+        GQueue *queue = &cache->order;
+        GList *link = g_queue_find_custom(queue, name, (GCompareFunc)g_strcmp0);
 
+        if (link == NULL) {
+                queue = &cache->unknown_order;
+                link = g_queue_find_custom(queue, name, (GCompareFunc)g_strcmp0);
+        }
         if (link != NULL)
-                g_queue_delete_link(&cache->order, link);
+                g_queue_delete_link(queue, link);
         g_hash_table_remove(cache->peers, name);
 }
 
@@ -58,6 +71,7 @@ PtagsPeerCache *ptags_peer_cache_new(GDBusConnection *connection)
         cache->peers = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
                                              (GDestroyNotify)ptags_peer_free);
         g_queue_init(&cache->order);
+        g_queue_init(&cache->unknown_order);
         cache->subscription = g_dbus_connection_signal_subscribe(
                 connection, "org.freedesktop.DBus", "org.freedesktop.DBus", "NameOwnerChanged",
                 "/org/freedesktop/DBus", NULL, G_DBUS_SIGNAL_FLAGS_NONE, name_owner_changed, cache,
@@ -71,6 +85,7 @@ void ptags_peer_cache_free(PtagsPeerCache *cache)
                 return;
         g_dbus_connection_signal_unsubscribe(cache->connection, cache->subscription);
         g_queue_clear(&cache->order);
+        g_queue_clear(&cache->unknown_order);
         g_hash_table_unref(cache->peers);
         g_object_unref(cache->connection);
         pthread_mutex_destroy(&cache->lock);
@@ -100,11 +115,13 @@ static void remember(PtagsPeerCache *cache, const char *name, PtagsPeer *peer)
         pthread_mutex_lock(&cache->lock);
         if (g_hash_table_contains(cache->peers, name))
                 forget(cache, name);
-        while (g_queue_get_length(&cache->order) >= PEER_CACHE_MAX)
-                forget(cache, g_queue_peek_head(&cache->order));
+        GQueue *queue = peer->process_known ? &cache->order : &cache->unknown_order;
+        guint max = peer->process_known ? PEER_CACHE_MAX : PEER_CACHE_UNKNOWN_MAX;
+        while (g_queue_get_length(queue) >= max)
+                forget(cache, g_queue_peek_head(queue));
         char *key = g_strdup(name);
         g_hash_table_insert(cache->peers, key, ptags_peer_ref(peer));
-        g_queue_push_tail(&cache->order, key);
+        g_queue_push_tail(queue, key);
         pthread_mutex_unlock(&cache->lock);
 }
 

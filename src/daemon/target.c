@@ -668,6 +668,11 @@ static gboolean privilege_read(pid_t pid, PtagsPrivilege *out)
         out->euid = dir.st_uid;
         out->egid = dir.st_gid;
         out->status_owner = status.st_uid;
+        snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
+        struct stat exe;
+        gboolean have_exe = stat(path, &exe) == 0;
+        out->exe_dev = have_exe ? exe.st_dev : 0;
+        out->exe_ino = have_exe ? exe.st_ino : 0;
         out->caps = 0;
         for (int i = 0; i < _LINUX_CAPABILITY_U32S_3; i++)
                 out->caps |= (guint64)(sets[i].effective | sets[i].permitted) << (32 * i);
@@ -686,7 +691,8 @@ gboolean ptags_peer_process_unchanged(const PtagsPeer *peer)
                 return ptags_target_alive(&peer->target);
         return privilege_read(peer->target.pid, &now) && now.euid == peer->proven.euid &&
                now.egid == peer->proven.egid && now.status_owner == peer->proven.status_owner &&
-               (now.caps & ~peer->proven.caps) == 0 && ptags_target_alive(&peer->target);
+               (now.caps & ~peer->proven.caps) == 0 && now.exe_dev == peer->proven.exe_dev &&
+               now.exe_ino == peer->proven.exe_ino && ptags_target_alive(&peer->target);
 }
 
 /* Whether the process pinned for @peer counts as the connection's, reading

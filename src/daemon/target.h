@@ -87,6 +87,11 @@ typedef struct {
         gid_t egid;
         uid_t status_owner;
         guint64 caps;
+        /* The program it runs: /proc/PID/exe's device and inode (0 and 0
+         * when it cannot be read), which an exec of another program
+         * changes. */
+        dev_t exe_dev;
+        ino_t exe_ino;
 } PtagsPrivilege;
 
 typedef enum {
@@ -116,12 +121,14 @@ typedef struct {
         gint ref_count;
 } PtagsPeer;
 
-/* TRUE while the proven process of @peer runs with no privilege it did not
- * have when it was proven. A connection's process may execute a setuid
- * program while a child of it keeps using the connection: from then on its
- * capabilities, its tags and its being "self" are not the caller's, so the
- * peer is to be treated as unknown (ptags_peer_new_unknown). Always TRUE for
- * uid 0, which holds every right through the bus anyway. */
+/* TRUE while the proven process of @peer runs the program it ran when it
+ * was proven, with no privilege it did not have then. A connection's
+ * process may execute another program (a setuid one, or one a polkit rule
+ * trusts by its target-exe) while a child of it keeps using the
+ * connection: from then on its capabilities, its tags, its program and its
+ * being "self" are not the caller's, so the peer is to be treated as
+ * unknown (ptags_peer_new_unknown). An exec of the same file is not seen.
+ * Always TRUE for uid 0, which holds every right through the bus anyway. */
 gboolean ptags_peer_process_unchanged(const PtagsPeer *peer);
 
 /* A new peer like @peer, but whose process is unknown. (transfer full) */

@@ -4,6 +4,8 @@
 # forks, prints its pid and unique name, and exits; the child keeps the socket and serves calls.
 #
 # Usage (run as the attacker's uid): orphan_peer.py BUS_ADDRESS [call-first [exec PROGRAM]]
+#    or: orphan_peer.py BUS_ADDRESS many N: N connections that say Hello, their names printed
+#   as one JSON list; they stay until stdin closes.
 #   call-first: the connector calls ptagsd (HasTag on itself) before it leaves, so ptagsd has
 #   already identified the connection's process once.
 #   exec PROGRAM: the connector does not leave but executes PROGRAM 600 (a setuid-root sleep in
@@ -87,7 +89,19 @@ class Peer:
             return {"ok": list(body.unpack()) if body is not None else []}
 
 
+def many(address, n):
+    peers, names = [], []
+    for _ in range(n):  # each says Hello at once: the bus bounds those that have not
+        peers.append(Peer(connect(address)))
+        names.append(peers[-1].call(BUS, "Hello", "", [])["ok"][0])
+    print(json.dumps(names), flush=True)
+    sys.stdin.read()
+
+
 def main():
+    if sys.argv[2:3] == ["many"]:
+        many(sys.argv[1], int(sys.argv[3]))
+        return
     peer = Peer(connect(sys.argv[1]))
     hello = peer.call(BUS, "Hello", "", [])
     if "ok" not in hello:

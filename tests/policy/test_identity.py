@@ -14,6 +14,7 @@ import select
 import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import unittest
@@ -256,6 +257,82 @@ class ElevatedConnector(PolicyTestCase):
                          ERR + "NoSuchProcess")
         # Reads need no caller identity and still work for this connection.
         self.assertOk(peer.call("GetTags", "u", [victim]))
+
+
+# nobody may add app:camera to its own process while that runs the camera app.
+CAMERA_RULE = """
+polkit.addRule(function (action, subject) {
+    if (action.id == "org.ptags.tag.add" && subject.user == "nobody" &&
+        action.lookup("tag") == "app:camera" && action.lookup("self") == "true" &&
+        action.lookup("target-exe") == "%s") {
+        return polkit.Result.YES;
+    }
+});
+"""
+
+
+class ConnectorRunsAnotherProgram(PolicyTestCase):
+    """The process that opened a connection, proven by ptagsd, then
+    executes a program an administrator's rule trusts by its target-exe,
+    while a child it forked keeps using the connection. ptagsd kept taking
+    the child's calls as the camera app's: AddTag(0, ...) reached the
+    camera app as "self", and a service's PeerHasTag saw its tags."""
+
+    def setUp(self):
+        # The camera app: any program, at a path only the test writes.
+        self.camera_dir = tempfile.mkdtemp(prefix="ptags-camera-")
+        self.addCleanup(shutil.rmtree, self.camera_dir, True)
+        os.chmod(self.camera_dir, 0o755)
+        self.camera_app = os.path.join(self.camera_dir, "camera-app")
+        shutil.copy("/usr/bin/sleep", self.camera_app)
+        os.chmod(self.camera_app, 0o755)
+        self.world_options = {"admin_rules": {"40-camera.rules": CAMERA_RULE % self.camera_app}}
+        super().setUp()
+
+    def test_a_connector_that_runs_another_program_lends_nothing(self):
+        w = self.world
+        peer = OrphanPeer(w, call_first=True, then_exec=self.camera_app)
+        self.addCleanup(peer.proc.kill)
+        connector = peer.connector_pid
+        wait_until(lambda: os.readlink("/proc/%d/exe" % connector) == self.camera_app, 10,
+                   "the connector to run the camera app")
+        # The child's calls are not the camera app's: it is no "self" and
+        # no peer of the connection any more.
+        self.assertError(peer.call("AddTag", "usb", [0, "app:camera", False]),
+                         ERR + "NoSuchProcess")
+        self.assertEqual(w.get_tags(connector), [])
+        self.assertError(w.root_call("PeerHasTag", "ss", [peer.unique_name, "app:x"]),
+                         ERR + "NoSuchProcess")
+
+
+    def test_a_connection_found_unknown_stays_unknown(self):
+        """Once its process ran another program, a connection is unknown
+        for as long as it lives. The entry saying so sat in the peer cache
+        with the proven ones, and went once 512 newer ones came: the next
+        call looked the connection up afresh, and proved the camera app."""
+        w = self.world
+        peer = OrphanPeer(w, call_first=True, then_exec=self.camera_app)
+        self.addCleanup(peer.proc.kill)
+        connector = peer.connector_pid
+        wait_until(lambda: os.readlink("/proc/%d/exe" % connector) == self.camera_app, 10,
+                   "the connector to run the camera app")
+        self.assertError(w.root_call("PeerHasTag", "ss", [peer.unique_name, "app:x"]),
+                         ERR + "NoSuchProcess")
+        # 540 other connections, each looked up once (the bus allows 256 a
+        # user), push it out of the proven peers' 512.
+        script = os.path.join(w.tmp, "orphan_peer.py")
+        for user in ("nobody", "daemon", "bin"):
+            argv = setpriv_argv(pwd.getpwnam(user)) + [ptags_harness.PYTHON, "-I", script,
+                                                      w.address, "many", "180"]
+            proc = w.spawn("many", argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+            names = json.loads(proc.stdout.readline())
+            for name in names:
+                self.assertOk(w.root_call("PeerHasTag", "ss", [name, "app:x"]))
+        self.assertError(w.root_call("PeerHasTag", "ss", [peer.unique_name, "app:x"]),
+                         ERR + "NoSuchProcess")
+        self.assertError(peer.call("AddTag", "usb", [0, "app:camera", False]),
+                         ERR + "NoSuchProcess")
+        self.assertEqual(w.get_tags(connector), [])
 
 
 # nobody may add exe:slow only to python programs; the check takes 3 s.

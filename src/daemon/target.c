@@ -302,6 +302,24 @@ static gboolean mounts_are_roots(int dir)
         return ours;
 }
 
+/* Whether @path, the target's exe link as read (a path in its own mount
+ * namespace), names the very file the target runs in pid 1's, the
+ * system's: a namespace of root's may still hold a user's program mounted
+ * over a trusted path (setuid sandbox helpers make such namespaces), and a
+ * rule reads target-exe as a path on the system. Where pid 1's root cannot
+ * be read (some container runtimes hide it), ptagsd's own view is used:
+ * the unit's, which hides /home and /tmp, and so names fewer programs. */
+static gboolean exe_is_the_systems(int dir, const char *path)
+{
+        struct stat running, named;
+        gboolean pid1 = stat("/proc/1/root/", &named) == 0;
+        g_autofree char *in_pid1 = g_strconcat(pid1 ? "/proc/1/root" : "", path, NULL);
+
+        return path[0] == '/' && fstatat(dir, "exe", &running, 0) == 0 &&
+               stat(in_pid1, &named) == 0 && running.st_dev == named.st_dev &&
+               running.st_ino == named.st_ino;
+}
+
 static char *read_proc_text(pid_t pid, const char *name)
 {
         char path[64];
@@ -451,9 +469,13 @@ static gboolean process_info_read(const PtagsTarget *t, PtagsProcessInfo *info, 
                 char exe[PATH_MAX];
                 ssize_t n = readlinkat(dir, "exe", exe, sizeof(exe));
                 /* The link reads as a path in the target's mount namespace:
-                 * told only when root made that namespace. */
-                if (n >= 0 && (size_t)n < sizeof(exe) && mounts_are_roots(dir))
-                        info->exe = g_strndup(exe, n);
+                 * told only when root made that namespace, and the path
+                 * names the same file on the system. */
+                if (n >= 0 && (size_t)n < sizeof(exe)) {
+                        exe[n] = '\0';
+                        if (mounts_are_roots(dir) && exe_is_the_systems(dir, exe))
+                                info->exe = g_strdup(exe);
+                }
                 info->cgroup = read_proc_text_at(dir, "cgroup");
                 close(dir);
         }

@@ -92,6 +92,43 @@ class PolkitDetailsTests(PtagsTestCase):
                             "polkit told the path the target faked: %r" % details)
         self.assertNotIn("target-exe", details, "an exe that is not the target's program")
 
+    def test_exe_faked_in_a_mount_namespace_of_roots_is_not_told(self):
+        """The same in a mount namespace root made for a user, as setuid
+        sandbox helpers (bubblewrap, firejail) do: the namespace is root's,
+        but the user chose what is mounted where. Only a path that names
+        the target's very program on the system (in pid 1's view) is
+        told."""
+        def tool(name):
+            return os.path.realpath(shutil.which(name, path="/usr/bin:/bin"))
+        faked, sleep = tool("true"), tool("sleep")
+        own = os.path.join(self.world.tmp, "own")
+        shutil.copy(sleep, own)
+        os.chmod(own, 0o755)
+        script = "%s --bind %s %s && exec %s %s 600" % (
+            tool("mount"), own, faked, " ".join(UNPRIVILEGED), faked)
+        proc = self.world.spawn("target", [tool("unshare"), "-m", "--propagation", "private",
+                                           "sh", "-c", script], log_name="faker.log")
+
+        def runs_own_program():
+            if proc.poll() is not None:
+                self.fail("no mount namespace (exit %s): %s" % (
+                    proc.returncode, self.world.read_log("faker.log")))
+            try:
+                with open("/proc/%d/syscall" % proc.pid) as f:
+                    sleeping = f.read().split(" ", 1)[0] in ("230", "35")
+                return (sleeping and os.readlink("/proc/%d/exe" % proc.pid) == faked and
+                        os.stat("/proc/%d/exe" % proc.pid).st_ino == os.stat(own).st_ino)
+            except OSError:
+                return False
+        wait_until(runs_own_program, 10, "target %d to run its own program as %s" % (
+            proc.pid, faked))
+
+        self.assertError(self.client.call("AddTag", "usb", [proc.pid, "app:cam", False]),
+                         "NotAuthorized")
+        details = self.only_check()["details"]
+        self.assertDetails(details, pid=str(proc.pid), target_uid=str(NOBODY))
+        self.assertNotIn("target-exe", details, "an exe that is not the target's program")
+
     def test_target_text_that_is_not_utf8_is_unknown(self):
         """A user names their program with bytes that are not UTF-8; its
         comm and path are not text polkit can carry. ptagsd must neither

@@ -8,6 +8,7 @@
 #include "bus-stats.h"
 
 #include "budgets.h"
+#include "handoff.h"
 #include "names.h"
 
 #include <pthread.h>
@@ -153,16 +154,9 @@ static void ask(Question *q)
                                answered, q);
 }
 
-/* Questions made in another thread (GDBus's worker) go to the main
- * context by an idle source, attached holding this lock; its callback
- * takes it before it reads the question. GLib's own locks order that, but
- * ThreadSanitizer does not see them. */
-static pthread_mutex_t handoff = PTHREAD_MUTEX_INITIALIZER;
-
 static gboolean ask_now(gpointer data)
 {
-        pthread_mutex_lock(&handoff);
-        pthread_mutex_unlock(&handoff);
+        ptags_handoff_taken();
         ask(data);
         return G_SOURCE_REMOVE;
 }
@@ -175,9 +169,7 @@ static void ask_on_main(Question *q)
 
         g_source_set_priority(idle, G_PRIORITY_DEFAULT);
         g_source_set_callback(idle, ask_now, q, NULL);
-        pthread_mutex_lock(&handoff);
-        g_source_attach(idle, q->s->context);
-        pthread_mutex_unlock(&handoff);
+        ptags_handoff_attach(idle, q->s->context);
         g_source_unref(idle);
 }
 

@@ -8,6 +8,7 @@
 
 #include "bus-stats.h"
 #include "errors.h"
+#include "handoff.h"
 
 #include <pthread.h>
 
@@ -117,25 +118,6 @@ static void question_free(Question *q)
         g_atomic_rc_box_release_full(q->c, clients_clear);
         g_free(q->name);
         g_free(q);
-}
-
-/* Questions made in another thread (GDBus's worker) go to the main
- * context by an idle source, attached holding this lock; its callback
- * takes it before it reads the question. GLib's own locks order that, but
- * ThreadSanitizer does not see them. */
-static pthread_mutex_t handoff = PTHREAD_MUTEX_INITIALIZER;
-
-static void attach_handed_over(GSource *source, GMainContext *context)
-{
-        pthread_mutex_lock(&handoff);
-        g_source_attach(source, context);
-        pthread_mutex_unlock(&handoff);
-}
-
-static void handed_over(void)
-{
-        pthread_mutex_lock(&handoff);
-        pthread_mutex_unlock(&handoff);
 }
 
 /* The answer to @q came after ptags_clients_free(): drop it. */
@@ -376,7 +358,7 @@ static gboolean lookup_now(gpointer data)
 {
         Question *q = data;
 
-        handed_over();
+        ptags_handoff_taken();
         if (question_stale(q))
                 return G_SOURCE_REMOVE;
         g_dbus_connection_call(q->c->bus, "org.freedesktop.DBus", "/org/freedesktop/DBus",
@@ -397,7 +379,7 @@ static Client *client_new(PtagsClients *c, const char *sender)
         GSource *idle = g_idle_source_new();
         g_source_set_priority(idle, G_PRIORITY_DEFAULT);
         g_source_set_callback(idle, lookup_now, question_new(c, sender, 0), NULL);
-        attach_handed_over(idle, c->context);
+        ptags_handoff_attach(idle, c->context);
         g_source_unref(idle);
         return cl;
 }
@@ -635,7 +617,7 @@ static gboolean ping_now(gpointer data)
 {
         Question *q = data;
 
-        handed_over();
+        ptags_handoff_taken();
         if (question_stale(q))
                 return G_SOURCE_REMOVE;
         /* A client that does not answer in time keeps its replies counted
@@ -680,7 +662,7 @@ static void confirm_send(PtagsClients *c, Client *cl)
         GSource *idle = g_idle_source_new();
         g_source_set_priority(idle, G_PRIORITY_DEFAULT);
         g_source_set_callback(idle, ping_now, q, NULL);
-        attach_handed_over(idle, c->context);
+        ptags_handoff_attach(idle, c->context);
         g_source_unref(idle);
 }
 

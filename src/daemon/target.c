@@ -671,6 +671,29 @@ gboolean ptags_status_is_plain_process_of(const char *status, uid_t uid, const g
         return strstr(status, "\nCapPrm:") != NULL && strstr(status, "\nCapEff:") != NULL;
 }
 
+/* A digest of the path of the program @pid runs, all zero when it cannot
+ * be read. A program deleted (or upgraded) since it started reads as its
+ * path and " (deleted)": that suffix is left out, so that a long-running
+ * caller whose program was upgraded stays the same program. */
+static void exe_digest(pid_t pid, guint8 digest[32])
+{
+        char path[48], exe[PATH_MAX];
+        gsize len = 32;
+
+        memset(digest, 0, 32);
+        snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
+        ssize_t n = readlink(path, exe, sizeof(exe));
+        if (n <= 0 || (size_t)n >= sizeof(exe))
+                return;
+        static const char deleted[] = " (deleted)";
+        if ((size_t)n > sizeof(deleted) - 1 &&
+            memcmp(exe + n - (sizeof(deleted) - 1), deleted, sizeof(deleted) - 1) == 0)
+                n -= sizeof(deleted) - 1;
+        g_autoptr(GChecksum) sum = g_checksum_new(G_CHECKSUM_SHA256);
+        g_checksum_update(sum, (const guchar *)exe, n);
+        g_checksum_get_digest(sum, digest, &len);
+}
+
 /* Read through a pid: it describes the pinned process only if the caller
  * then finds that still running. */
 static gboolean privilege_read(pid_t pid, PtagsPrivilege *out)
@@ -690,11 +713,7 @@ static gboolean privilege_read(pid_t pid, PtagsPrivilege *out)
         out->euid = dir.st_uid;
         out->egid = dir.st_gid;
         out->status_owner = status.st_uid;
-        snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
-        struct stat exe;
-        gboolean have_exe = stat(path, &exe) == 0;
-        out->exe_dev = have_exe ? exe.st_dev : 0;
-        out->exe_ino = have_exe ? exe.st_ino : 0;
+        exe_digest(pid, out->exe_digest);
         out->caps = 0;
         for (int i = 0; i < _LINUX_CAPABILITY_U32S_3; i++)
                 out->caps |= (guint64)(sets[i].effective | sets[i].permitted) << (32 * i);
@@ -713,8 +732,9 @@ gboolean ptags_peer_process_unchanged(const PtagsPeer *peer)
                 return ptags_target_alive(&peer->target);
         return privilege_read(peer->target.pid, &now) && now.euid == peer->proven.euid &&
                now.egid == peer->proven.egid && now.status_owner == peer->proven.status_owner &&
-               (now.caps & ~peer->proven.caps) == 0 && now.exe_dev == peer->proven.exe_dev &&
-               now.exe_ino == peer->proven.exe_ino && ptags_target_alive(&peer->target);
+               (now.caps & ~peer->proven.caps) == 0 &&
+               memcmp(now.exe_digest, peer->proven.exe_digest, 32) == 0 &&
+               ptags_target_alive(&peer->target);
 }
 
 /* Whether the process pinned for @peer counts as the connection's, reading

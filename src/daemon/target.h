@@ -87,11 +87,11 @@ typedef struct {
         gid_t egid;
         uid_t status_owner;
         guint64 caps;
-        /* The program it runs: /proc/PID/exe's device and inode (0 and 0
-         * when it cannot be read), which an exec of another program
-         * changes. */
-        dev_t exe_dev;
-        ino_t exe_ino;
+        /* The program it runs: a SHA-256 of /proc/PID/exe's path (all
+         * zero when it cannot be read), which an exec of another program
+         * changes. The path, not the file: reading it never reaches the
+         * file system, which may be a stalled FUSE or NFS mount. */
+        guint8 exe_digest[32];
 } PtagsPrivilege;
 
 typedef enum {

@@ -302,22 +302,75 @@ static gboolean mounts_are_roots(int dir)
         return ours;
 }
 
+/* A mountinfo field with its octal escapes (\040 for a space, ...) undone. */
+static char *mountinfo_field(const char *field)
+{
+        GString *out = g_string_sized_new(strlen(field));
+
+        for (const char *p = field; *p != '\0'; p++) {
+                if (p[0] == '\\' && p[1] >= '0' && p[1] <= '3' && p[2] >= '0' && p[2] <= '7' &&
+                    p[3] >= '0' && p[3] <= '7') {
+                        g_string_append_c(
+                                out, (char)((p[1] - '0') << 6 | (p[2] - '0') << 3 | (p[3] - '0')));
+                        p += 3;
+                } else {
+                        g_string_append_c(out, *p);
+                }
+        }
+        return g_string_free(out, FALSE);
+}
+
+/* Where @path (absolute, in the view whose mountinfo is @mountinfo) lies:
+ * "MAJ:MIN" of its file system and its path within that file system, from
+ * the mount that covers it (the deepest mount point at or above it, the
+ * last of equals). NULL when none does. Read from text alone: nothing here
+ * reaches the file system the program lives on. */
+static char *file_system_place(const char *mountinfo, const char *path)
+{
+        g_auto(GStrv) lines = g_strsplit(mountinfo, "\n", -1);
+        g_autofree char *best = NULL;
+        gsize best_len = 0;
+
+        for (guint i = 0; lines[i] != NULL; i++) {
+                g_auto(GStrv) f = g_strsplit(lines[i], " ", 6);
+                if (g_strv_length(f) < 6)
+                        continue;
+                g_autofree char *root = mountinfo_field(f[3]);
+                g_autofree char *point = mountinfo_field(f[4]);
+                gsize len = strlen(point);
+                gboolean covers =
+                        strcmp(point, "/") == 0 ||
+                        (strncmp(path, point, len) == 0 && (path[len] == '\0' || path[len] == '/'));
+                if (!covers || len < best_len)
+                        continue;
+                const char *rest = strcmp(point, "/") == 0 ? path : path + len;
+                g_free(best);
+                best = g_strdup_printf("%s %s%s", f[2], strcmp(root, "/") == 0 ? "" : root, rest);
+                best_len = len;
+        }
+        return g_steal_pointer(&best);
+}
+
 /* Whether @path, the target's exe link as read (a path in its own mount
- * namespace), names the very file the target runs in pid 1's, the
- * system's: a namespace of root's may still hold a user's program mounted
- * over a trusted path (setuid sandbox helpers make such namespaces), and a
- * rule reads target-exe as a path on the system. Where pid 1's root cannot
- * be read (some container runtimes hide it), ptagsd's own view is used:
- * the unit's, which hides /home and /tmp, and so names fewer programs. */
+ * namespace, whose /proc/PID is @dir), names the same place on the same
+ * file system in pid 1's view, the system's: a namespace of root's may
+ * still hold a user's program mounted over a trusted path (setuid sandbox
+ * helpers make such namespaces), and a rule reads target-exe as a path on
+ * the system. A service's own namespace, with parts of the system mounted
+ * again read-only, still names the same places. Where pid 1's mounts cannot
+ * be read, ptagsd's own are used (the unit's: /tmp is its own there). */
 static gboolean exe_is_the_systems(int dir, const char *path)
 {
-        struct stat running, named;
-        gboolean pid1 = stat("/proc/1/root/", &named) == 0;
-        g_autofree char *in_pid1 = g_strconcat(pid1 ? "/proc/1/root" : "", path, NULL);
+        g_autofree char *theirs_text = read_proc_text_at(dir, "mountinfo");
+        g_autofree char *system_text = read_proc_text_at(AT_FDCWD, "/proc/1/mountinfo");
 
-        return path[0] == '/' && fstatat(dir, "exe", &running, 0) == 0 &&
-               stat(in_pid1, &named) == 0 && running.st_dev == named.st_dev &&
-               running.st_ino == named.st_ino;
+        if (system_text == NULL)
+                system_text = read_proc_text_at(AT_FDCWD, "/proc/self/mountinfo");
+        if (path[0] != '/' || theirs_text == NULL || system_text == NULL)
+                return FALSE;
+        g_autofree char *theirs = file_system_place(theirs_text, path);
+        g_autofree char *systems = file_system_place(system_text, path);
+        return theirs != NULL && systems != NULL && strcmp(theirs, systems) == 0;
 }
 
 static char *read_proc_text(pid_t pid, const char *name)

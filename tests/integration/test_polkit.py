@@ -129,6 +129,27 @@ class PolkitDetailsTests(PtagsTestCase):
         self.assertDetails(details, pid=str(proc.pid), target_uid=str(NOBODY))
         self.assertNotIn("target-exe", details, "an exe that is not the target's program")
 
+    def test_exe_in_a_service_like_mount_namespace_is_told(self):
+        """A service's own mount namespace (ProtectSystem= mounts /usr
+        again, read-only, over itself) names the same files as the
+        system's: its target-exe is told."""
+        def tool(name):
+            return os.path.realpath(shutil.which(name, path="/usr/bin:/bin"))
+        sleep = tool("sleep")
+        script = "%s --bind /usr /usr && %s -o remount,bind,ro /usr && exec %s %s 600" % (
+            tool("mount"), tool("mount"), " ".join(UNPRIVILEGED), sleep)
+        proc = self.world.spawn("target", [tool("unshare"), "-m", "--propagation", "private",
+                                           "sh", "-c", script], log_name="service.log")
+        wait_until(lambda: proc.poll() is not None or
+                   os.readlink("/proc/%d/exe" % proc.pid) == sleep, 10,
+                   "target %d to run %s" % (proc.pid, sleep))
+        self.assertIsNone(proc.poll(), self.world.read_log("service.log"))
+        with open("/proc/%d/mountinfo" % proc.pid) as f:
+            self.assertIn(" /usr /usr ", f.read(), "no mount of /usr of its own")
+        self.assertError(self.client.call("AddTag", "usb", [proc.pid, "app:cam", False]),
+                         "NotAuthorized")
+        self.assertEqual(self.only_check()["details"].get("target-exe"), sleep)
+
     def test_target_text_that_is_not_utf8_is_unknown(self):
         """A user names their program with bytes that are not UTF-8; its
         comm and path are not text polkit can carry. ptagsd must neither

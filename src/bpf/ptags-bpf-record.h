@@ -59,7 +59,9 @@ struct ptags_retag_params {
         __u64 set_id;
         __u64 contid;
         __u32 phase;
-        __u32 pad;
+        /* Set at each task of the group a pass sees: whether it was the last
+         * of its process's thread list then. */
+        __u32 at_tail;
         __u64 write_token;
         /* FIND's result: the address of the process's struct pid (its thread
          * group id), 0 when not found. The loader's pidfd holds a reference

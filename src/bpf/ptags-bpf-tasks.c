@@ -138,6 +138,7 @@ static int retag_pass(ptags_bpf *b, struct bpf_link *link, uint32_t phase)
         int count = 0;
 
         b->skel->bss->retag.phase = phase;
+        b->skel->bss->retag.at_tail = 0;
         int fd = bpf_iter_create(bpf_link__fd(link));
         if (fd < 0)
                 return ptags_bpf_fail(b, -errno, "cannot start the retag iterator: %s",
@@ -157,6 +158,16 @@ static int retag_pass(ptags_bpf *b, struct bpf_link *link, uint32_t phase)
         }
         close(fd);
         return count;
+}
+
+/* A write pass, and a second one for a thread started meanwhile from one
+ * the first had not reached yet; returns the number of tasks the last wrote. */
+static int write_passes(ptags_bpf *b, struct bpf_link *link)
+{
+        int n = retag_pass(b, link, PTAGS_RETAG_WRITE);
+        if (n > 1)
+                n = retag_pass(b, link, PTAGS_RETAG_WRITE);
+        return n;
 }
 
 /* What PIDFD_GET_INFO (Linux 6.13) fills, in its first version; later
@@ -346,13 +357,18 @@ static int retag_once(ptags_bpf *b, int pidfd, uint32_t mask, uint64_t set_id, u
                                                              "the process exec'd from a thread "
                                                              "during the write");
                 n = r;
-        } else if (n > 1) {
-                /* More threads than the leader. A thread created while the
-                 * write pass runs may copy the old record from a thread not
-                 * yet visited: a second pass catches it. */
-                n = retag_pass(b, link, PTAGS_RETAG_WRITE);
-                if (n > 1)
-                        n = retag_pass(b, link, PTAGS_RETAG_WRITE);
+        } else if (n > 1 || (own && !b->skel->bss->retag.at_tail)) {
+                /* More threads than the leader (or a walk cut short before
+                 * it could tell, below). A thread created while the write
+                 * pass runs may copy the old record from a thread not yet
+                 * visited: a second pass catches it. */
+                n = write_passes(b, link);
+                /* A walk of the process's threads that did not end at its
+                 * last thread was cut short by an exit (no count tells:
+                 * threads come and go meanwhile). The walk of every task
+                 * goes by pid and steps over exited ones. */
+                if (n >= 0 && own && !b->skel->bss->retag.at_tail)
+                        n = write_passes(b, b->retag_link);
         }
         bpf_link__destroy(own);
         b->skel->bss->retag.tgid = 0;

@@ -251,6 +251,18 @@ int ptags_iter_find(struct bpf_iter__task *ctx)
         return 0;
 }
 
+/* Whether @task is the last thread of its process's list now. A walk of one
+ * process's threads (Linux 6.1+) ends early when the thread it stands on
+ * exits, or when a read resumes at a thread that has exited: one whose last
+ * task was not the last thread may have missed some. */
+static __always_inline __u32 last_thread(struct task_struct *task)
+{
+        __u64 head = (__u64)BPF_CORE_READ(task, signal) +
+                     bpf_core_field_offset(struct signal_struct, thread_head);
+
+        return (__u64)BPF_CORE_READ(task, thread_node.next) == head;
+}
+
 /* Writes the retag parameters into every thread of one process: task
  * storage is per thread (pitfall 3) and a pidfd reaches only the leader
  * before 6.9. The loader has already written the leader through its pidfd,
@@ -259,7 +271,7 @@ int ptags_iter_find(struct bpf_iter__task *ctx)
  * writes the tasks whose thread group is that struct pid. A process that
  * reused the pid has another struct pid, so it is never written. Each pass
  * emits one byte per task of the group it saw or wrote, so the caller can
- * count. */
+ * count, and says whether the last of them ended the thread list. */
 SEC("iter/task")
 int ptags_iter_retag(struct bpf_iter__task *ctx)
 {
@@ -275,6 +287,7 @@ int ptags_iter_retag(struct bpf_iter__task *ctx)
                 return 0;
         group = BPF_CORE_READ(task, signal, pids[PIDTYPE_TGID]);
         if (retag.phase == PTAGS_RETAG_FIND) {
+                retag.at_tail = last_thread(task);
                 if (BPF_CORE_READ(task, pid) == retag.tgid) {
                         rec = bpf_task_storage_get(&task_records, task, 0, 0);
                         if (rec && rec->write_token == retag.write_token)
@@ -289,6 +302,7 @@ int ptags_iter_retag(struct bpf_iter__task *ctx)
         rec = bpf_task_storage_get(&task_records, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
         if (!rec) {
                 __sync_fetch_and_add(&alloc_failures, 1);
+                retag.at_tail = 0;
                 return 0;
         }
         bpf_spin_lock(&rec->lock);
@@ -302,6 +316,9 @@ int ptags_iter_retag(struct bpf_iter__task *ctx)
         if (mask & PTAGS_WRITE_CONTID)
                 rec->contid = contid;
         bpf_spin_unlock(&rec->lock);
+        /* Read after the write: a thread this one started in time to copy
+         * the old record was on the list before that copy. */
+        retag.at_tail = last_thread(task);
         bpf_seq_write(seq, &mark, 1);
         return 0;
 }

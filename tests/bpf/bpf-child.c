@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // SPDX-FileCopyrightText: 2026 The ptags authors
 /* bpf-child.c: a scriptable target process for the BPF backend tests. Reads
- * one command per line on stdin (threads, fork, exec, from any thread) and
- * answers on stdout, so the test can tag it and observe fork and exec. */
+ * one command per line on stdin (threads, fork, exec, from any thread, and
+ * threads that keep coming and going) and answers on stdout, so the test can
+ * tag it and observe fork and exec. */
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -72,6 +74,18 @@ static void *worker_main(void *data)
         return NULL;
 }
 
+static pthread_attr_t churn_attr;
+
+/* Starts its successor, then exits: "churn N" keeps N threads that are
+ * never the same for long, each copying its record from the one before. */
+static void *churn_main(void *data)
+{
+        pthread_t next;
+        while (pthread_create(&next, &churn_attr, churn_main, NULL) != 0)
+                sched_yield();
+        return NULL;
+}
+
 static void post(int index, const char *op)
 {
         if (index < 0 || index >= n_workers) {
@@ -102,6 +116,16 @@ int main(void)
                                 pthread_cond_init(&w->wake, NULL);
                                 pthread_create(&w->thread, NULL, worker_main, w);
                         }
+                } else if (sscanf(line, "churn %d", &arg) == 1) {
+                        pthread_attr_init(&churn_attr);
+                        pthread_attr_setdetachstate(&churn_attr, PTHREAD_CREATE_DETACHED);
+                        pthread_attr_setstacksize(&churn_attr, 64 * 1024);
+                        pthread_t first;
+                        int started = 0;
+                        for (; started < arg; started++)
+                                if (pthread_create(&first, &churn_attr, churn_main, NULL) != 0)
+                                        break;
+                        reply("churning", started);
                 } else if (sscanf(line, "fork-thread %d", &arg) == 1) {
                         post(arg, "fork");
                 } else if (sscanf(line, "exec-thread %d", &arg) == 1) {

@@ -286,6 +286,78 @@ static void test_fork_storm(test_instance *t)
               (unsigned long long)alloc_failures);
 }
 
+/* How many listed threads of @tgid hold another record than {@set_id,
+ * @contid}; *@total gets how many were listed. */
+static size_t threads_off(test_instance *t, pid_t tgid, uint64_t set_id, uint64_t contid,
+                          size_t *total)
+{
+        ptags_bpf_task *tasks = NULL;
+        size_t n = 0, off = 0;
+        *total = 0;
+        if (ptags_bpf_list_tasks(t->bpf, &tasks, &n) < 0)
+                die("list tasks: %s", ptags_bpf_last_error(t->bpf));
+        for (size_t i = 0; i < n; i++) {
+                if (tasks[i].tgid != tgid)
+                        continue;
+                (*total)++;
+                off += tasks[i].set_id != set_id || tasks[i].contid != contid;
+        }
+        free(tasks);
+        return off;
+}
+
+/* A target with 8 threads that stay and 16 that keep coming and going
+ * (each starts its successor, which copies its record, and exits), and the
+ * ids of two sets. Returns a pidfd of it. */
+static int churning_target(test_instance *t, child_proc *c, uint64_t ids[2])
+{
+        ptags_set *a = set_from("churn:a\n"), *b = set_from("churn:b\n@keep\n");
+        if (ptags_bpf_intern(t->bpf, a, &ids[0]) < 0 || ptags_bpf_intern(t->bpf, b, &ids[1]) < 0)
+                die("intern: %s", ptags_bpf_last_error(t->bpf));
+        ptags_set_free(a);
+        ptags_set_free(b);
+        child_spawn(c);
+        child_send(c, "threads 8");
+        for (int i = 0; i < 8; i++)
+                child_expect(c, "tid");
+        child_send(c, "churn 16");
+        if (child_expect(c, "churning") != 16)
+                die("the target cannot start its churning threads");
+        return pidfd_of(c->pid);
+}
+
+/* Writes go on for this long, or until one leaves a thread behind (each is
+ * checked at once: the next write would put the thread right). */
+#define CHURN_SECONDS 8
+
+/* Every write reaches every thread, however fast threads come and go: a
+ * walk of the process's threads ends early when the thread it stands on
+ * exits, and a thread it missed kept the old record. Whole records are
+ * written, each checked at once. */
+static void test_threads_churn(test_instance *t)
+{
+        child_proc c;
+        uint64_t ids[2];
+        int fd = churning_target(t, &c, ids);
+        struct timespec start, now;
+        clock_gettime(CLOCK_MONOTONIC, &start);
+        size_t off = 0, total = 0;
+        int writes = 0;
+        do {
+                uint64_t id = ids[writes & 1], contid = 100 + (writes & 1);
+                if (ptags_bpf_write_record(t->bpf, fd, id, contid) < 0)
+                        die("write %d: %s", writes, ptags_bpf_last_error(t->bpf));
+                off = threads_off(t, c.pid, id, contid, &total);
+                writes++;
+                clock_gettime(CLOCK_MONOTONIC, &now);
+        } while (off == 0 && now.tv_sec - start.tv_sec < CHURN_SECONDS);
+        fprintf(stderr, "%d writes in %lds\n", writes, (long)(now.tv_sec - start.tv_sec));
+        CHECK(off == 0, "after write %d, %zu of %zu threads held another record", writes, off,
+              total);
+        close(fd);
+        child_kill(&c);
+}
+
 static uint32_t pinned_link_id(test_instance *t, const char *name)
 {
         char path[512];
@@ -835,6 +907,7 @@ static const struct {
         {"exec-drop-keep", test_exec_drop_keep},
         {"exec-twice", test_exec_twice},
         {"threads", test_threads},
+        {"threads-churn", test_threads_churn},
         {"fork-storm", test_fork_storm},
         {"restart", test_restart},
         {"restart-without-table", test_restart_without_table},

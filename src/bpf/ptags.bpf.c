@@ -64,6 +64,16 @@ __u64 exec_misses = 0;
  * loader's mutex so there is exactly one writer. */
 struct ptags_retag_params retag = {};
 
+/* @task's storage in @map, created when missing. Of two creations at once
+ * (a fork hook and a retag pass, an exec hook and the loader) the second
+ * fails, but the first's storage is there: it is looked up again. */
+static __always_inline void *get_or_create(void *map, struct task_struct *task)
+{
+        void *v = bpf_task_storage_get(map, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+
+        return v ? v : bpf_task_storage_get(map, task, 0, 0);
+}
+
 static __always_inline void copy_record(struct task_struct *parent, struct task_struct *child,
                                         bool overwrite)
 {
@@ -86,7 +96,7 @@ static __always_inline void copy_record(struct task_struct *parent, struct task_
         if (!(flags & PTAGS_RECORD_VALID) || (set_id == PTAGS_SET_EMPTY && contid == CONTID_UNSET))
                 return;
 
-        dst = bpf_task_storage_get(&task_records, child, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+        dst = get_or_create(&task_records, child);
         if (!dst) {
                 __sync_fetch_and_add(&alloc_failures, 1);
                 return;
@@ -112,7 +122,7 @@ static __always_inline void exec_filter(struct task_struct *task)
         /* A task with a record gets a stamp; one without has nothing to
          * filter and is stamped only when the loader watches it. */
         if (rec)
-                st = bpf_task_storage_get(&task_execs, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+                st = get_or_create(&task_execs, task);
         else
                 st = bpf_task_storage_get(&task_execs, task, 0, 0);
         if (rec && !st)
@@ -299,7 +309,7 @@ int ptags_iter_retag(struct bpf_iter__task *ctx)
         if (retag.phase != PTAGS_RETAG_WRITE || retag.group_pid == 0 ||
             (__u64)group != retag.group_pid)
                 return 0;
-        rec = bpf_task_storage_get(&task_records, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+        rec = get_or_create(&task_records, task);
         if (!rec) {
                 __sync_fetch_and_add(&alloc_failures, 1);
                 retag.at_tail = 0;

@@ -332,12 +332,14 @@ static int churning_target(test_instance *t, child_proc *c, uint64_t ids[2])
 
 /* Every write reaches every thread, however fast threads come and go: a
  * walk of the process's threads ends early when the thread it stands on
- * exits, and a thread it missed kept the old record. Whole records are
- * written, each checked at once. */
+ * exits, and a thread it missed kept the old record. A thread's record made
+ * at once by its fork hook and by a write pass is one record, made by
+ * whichever came first, and written. Whole records are written, each
+ * checked at once. */
 static void test_threads_churn(test_instance *t)
 {
         child_proc c;
-        uint64_t ids[2];
+        uint64_t ids[2], alloc_failures = 0, exec_misses;
         int fd = churning_target(t, &c, ids);
         struct timespec start, now;
         clock_gettime(CLOCK_MONOTONIC, &start);
@@ -348,12 +350,15 @@ static void test_threads_churn(test_instance *t)
                 if (ptags_bpf_write_record(t->bpf, fd, id, contid) < 0)
                         die("write %d: %s", writes, ptags_bpf_last_error(t->bpf));
                 off = threads_off(t, c.pid, id, contid, &total);
+                ptags_bpf_counters(t->bpf, &alloc_failures, &exec_misses);
                 writes++;
                 clock_gettime(CLOCK_MONOTONIC, &now);
-        } while (off == 0 && now.tv_sec - start.tv_sec < CHURN_SECONDS);
+        } while (off == 0 && alloc_failures == 0 && now.tv_sec - start.tv_sec < CHURN_SECONDS);
         fprintf(stderr, "%d writes in %lds\n", writes, (long)(now.tv_sec - start.tv_sec));
         CHECK(off == 0, "after write %d, %zu of %zu threads held another record", writes, off,
               total);
+        CHECK(alloc_failures == 0, "after write %d, %llu storage allocation failures", writes,
+              (unsigned long long)alloc_failures);
         close(fd);
         child_kill(&c);
 }

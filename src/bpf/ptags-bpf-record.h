@@ -55,7 +55,10 @@ struct ptags_list_entry {
 /* The retag iterator's parameters and, after a FIND pass, its finding. */
 struct ptags_retag_params {
         __s32 tgid;
+        /* The fields written into a thread that has a record; one without
+         * gets both. */
         __u32 write_mask;
+        /* The leader's whole new record. */
         __u64 set_id;
         __u64 contid;
         __u32 phase;

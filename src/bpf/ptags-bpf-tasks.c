@@ -216,9 +216,10 @@ static int pidfd_pid(ptags_bpf *b, int pidfd)
 
 /* Writes the leader of the process @pidfd names, through the pidfd itself:
  * the kernel resolves it to that very task or fails, whatever its pid has
- * become. Marks the record with a fresh write token. */
+ * become. Marks the record with a fresh write token. *@set_written and
+ * *@contid_written get the leader's whole new record. */
 static int write_leader(ptags_bpf *b, int pidfd, uint32_t mask, uint64_t set_id, uint64_t contid,
-                        uint64_t *set_written)
+                        uint64_t *set_written, uint64_t *contid_written)
 {
         struct bpf_map *map = b->skel->maps.task_records;
         struct ptags_task_record rec = {0};
@@ -236,6 +237,7 @@ static int write_leader(ptags_bpf *b, int pidfd, uint32_t mask, uint64_t set_id,
                 rec.contid = contid;
         rec.write_token = ++b->write_token;
         *set_written = rec.set_id;
+        *contid_written = rec.contid;
         r = bpf_map__update_elem(map, &pidfd, sizeof(pidfd), &rec, sizeof(rec),
                                  BPF_ANY | BPF_F_LOCK);
         /* The kernel answers ENOENT for a pidfd whose process is gone. */
@@ -316,7 +318,8 @@ static int retag_once(ptags_bpf *b, int pidfd, uint32_t mask, uint64_t set_id, u
         int tgid = pidfd_pid(b, pidfd);
         if (tgid < 0)
                 return ptags_bpf_fail(b, tgid, "the process has exited");
-        int r = write_leader(b, pidfd, mask, set_id, contid, set_written);
+        uint64_t leader_contid = 0;
+        int r = write_leader(b, pidfd, mask, set_id, contid, set_written, &leader_contid);
         if (r < 0)
                 return r;
         leader_written = true;
@@ -328,10 +331,14 @@ static int retag_once(ptags_bpf *b, int pidfd, uint32_t mask, uint64_t set_id, u
          * stat where a pass costs six syscalls and an iterator's set-up. */
         if (one_thread(b, tgid) && leader_marked(b, pidfd))
                 return 0;
+        /* The leader's whole record: a thread that has none yet (one
+         * started during the write, before its fork hook copied its
+         * parent's) gets both fields, not a default for the one not
+         * written. */
         b->skel->bss->retag = (struct ptags_retag_params){.tgid = tgid,
                                                           .write_mask = mask,
-                                                          .set_id = set_id,
-                                                          .contid = contid,
+                                                          .set_id = *set_written,
+                                                          .contid = leader_contid,
                                                           .write_token = b->write_token};
         /* Since 6.1 an iterator can be limited to one process's threads,
          * so a pass costs that process's threads, not every task on the

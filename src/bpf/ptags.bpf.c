@@ -316,15 +316,20 @@ int ptags_iter_retag(struct bpf_iter__task *ctx)
                 return 0;
         }
         bpf_spin_lock(&rec->lock);
+        /* A thread without a record yet may be one started during the write,
+         * whose fork hook will find this record and leave it: it takes the
+         * leader's whole new record, never a default for the field not
+         * written (that would drop its tags or its container ID). */
         if (!(rec->flags & PTAGS_RECORD_VALID)) {
-                rec->set_id = PTAGS_SET_EMPTY;
-                rec->contid = CONTID_UNSET;
-                rec->flags = PTAGS_RECORD_VALID;
-        }
-        if (mask & PTAGS_WRITE_SET)
                 rec->set_id = set_id;
-        if (mask & PTAGS_WRITE_CONTID)
                 rec->contid = contid;
+                rec->flags = PTAGS_RECORD_VALID;
+        } else {
+                if (mask & PTAGS_WRITE_SET)
+                        rec->set_id = set_id;
+                if (mask & PTAGS_WRITE_CONTID)
+                        rec->contid = contid;
+        }
         bpf_spin_unlock(&rec->lock);
         /* Read after the write: a thread this one started in time to copy
          * the old record was on the list before that copy. */

@@ -330,26 +330,36 @@ static int churning_target(test_instance *t, child_proc *c, uint64_t ids[2])
  * checked at once: the next write would put the thread right). */
 #define CHURN_SECONDS 8
 
-/* Every write reaches every thread, however fast threads come and go: a
- * walk of the process's threads ends early when the thread it stands on
- * exits, and a thread it missed kept the old record. A thread's record made
- * at once by its fork hook and by a write pass is one record, made by
- * whichever came first, and written. Whole records are written, each
- * checked at once. */
-static void test_threads_churn(test_instance *t)
+/* Writes the churning target for CHURN_SECONDS, or until a check fails,
+ * and checks every thread's record after each write: whole records, or
+ * (@fields) the set and the container ID in turn. */
+static void churn_writes(test_instance *t, bool fields)
 {
         child_proc c;
         uint64_t ids[2], alloc_failures = 0, exec_misses;
         int fd = churning_target(t, &c, ids);
+        uint64_t set_id = ids[0], contid = 100;
+        if (ptags_bpf_write_record(t->bpf, fd, set_id, contid) < 0)
+                die("first write: %s", ptags_bpf_last_error(t->bpf));
         struct timespec start, now;
         clock_gettime(CLOCK_MONOTONIC, &start);
         size_t off = 0, total = 0;
-        int writes = 0;
+        int writes = 0, r;
         do {
-                uint64_t id = ids[writes & 1], contid = 100 + (writes & 1);
-                if (ptags_bpf_write_record(t->bpf, fd, id, contid) < 0)
+                if (!fields) {
+                        set_id = ids[writes & 1];
+                        contid = 100 + (writes & 1);
+                        r = ptags_bpf_write_record(t->bpf, fd, set_id, contid);
+                } else if (writes & 1) {
+                        contid = contid == 100 ? 101 : 100;
+                        r = ptags_bpf_write_contid(t->bpf, fd, contid);
+                } else {
+                        set_id = set_id == ids[0] ? ids[1] : ids[0];
+                        r = ptags_bpf_write_set_id(t->bpf, fd, set_id);
+                }
+                if (r < 0)
                         die("write %d: %s", writes, ptags_bpf_last_error(t->bpf));
-                off = threads_off(t, c.pid, id, contid, &total);
+                off = threads_off(t, c.pid, set_id, contid, &total);
                 ptags_bpf_counters(t->bpf, &alloc_failures, &exec_misses);
                 writes++;
                 clock_gettime(CLOCK_MONOTONIC, &now);
@@ -361,6 +371,25 @@ static void test_threads_churn(test_instance *t)
               (unsigned long long)alloc_failures);
         close(fd);
         child_kill(&c);
+}
+
+/* Every write reaches every thread, however fast threads come and go: a
+ * walk of the process's threads ends early when the thread it stands on
+ * exits, and a thread it missed kept the old record. A thread's record made
+ * at once by its fork hook and by a write pass is one record, made by
+ * whichever came first, and written. */
+static void test_threads_churn(test_instance *t)
+{
+        churn_writes(t, false);
+}
+
+/* A write of the set keeps every thread's container ID, and a write of the
+ * container ID every thread's set, for a thread started during the write
+ * too: a write pass may reach it before its fork hook copies its parent's
+ * record, which the hook then leaves alone. */
+static void test_threads_churn_fields(test_instance *t)
+{
+        churn_writes(t, true);
 }
 
 static uint32_t pinned_link_id(test_instance *t, const char *name)
@@ -913,6 +942,7 @@ static const struct {
         {"exec-twice", test_exec_twice},
         {"threads", test_threads},
         {"threads-churn", test_threads_churn},
+        {"threads-churn-fields", test_threads_churn_fields},
         {"fork-storm", test_fork_storm},
         {"restart", test_restart},
         {"restart-without-table", test_restart_without_table},

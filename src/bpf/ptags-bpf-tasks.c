@@ -309,6 +309,15 @@ bool ptags_bpf_last_write_partial(void)
         return leader_written;
 }
 
+/* Whether attaching an iterator of one process's threads failed with @err
+ * because this kernel has none (before 6.1 it refuses the pidfd field of
+ * a link_info it knows shorter: E2BIG), not for this once (no descriptor
+ * or memory left, the process gone: that write walks every task). */
+static bool iter_unsupported(int err)
+{
+        return err == E2BIG || err == EINVAL || err == EOPNOTSUPP || err == 524 /* ENOTSUPP */;
+}
+
 /* Writes the record of every thread of the process @pidfd names; *@set_written
  * is the set its leader holds now (the one given, or the one kept for a
  * write of the container ID alone). */
@@ -351,7 +360,7 @@ static int retag_once(ptags_bpf *b, int pidfd, uint32_t mask, uint64_t set_id, u
                 b->per_process_iter
                         ? bpf_program__attach_iter(b->skel->progs.ptags_iter_retag, &opts)
                         : NULL;
-        if (!own && b->per_process_iter && errno != ESRCH)
+        if (!own && b->per_process_iter && iter_unsupported(errno))
                 b->per_process_iter = false; /* this kernel cannot: stop trying */
         struct bpf_link *link = own ? own : b->retag_link;
         int n = retag_pass(b, link, PTAGS_RETAG_FIND);

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -567,6 +568,42 @@ static void test_find_tagged(test_instance *t)
         child_kill(&plain);
 }
 
+/* A write that cannot make its walk of one process's threads for want of a
+ * file descriptor fails (or walks every task), and later writes walk one
+ * process's threads again: only a kernel that has no such walk turns it
+ * off. (Before 6.13 the write fails earlier, reading the pid through
+ * /proc, and never gets that far.) */
+static void test_iter_transient_error(test_instance *t)
+{
+        child_proc c;
+        CHECK(t->bpf->per_process_iter, "this kernel walks one process's threads (6.1+)");
+        child_spawn(&c);
+        child_send(&c, "threads 1");
+        child_expect(&c, "tid");
+        tag(t, c.pid, "a\n");
+        int fd = pidfd_of(c.pid);
+        /* No descriptor left: the lowest free one is the limit. */
+        int lowest = dup(0);
+        struct rlimit old, none;
+        if (lowest < 0 || close(lowest) < 0 || getrlimit(RLIMIT_NOFILE, &old) < 0)
+                die("descriptors: %s", strerror(errno));
+        none = (struct rlimit){.rlim_cur = (rlim_t)lowest, .rlim_max = old.rlim_max};
+        uint64_t id = record_of(t, c.pid).set_id;
+        if (setrlimit(RLIMIT_NOFILE, &none) < 0)
+                die("setrlimit: %s", strerror(errno));
+        int r = ptags_bpf_write_set_id(t->bpf, fd, id);
+        if (setrlimit(RLIMIT_NOFILE, &old) < 0)
+                die("setrlimit: %s", strerror(errno));
+        fprintf(stderr, "write without descriptors: %d (%s)\n", r,
+                r < 0 ? ptags_bpf_last_error(t->bpf) : "ok");
+        CHECK(t->bpf->per_process_iter, "one write out of descriptors turned the walk of one "
+                                        "process's threads off for good");
+        CHECK(ptags_bpf_write_set_id(t->bpf, fd, id) == 0, "the next write: %s",
+              ptags_bpf_last_error(t->bpf));
+        close(fd);
+        child_kill(&c);
+}
+
 /* Bad input gets a named error and changes nothing. */
 static void test_errors(test_instance *t)
 {
@@ -950,6 +987,7 @@ static const struct {
         {"state-dir-pairing", test_state_dir_pairing},
         {"find-tagged", test_find_tagged},
         {"errors", test_errors},
+        {"iter-transient-error", test_iter_transient_error},
         {"contid", test_contid},
         {"pin-dir-trust", test_pin_dir_trust},
         {"pid-namespace", test_pid_namespace},

@@ -136,6 +136,33 @@ static gboolean bpf_adds_list(PtagsBackend *b, const ptags_set *tags)
         return !ptags_bpf_has_set(((BackendBpf *)b)->bpf, tags);
 }
 
+typedef struct {
+        BackendBpf *self;
+        const char *pattern;
+        size_t len;
+        PtagsFoundFunc cb;
+        void *user_data;
+        GHashTable *sets; /* set id -> its tags, parsed once */
+} FindWalk;
+
+/* Reports process @pid holding set @set_id (@tid's record) if the set
+ * matches; FALSE once the callback wants no more. */
+static gboolean find_report(FindWalk *w, pid_t pid, pid_t tid, guint64 set_id)
+{
+        ptags_set *tags = g_hash_table_lookup(w->sets, &set_id);
+
+        if (tags == NULL) {
+                tags = ptags_bpf_set_contents(w->self->bpf, set_id);
+                if (tags == NULL) {
+                        g_warning("task %d names unknown set %" G_GUINT64_FORMAT, (int)tid, set_id);
+                        return TRUE;
+                }
+                g_hash_table_insert(w->sets, g_memdup2(&set_id, sizeof(set_id)), tags);
+        }
+        return !ptags_set_matches(tags, w->pattern, w->len, false) ||
+               w->cb(pid, tags, set_id, w->user_data);
+}
+
 static int bpf_find(PtagsBackend *b, const char *pattern, size_t len, PtagsFoundFunc cb,
                     void *user_data)
 {
@@ -150,31 +177,45 @@ static int bpf_find(PtagsBackend *b, const char *pattern, size_t len, PtagsFound
                 g_warning("listing tasks: %s", ptags_bpf_last_error(self->bpf));
                 return r;
         }
-        /* Records are per thread: report each process once, and parse each
-         * shared set once. */
-        g_autoptr(GHashTable) seen = g_hash_table_new(g_direct_hash, g_direct_equal);
+        /* Records are per thread, and differ while a write is under way or
+         * after one failed in part. A process's tags are its main thread's,
+         * which GetTags reads: a process is reported by that record only,
+         * each shared set parsed once. */
+        g_autoptr(GHashTable) leaders = g_hash_table_new(g_direct_hash, g_direct_equal);
+        g_autoptr(GHashTable) others = g_hash_table_new(g_direct_hash, g_direct_equal);
         g_autoptr(GHashTable) sets = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free,
                                                            (GDestroyNotify)ptags_set_free);
-        for (size_t i = 0; i < n; i++) {
-                if (g_hash_table_contains(seen, GINT_TO_POINTER(tasks[i].tgid)))
+        FindWalk w = {self, pattern, len, cb, user_data, sets};
+        gboolean more = TRUE;
+        for (size_t i = 0; more && i < n; i++) {
+                gpointer tgid = GINT_TO_POINTER(tasks[i].tgid);
+                if (tasks[i].tid != tasks[i].tgid) {
+                        g_hash_table_add(others, tgid);
                         continue;
-                g_hash_table_add(seen, GINT_TO_POINTER(tasks[i].tgid));
-                ptags_set *tags = g_hash_table_lookup(sets, &tasks[i].set_id);
-                if (tags == NULL) {
-                        tags = ptags_bpf_set_contents(self->bpf, tasks[i].set_id);
-                        if (tags == NULL) {
-                                g_warning("task %d names unknown set %" G_GUINT64_FORMAT,
-                                          (int)tasks[i].tid, (guint64)tasks[i].set_id);
-                                continue;
-                        }
-                        g_hash_table_insert(sets, g_memdup2(&tasks[i].set_id, sizeof(gint64)),
-                                            tags);
                 }
-                if (ptags_set_matches(tags, pattern, len, false) &&
-                    !cb(tasks[i].tgid, tags, tasks[i].set_id, user_data))
-                        break;
+                g_hash_table_add(leaders, tgid);
+                more = find_report(&w, tasks[i].tgid, tasks[i].tid, tasks[i].set_id);
         }
         free(tasks);
+        /* Other threads alone came back: the main thread's set does not
+         * match, or it has exited while they run (the walk skips exited
+         * tasks, GetTags still reads it). Read as GetTags reads it. */
+        GHashTableIter it;
+        gpointer key;
+        g_hash_table_iter_init(&it, others);
+        while (more && g_hash_table_iter_next(&it, &key, NULL)) {
+                pid_t pid = GPOINTER_TO_INT(key);
+                guint64 id;
+                if (g_hash_table_contains(leaders, key))
+                        continue;
+                int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+                if (pidfd < 0)
+                        continue; /* exited meanwhile */
+                r = bpf_read_id(b, pidfd, SIZE_MAX, &id, NULL);
+                close(pidfd);
+                if (r == 0)
+                        more = find_report(&w, pid, pid, id);
+        }
         return 0;
 }
 

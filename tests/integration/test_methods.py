@@ -6,8 +6,10 @@
 # Changes are made by an unprivileged caller (uid 0 skips polkit, so only a
 # non-root caller exercises authorization) on an unprivileged target.
 
+import ctypes
 import os
 import signal
+import struct
 import subprocess
 import unittest
 import xml.etree.ElementTree as ET
@@ -336,6 +338,51 @@ class ZombieFindTests(PtagsTestCase):
             zombie.kill()
             zombie.wait(timeout=10)
 
+
+
+class ThreadRecordFindTests(PtagsTestCase):
+    """bpf keeps a record per thread; GetTags reads the main thread's."""
+    backends = ("bpf",)
+
+    def write_thread_record(self, tid, set_id):
+        """Give thread @tid the record {set_id, no container ID} through the
+        pinned map, as a write that failed after the main thread (or that
+        missed the thread) leaves it."""
+        libbpf = ctypes.CDLL("libbpf.so.1", use_errno=True)
+        libbpf.bpf_obj_get.argtypes = [ctypes.c_char_p]
+        fd = libbpf.bpf_obj_get(os.path.join(self.world.bpf_pin_dir, "task_records").encode())
+        self.assertGreaterEqual(fd, 0, "the pinned task_records map")
+        pidfd = os.pidfd_open(tid, os.O_EXCL)  # PIDFD_THREAD: that very thread
+        try:
+            # struct ptags_task_record: lock, flags (VALID), set id, contid, token
+            value = struct.pack("=IIQQQ", 0, 1, set_id, 2**64 - 1, 0)
+            key = ctypes.c_int(pidfd)
+            r = libbpf.bpf_map_update_elem(fd, ctypes.byref(key), ctypes.c_char_p(value),
+                                           ctypes.c_uint64(4))  # BPF_F_LOCK
+            self.assertEqual(r, 0, "writing thread %d: errno %d" % (tid, ctypes.get_errno()))
+        finally:
+            os.close(pidfd)
+            os.close(fd)
+
+    def set_id_of(self, pid):
+        with open(os.path.join(self.world.bpf_pin_dir, "tasks")) as f:
+            return {int(r[1]): int(r[2]) for r in (line.split() for line in f)}[pid]
+
+    def test_find_tagged_reports_what_get_tags_reads(self):
+        """A thread whose record differs from its main thread's (a write
+        that failed in part) made FindTagged list the process with that
+        thread's tags, which GetTags then did not show."""
+        pid, tid = self.world.spawn_with_a_thread()
+        other = self.world.spawn_target()
+        self.assertOk(self.world.root_call("Apply", "uas", [pid, ["+app:a"]]))
+        self.assertOk(self.world.root_call("Apply", "uas", [other, ["+other:b"]]))
+        self.write_thread_record(tid, self.set_id_of(other))
+        self.assertEqual(self.world.get_tags(pid), [("app:a", False, "")])
+        found = self.assertOk(self.world.root_call("FindTagged", "s", ["other:*"]))[0]
+        self.assertEqual([p for p, _ in found], [other], "GetTags shows no other:* on %d" % pid)
+        found = self.assertOk(self.world.root_call("FindTagged", "s", ["app:*"]))[0]
+        self.assertEqual([(p, [tuple(t) for t in tags]) for p, tags in found],
+                         [(pid, [("app:a", False, "")])])
 
 if __name__ == "__main__":
     unittest.main()

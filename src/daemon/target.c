@@ -198,10 +198,10 @@ void ptags_target_clear(PtagsTarget *t)
 }
 
 /* The whole text of NAME in @dir (an open /proc/PID, or AT_FDCWD for a
- * whole path), or NULL. These files report no size (g_file_get_contents
- * would go through stdio), and only a read of nothing ends them: a seq_file
+ * whole path), or NULL (also when longer than @max bytes). These files report no size
+ * (g_file_get_contents would go through stdio), and only a read of nothing ends them: a seq_file
  * hands out whole records, so a shorter read is not the end. */
-static char *read_proc_text_at(int dir, const char *name)
+static char *read_proc_text_max(int dir, const char *name, gsize max)
 {
         int fd = openat(dir, name, O_RDONLY | O_CLOEXEC | O_NOCTTY);
         if (fd < 0)
@@ -209,6 +209,10 @@ static char *read_proc_text_at(int dir, const char *name)
         gsize size = 4096, len = 0;
         char *text = g_malloc(size);
         for (;;) {
+                if (len > max) {
+                        g_clear_pointer(&text, g_free);
+                        break;
+                }
                 if (size - 1 - len == 0) {
                         size *= 2;
                         text = g_realloc(text, size);
@@ -228,6 +232,11 @@ static char *read_proc_text_at(int dir, const char *name)
         if (text != NULL)
                 text[len] = '\0';
         return text;
+}
+
+static char *read_proc_text_at(int dir, const char *name)
+{
+        return read_proc_text_max(dir, name, G_MAXSIZE);
 }
 
 /* /proc/PID as a directory handle, so the files below it are opened
@@ -320,12 +329,27 @@ static char *mountinfo_field(const char *field)
         return g_string_free(out, FALSE);
 }
 
-/* Where @path (absolute, in the view whose mountinfo is @mountinfo) lies:
- * "MAJ:MIN" of its file system and its path within that file system, from
- * the mount that covers it (the deepest mount point at or above it, the
- * last of equals). NULL when none does. Read from text alone: nothing here
- * reaches the file system the program lives on. */
-static char *file_system_place(const char *mountinfo, const char *path)
+/* The place "MAJ:MIN PATH-IN-FILE-SYSTEM" of @path, which mountinfo line
+ * @f (split in 6) covers: NULL when that mount's point is not @path or a
+ * directory above it. */
+static char *place_in(char **f, const char *path)
+{
+        g_autofree char *root = mountinfo_field(f[3]);
+        g_autofree char *point = mountinfo_field(f[4]);
+        gsize len = strlen(point);
+
+        if (strcmp(point, "/") == 0)
+                return g_strdup_printf("%s %s%s", f[2], strcmp(root, "/") == 0 ? "" : root, path);
+        if (strncmp(path, point, len) != 0 || (path[len] != '\0' && path[len] != '/'))
+                return NULL;
+        return g_strdup_printf("%s %s%s", f[2], strcmp(root, "/") == 0 ? "" : root, path + len);
+}
+
+/* Where @path lies in the mount table @mountinfo: on mount @mount_id when
+ * given (nonzero), else on the deepest mount point at or above it (the
+ * last of equals). "MAJ:MIN PATH-IN-FILE-SYSTEM", or NULL. Read from text
+ * alone: nothing here reaches the file system the program lives on. */
+static char *file_system_place(const char *mountinfo, const char *path, guint64 mount_id)
 {
         g_auto(GStrv) lines = g_strsplit(mountinfo, "\n", -1);
         g_autofree char *best = NULL;
@@ -335,41 +359,60 @@ static char *file_system_place(const char *mountinfo, const char *path)
                 g_auto(GStrv) f = g_strsplit(lines[i], " ", 6);
                 if (g_strv_length(f) < 6)
                         continue;
-                g_autofree char *root = mountinfo_field(f[3]);
-                g_autofree char *point = mountinfo_field(f[4]);
-                gsize len = strlen(point);
-                gboolean covers =
-                        strcmp(point, "/") == 0 ||
-                        (strncmp(path, point, len) == 0 && (path[len] == '\0' || path[len] == '/'));
-                if (!covers || len < best_len)
+                if (mount_id != 0) {
+                        if (g_ascii_strtoull(f[0], NULL, 10) == mount_id)
+                                return place_in(f, path);
                         continue;
-                const char *rest = strcmp(point, "/") == 0 ? path : path + len;
-                g_free(best);
-                best = g_strdup_printf("%s %s%s", f[2], strcmp(root, "/") == 0 ? "" : root, rest);
-                best_len = len;
+                }
+                g_autofree char *place = place_in(f, path);
+                gsize len = strlen(f[4]);
+                if (place != NULL && len >= best_len) {
+                        g_free(best);
+                        best = g_steal_pointer(&place);
+                        best_len = len;
+                }
         }
         return g_steal_pointer(&best);
 }
 
+/* Mount tables past this size are not read for target-exe (a namespace may
+ * hold 100000 mounts): the path is then not told. */
+#define MOUNTINFO_MAX_BYTES (1024 * 1024)
+
 /* Whether @path, the target's exe link as read (a path in its own mount
  * namespace, whose /proc/PID is @dir), names the same place on the same
- * file system in pid 1's view, the system's: a namespace of root's may
+ * file system in pid 1's view, the system's. A namespace of root's may
  * still hold a user's program mounted over a trusted path (setuid sandbox
- * helpers make such namespaces), and a rule reads target-exe as a path on
- * the system. A service's own namespace, with parts of the system mounted
- * again read-only, still names the same places. Where pid 1's mounts cannot
- * be read, ptagsd's own are used (the unit's: /tmp is its own there). */
+ * helpers make such namespaces); the program may even lie on a mount of
+ * another namespace, run through a descriptor. So the mount the program
+ * lies on is taken by its id (statx, answered without asking the file
+ * system), must be in the target's table and cover the path; and the
+ * system's table must put the path at the same place. A service's own
+ * namespace, with parts of the system mounted again read-only, names the
+ * same places. Where pid 1's table cannot be read, ptagsd's own is used
+ * (the unit's: /tmp is its own there). */
 static gboolean exe_is_the_systems(int dir, const char *path)
 {
-        g_autofree char *theirs_text = read_proc_text_at(dir, "mountinfo");
-        g_autofree char *system_text = read_proc_text_at(AT_FDCWD, "/proc/1/mountinfo");
+        static const char deleted[] = " (deleted)";
+        gsize len = strlen(path);
+        struct statx stx;
 
-        if (system_text == NULL)
-                system_text = read_proc_text_at(AT_FDCWD, "/proc/self/mountinfo");
-        if (path[0] != '/' || theirs_text == NULL || system_text == NULL)
+        if (path[0] != '/' || (len >= sizeof(deleted) - 1 &&
+                               strcmp(path + len - (sizeof(deleted) - 1), deleted) == 0))
                 return FALSE;
-        g_autofree char *theirs = file_system_place(theirs_text, path);
-        g_autofree char *systems = file_system_place(system_text, path);
+        if (statx(dir, "exe", AT_STATX_DONT_SYNC, STATX_MNT_ID, &stx) != 0 ||
+            !(stx.stx_mask & STATX_MNT_ID))
+                return FALSE;
+        g_autofree char *theirs_text = read_proc_text_max(dir, "mountinfo", MOUNTINFO_MAX_BYTES);
+        g_autofree char *system_text =
+                read_proc_text_max(AT_FDCWD, "/proc/1/mountinfo", MOUNTINFO_MAX_BYTES);
+        if (system_text == NULL)
+                system_text =
+                        read_proc_text_max(AT_FDCWD, "/proc/self/mountinfo", MOUNTINFO_MAX_BYTES);
+        if (theirs_text == NULL || system_text == NULL)
+                return FALSE;
+        g_autofree char *theirs = file_system_place(theirs_text, path, stx.stx_mnt_id);
+        g_autofree char *systems = file_system_place(system_text, path, 0);
         return theirs != NULL && systems != NULL && strcmp(theirs, systems) == 0;
 }
 

@@ -8,6 +8,7 @@
 
 import os
 import shutil
+import sys
 import time
 import unittest
 
@@ -127,6 +128,90 @@ class PolkitDetailsTests(PtagsTestCase):
                          "NotAuthorized")
         details = self.only_check()["details"]
         self.assertDetails(details, pid=str(proc.pid), target_uid=str(NOBODY))
+        self.assertNotIn("target-exe", details, "an exe that is not the target's program")
+
+    def test_exe_on_another_namespaces_mount_is_not_told(self):
+        """A program that lies on a mount of another namespace, run through
+        a descriptor by a process of the system's namespace: its link
+        reads as the path in that other namespace, where anything may be
+        mounted. The mount tables of the target and of the system agree
+        about that path; the mount the program lies on is in neither."""
+        def tool(name):
+            return os.path.realpath(shutil.which(name, path="/usr/bin:/bin"))
+        faked = tool("true")
+        own = os.path.join(self.world.tmp, "own")
+        shutil.copy(tool("sleep"), own)
+        os.chmod(own, 0o755)
+        holder = self.world.spawn("holder", [
+            tool("unshare"), "-m", "--propagation", "private", "sh", "-c",
+            "%s --bind %s %s && exec %s 600" % (tool("mount"), own, faked, tool("sleep"))],
+            log_name="holder.log")
+        wait_until(lambda: holder.poll() is not None or
+                   os.readlink("/proc/%d/exe" % holder.pid).endswith("sleep"), 10,
+                   "the holder to bind its program")
+        self.assertIsNone(holder.poll(), self.world.read_log("holder.log"))
+        run = ("import os; fd = os.open('/proc/%d/root%s', os.O_RDONLY); os.setgroups([]); "
+               "os.setgid(%d); os.setuid(%d); os.execve(fd, ['true', '600'], {})"
+               % (holder.pid, faked, NOBODY, NOBODY))
+        proc = self.world.spawn("target", [sys.executable, "-c", run], log_name="fexec.log")
+
+        def runs_own_program():
+            if proc.poll() is not None:
+                self.fail("fexecve failed: %s" % self.world.read_log("fexec.log"))
+            try:
+                return (os.readlink("/proc/%d/exe" % proc.pid) == faked and
+                        os.stat("/proc/%d/exe" % proc.pid).st_ino == os.stat(own).st_ino)
+            except OSError:
+                return False
+        wait_until(runs_own_program, 10, "target %d to run its own program as %s" % (
+            proc.pid, faked))
+        self.assertError(self.client.call("AddTag", "usb", [proc.pid, "app:cam", False]),
+                         "NotAuthorized")
+        details = self.only_check()["details"]
+        self.assertDetails(details, pid=str(proc.pid), target_uid=str(NOBODY))
+        self.assertNotIn("target-exe", details, "an exe that is not the target's program")
+
+    def test_exe_under_a_mount_hidden_by_a_later_one_is_not_told(self):
+        """A mount at /usr/bin, then another over /usr: the first is still
+        listed, and deeper, but what /usr/bin/true runs is the second's."""
+        def tool(name):
+            return os.path.realpath(shutil.which(name, path="/usr/bin:/bin"))
+        faked = tool("true")
+        if not faked.startswith("/usr/bin/"):
+            self.fail("true is not in /usr/bin: %s" % faked)
+        fake_usr = os.path.join(self.world.tmp, "usr")
+        for sub in ("bin", "lib", "lib64"):
+            os.makedirs(os.path.join(fake_usr, sub))
+        shutil.copy(tool("sleep"), os.path.join(fake_usr, "bin", "true"))
+        shutil.copy(tool("setpriv"), os.path.join(fake_usr, "bin", "setpriv"))
+        for root, dirs, _ in os.walk(fake_usr):
+            os.chmod(root, 0o755)
+        # The fake /usr keeps the system's libraries, for the programs it runs.
+        mount = tool("mount")
+        script = ("%s --bind /usr/bin /usr/bin && %s --bind /usr/lib %s/lib && "
+                  "%s --bind /usr/lib64 %s/lib64 && %s --rbind %s /usr && exec %s %s 600" % (
+                      mount, mount, fake_usr, mount, fake_usr, mount, fake_usr,
+                      " ".join(UNPRIVILEGED), faked))
+        proc = self.world.spawn("target", [tool("unshare"), "-m", "--propagation", "private",
+                                           "sh", "-c", script], log_name="hidden.log")
+        own = os.stat(os.path.join(fake_usr, "bin", "true")).st_ino
+
+        def runs_own_program():
+            if proc.poll() is not None:
+                self.fail("no mount namespace (exit %s): %s" % (
+                    proc.returncode, self.world.read_log("hidden.log")))
+            try:
+                return (os.readlink("/proc/%d/exe" % proc.pid) == faked and
+                        os.stat("/proc/%d/exe" % proc.pid).st_ino == own)
+            except OSError:
+                return False
+        wait_until(runs_own_program, 10, "target %d to run its own program as %s" % (
+            proc.pid, faked))
+        with open("/proc/%d/mountinfo" % proc.pid) as f:
+            self.assertIn(" /usr/bin /usr/bin ", f.read(), "no hidden mount at /usr/bin")
+        self.assertError(self.client.call("AddTag", "usb", [proc.pid, "app:cam", False]),
+                         "NotAuthorized")
+        details = self.only_check()["details"]
         self.assertNotIn("target-exe", details, "an exe that is not the target's program")
 
     def test_exe_in_a_service_like_mount_namespace_is_told(self):

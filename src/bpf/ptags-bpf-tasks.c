@@ -161,12 +161,18 @@ static int retag_pass(ptags_bpf *b, struct bpf_link *link, uint32_t phase)
 }
 
 /* A write pass, and a second one for a thread started meanwhile from one
- * the first had not reached yet; returns the number of tasks the last wrote. */
-static int write_passes(ptags_bpf *b, struct bpf_link *link)
+ * the first had not reached yet; returns the number of tasks the last wrote.
+ * *@cut: whether either pass ended before the process's last thread (for a
+ * walk of one process's threads only: the walk of every task has no such
+ * end). */
+static int write_passes(ptags_bpf *b, struct bpf_link *link, bool *cut)
 {
         int n = retag_pass(b, link, PTAGS_RETAG_WRITE);
-        if (n > 1)
+        *cut = !b->skel->bss->retag.at_tail;
+        if (n > 1) {
                 n = retag_pass(b, link, PTAGS_RETAG_WRITE);
+                *cut = *cut || !b->skel->bss->retag.at_tail;
+        }
         return n;
 }
 
@@ -378,13 +384,17 @@ static int retag_once(ptags_bpf *b, int pidfd, uint32_t mask, uint64_t set_id, u
                  * it could tell, below). A thread created while the write
                  * pass runs may copy the old record from a thread not yet
                  * visited: a second pass catches it. */
-                n = write_passes(b, link);
+                bool cut = false;
+                n = write_passes(b, link, &cut);
                 /* A walk of the process's threads that did not end at its
                  * last thread was cut short by an exit (no count tells:
-                 * threads come and go meanwhile). The walk of every task
-                 * goes by pid and steps over exited ones. */
-                if (n >= 0 && own && !b->skel->bss->retag.at_tail)
-                        n = write_passes(b, b->retag_link);
+                 * threads come and go meanwhile). A thread started from
+                 * one it missed may hold the old record even if the other
+                 * pass ran whole, so either pass cut means the walk of
+                 * every task, which goes by pid and steps over exited
+                 * ones, twice. */
+                if (n >= 0 && own && cut)
+                        n = write_passes(b, b->retag_link, &cut);
         }
         bpf_link__destroy(own);
         b->skel->bss->retag.tgid = 0;

@@ -18,6 +18,7 @@
 #include <linux/capability.h>
 #include <linux/nsfs.h>
 #include <poll.h>
+#include <pthread.h>
 #include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
@@ -26,6 +27,7 @@
 #include <sys/stat.h>
 #include <stdlib.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #ifndef SYS_pidfd_open
@@ -440,7 +442,7 @@ typedef struct {
         char *text; /* the name or PID 1's cgroup; NULL: none */
 } KeptFact;
 
-static GMutex kept_lock;
+static pthread_mutex_t kept_lock = PTHREAD_MUTEX_INITIALIZER;
 static KeptFact kept_names[KEPT_USER_NAMES];
 static KeptFact kept_pid1;
 
@@ -469,36 +471,124 @@ static char *user_name_lookup(uid_t uid)
         return NULL;
 }
 
+/* The uid's slot among kept_names, else the one good for the shortest
+ * time (an unused one first). Under kept_lock. */
+static KeptFact *name_slot(uid_t uid)
+{
+        KeptFact *slot = &kept_names[0];
+
+        for (guint i = 0; i < KEPT_USER_NAMES; i++) {
+                KeptFact *f = &kept_names[i];
+                if (f->until != 0 && f->uid == uid)
+                        return f;
+                if (f->until < slot->until)
+                        slot = f;
+        }
+        return slot;
+}
+
+/* The user database may be a daemon (sssd, nslcd, systemd-userdbd) that
+ * stalls, and ptagsd asks it on its main loop: names are looked up by a
+ * thread of their own. A caller waits USER_NAME_WAIT_US at most, and not
+ * at all while that thread has been stuck on an earlier lookup for longer:
+ * the name is then unknown (target-user is left out), and kept once it
+ * comes. At most USER_NAME_QUEUE_MAX uids wait their turn. */
+#define USER_NAME_WAIT_US   (500 * 1000)
+#define USER_NAME_QUEUE_MAX 64
+
+static pthread_cond_t names_cond = PTHREAD_COND_INITIALIZER; /* with kept_lock */
+typedef struct {
+        uid_t uid;
+        gint64 asked; /* the asker's now: the name is kept from then on */
+} NameWanted;
+
+static GQueue names_wanted;     /* NameWanted */
+static gint64 names_busy_since; /* when the lookup under way started; 0: none */
+static pid_t names_thread_pid;  /* the process that started it (tests fork) */
+
+static gpointer names_thread(gpointer unused)
+{
+        pthread_mutex_lock(&kept_lock);
+        for (;;) {
+                while (g_queue_is_empty(&names_wanted))
+                        pthread_cond_wait(&names_cond, &kept_lock);
+                g_autofree NameWanted *w = g_queue_pop_head(&names_wanted);
+                names_busy_since = g_get_monotonic_time();
+                pthread_mutex_unlock(&kept_lock);
+                g_autofree char *name = user_name_lookup(w->uid);
+                pthread_mutex_lock(&kept_lock);
+                names_busy_since = 0;
+                /* Good for a second from when it was asked, or, when the
+                 * database took longer than that, from when it came. */
+                gint64 came = g_get_monotonic_time();
+                gint64 from = came >= w->asked + KEPT_FACT_US ? came : w->asked;
+                kept_set(name_slot(w->uid), w->uid, from, name);
+                pthread_cond_broadcast(&names_cond);
+        }
+        return NULL;
+}
+
+/* In a child forked by a process that had the thread (ptagsd does not fork;
+ * tests do): the thread is gone, and its lock and condition may be in any
+ * state. */
+static void names_after_fork(void)
+{
+        pthread_mutex_init(&kept_lock, NULL);
+        pthread_cond_init(&names_cond, NULL);
+        g_queue_clear_full(&names_wanted, g_free);
+        names_busy_since = 0;
+        names_thread_pid = 0;
+}
+
 char *ptags_user_name(uid_t uid, gint64 now)
 {
         char *name = NULL;
 
-        g_mutex_lock(&kept_lock);
+        pthread_mutex_lock(&kept_lock);
         for (guint i = 0; i < KEPT_USER_NAMES; i++)
                 if (kept_get(&kept_names[i], uid, now, &name)) {
-                        g_mutex_unlock(&kept_lock);
+                        pthread_mutex_unlock(&kept_lock);
                         return name;
                 }
-        g_mutex_unlock(&kept_lock);
-
-        /* Not under the lock: the database may be slow, or remote. */
-        name = user_name_lookup(uid);
-
-        g_mutex_lock(&kept_lock);
-        /* The uid's old slot, else the one good for the shortest time (an
-         * unused one first). */
-        KeptFact *slot = &kept_names[0];
-        for (guint i = 0; i < KEPT_USER_NAMES; i++) {
-                KeptFact *f = &kept_names[i];
-                if (f->until != 0 && f->uid == uid) {
-                        slot = f;
-                        break;
-                }
-                if (f->until < slot->until)
-                        slot = f;
+        NameWanted *queued = NULL;
+        for (GList *l = names_wanted.head; l != NULL && queued == NULL; l = l->next)
+                if (((NameWanted *)l->data)->uid == uid)
+                        queued = l->data;
+        if (queued != NULL) {
+                queued->asked = MAX(queued->asked, now);
+        } else if (g_queue_get_length(&names_wanted) < USER_NAME_QUEUE_MAX) {
+                NameWanted *w = g_new(NameWanted, 1);
+                *w = (NameWanted){uid, now};
+                g_queue_push_tail(&names_wanted, w);
         }
-        kept_set(slot, uid, now, name);
-        g_mutex_unlock(&kept_lock);
+        if (names_thread_pid != getpid()) {
+                /* Started on first use, long after the capabilities were
+                 * dropped: it holds none it should not. */
+                static gboolean atfork;
+                if (!atfork)
+                        atfork = pthread_atfork(NULL, NULL, names_after_fork) == 0;
+                names_thread_pid = getpid();
+                g_thread_unref(g_thread_new("ptagsd-names", names_thread, NULL));
+        }
+        pthread_cond_broadcast(&names_cond);
+        gint64 start = g_get_monotonic_time();
+        if (names_busy_since != 0 && start - names_busy_since > USER_NAME_WAIT_US) {
+                pthread_mutex_unlock(&kept_lock);
+                return NULL; /* stuck on an earlier lookup: do not wait */
+        }
+        struct timespec deadline;
+        clock_gettime(CLOCK_REALTIME, &deadline);
+        deadline.tv_nsec += (USER_NAME_WAIT_US % G_USEC_PER_SEC) * 1000;
+        deadline.tv_sec += USER_NAME_WAIT_US / G_USEC_PER_SEC + deadline.tv_nsec / 1000000000;
+        deadline.tv_nsec %= 1000000000;
+        gboolean found = FALSE;
+        while (!found) {
+                for (guint i = 0; i < KEPT_USER_NAMES && !found; i++)
+                        found = kept_get(&kept_names[i], uid, now, &name);
+                if (!found && pthread_cond_timedwait(&names_cond, &kept_lock, &deadline) != 0)
+                        break;
+        }
+        pthread_mutex_unlock(&kept_lock);
         return name;
 }
 
@@ -506,15 +596,15 @@ static char *pid1_cgroup(gint64 now)
 {
         char *text = NULL;
 
-        g_mutex_lock(&kept_lock);
+        pthread_mutex_lock(&kept_lock);
         gboolean kept = kept_get(&kept_pid1, 0, now, &text);
-        g_mutex_unlock(&kept_lock);
+        pthread_mutex_unlock(&kept_lock);
         if (kept)
                 return text;
         text = read_proc_text(1, "cgroup");
-        g_mutex_lock(&kept_lock);
+        pthread_mutex_lock(&kept_lock);
         kept_set(&kept_pid1, 0, now, text);
-        g_mutex_unlock(&kept_lock);
+        pthread_mutex_unlock(&kept_lock);
         return text;
 }
 

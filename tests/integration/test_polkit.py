@@ -12,7 +12,8 @@ import sys
 import time
 import unittest
 
-from ptags_harness import UNPRIVILEGED, PtagsTestCase, second_user_uid, wait_until
+from ptags_harness import (UNPRIVILEGED, PtagsTestCase, daemon_wrapper, second_user_uid,
+                           wait_until)
 
 ADD = "org.ptags.tag.add"
 REMOVE = "org.ptags.tag.remove"
@@ -651,6 +652,45 @@ class PolkitCrashTests(PtagsTestCase):
         self.assertOk(client.call("AddTag", "usb", [target, "app:x", False]))
         self.assertEqual(self.world.get_tags(target), [("app:x", False, "")])
         self.assertEqual(len(self.world.polkit.checks()), 1)
+
+
+class SlowUserDatabaseTests(PtagsTestCase):
+    """The user database answers for nobody only after 5 s, as a stalled
+    NSS daemon (sssd, nslcd) would: ptagsd asked it on its main loop for
+    target-user, so every call waited, and everyone's with it."""
+    world_options = {"daemon_env": {
+        "PTAGS_SLOW_NAME_UID": str(NOBODY), "PTAGS_SLOW_NAME_SECONDS": "5",
+        # ASan wants its runtime first; this module is a test's.
+        "ASAN_OPTIONS": (os.environ.get("ASAN_OPTIONS", "")
+                         + ":verify_asan_link_order=0").lstrip(":")}}
+
+    def setUp(self):
+        if not os.environ.get("PTAGS_SLOW_NAMES"):
+            self.fail("PTAGS_SLOW_NAMES (the slow-names module) is not set")
+        with daemon_wrapper("env LD_PRELOAD=%s" % os.environ["PTAGS_SLOW_NAMES"]):
+            super().setUp()
+
+    def test_a_stalled_user_database_stalls_no_call(self):
+        target = self.world.spawn_target(unprivileged=True)
+        client = self.world.spawn_client()
+        started = time.monotonic()
+        self.assertError(client.call("AddTag", "usb", [target, "app:a", False]),
+                         "NotAuthorized")
+        took = time.monotonic() - started
+        self.assertLess(took, 2.5, "the change waited for the user database")
+        details = self.world.polkit.checks()[-1]["details"]
+        self.assertEqual(details["target-uid"], str(NOBODY))
+        self.assertNotIn("target-user", details, "the name came though the database stalled")
+        # Meanwhile (the lookup still under way) nobody else waits either.
+        started = time.monotonic()
+        self.assertError(client.call("AddTag", "usb", [target, "app:b", False]),
+                         "NotAuthorized")
+        self.assertLess(time.monotonic() - started, 1.0)
+        # Once the database answers, the name is kept and told.
+        wait_until(lambda: self.world.polkit.clear_checks() or (
+            client.call("AddTag", "usb", [target, "app:c", False]) and
+            self.world.polkit.checks()[-1]["details"].get("target-user") == "nobody"),
+            12, "the name to come once the database answers", interval=0.5)
 
 
 class PolkitAbsentTests(PtagsTestCase):

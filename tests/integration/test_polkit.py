@@ -22,6 +22,10 @@ RIGHTS = "org.ptags.rights.change"
 NOBODY = 65534
 
 
+def tool(name):
+    return os.path.realpath(shutil.which(name, path="/usr/bin:/bin"))
+
+
 class PolkitDetailsTests(PtagsTestCase):
     def setUp(self):
         super().setUp()
@@ -45,6 +49,27 @@ class PolkitDetailsTests(PtagsTestCase):
             self.assertIn(key, details, "detail %s missing from %r" % (key, details))
             self.assertEqual(details[key], value, "detail %s" % key)
 
+    def wait_runs_as(self, proc, faked, log, runs):
+        """Until @proc runs, under the path @faked, a program whose inode
+        @runs(inode) accepts."""
+        def ready():
+            if proc.poll() is not None:
+                self.fail("the target exited (%s): %s" % (proc.returncode,
+                                                         self.world.read_log(log)))
+            try:
+                return (os.readlink("/proc/%d/exe" % proc.pid) == faked and
+                        runs(os.stat("/proc/%d/exe" % proc.pid).st_ino))
+            except OSError:
+                return False
+        wait_until(ready, 10, "target %d to run its own program as %s" % (proc.pid, faked))
+
+    def assert_exe_not_told(self, pid):
+        self.assertError(self.client.call("AddTag", "usb", [pid, "app:cam", False]),
+                         "NotAuthorized")
+        details = self.only_check()["details"]
+        self.assertDetails(details, pid=str(pid), target_uid=str(NOBODY))
+        self.assertNotIn("target-exe", details, "an exe that is not the target's program")
+
     def test_add_details(self):
         self.assertError(self.client.call("AddTag", "usb", [self.target, "app:cam:front", True]),
                          "NotAuthorized")
@@ -64,35 +89,14 @@ class PolkitDetailsTests(PtagsTestCase):
         where any user can bind-mount a program of theirs over a trusted
         path. polkit must not hear that path: the program is not the one
         it names on the system."""
-        def tool(name):
-            return os.path.realpath(shutil.which(name, path="/usr/bin:/bin"))
         faked, sleep = tool("true"), tool("sleep")
         script = ("%s -t tmpfs tmpfs /tmp && cp %s /tmp/own && %s --bind /tmp/own %s && "
                   "exec %s 600" % (tool("mount"), sleep, tool("mount"), faked, faked))
         proc = self.world.spawn("target", UNPRIVILEGED + [tool("unshare"), "-Urm", "sh", "-c",
                                                           script], log_name="faker.log")
 
-        def runs_own_program():
-            if proc.poll() is not None:
-                self.fail("no user+mount namespace for uid %d (exit %s): %s" % (
-                    NOBODY, proc.returncode, self.world.read_log("faker.log")))
-            try:
-                with open("/proc/%d/syscall" % proc.pid) as f:
-                    sleeping = f.read().split(" ", 1)[0] in ("230", "35")
-                return (sleeping and os.readlink("/proc/%d/exe" % proc.pid) == faked and
-                        os.stat("/proc/%d/exe" % proc.pid).st_ino != os.stat(faked).st_ino)
-            except OSError:
-                return False
-        wait_until(runs_own_program, 10, "target %d to run its own program as %s" % (
-            proc.pid, faked))
-
-        self.assertError(self.client.call("AddTag", "usb", [proc.pid, "app:cam", False]),
-                         "NotAuthorized")
-        details = self.only_check()["details"]
-        self.assertDetails(details, pid=str(proc.pid), target_uid=str(NOBODY))
-        self.assertNotEqual(details.get("target-exe"), faked,
-                            "polkit told the path the target faked: %r" % details)
-        self.assertNotIn("target-exe", details, "an exe that is not the target's program")
+        self.wait_runs_as(proc, faked, "faker.log", lambda ino: ino != os.stat(faked).st_ino)
+        self.assert_exe_not_told(proc.pid)
 
     def test_exe_faked_in_a_mount_namespace_of_roots_is_not_told(self):
         """The same in a mount namespace root made for a user, as setuid
@@ -100,8 +104,6 @@ class PolkitDetailsTests(PtagsTestCase):
         but the user chose what is mounted where. Only a path that names
         the target's very program on the system (in pid 1's view) is
         told."""
-        def tool(name):
-            return os.path.realpath(shutil.which(name, path="/usr/bin:/bin"))
         faked, sleep = tool("true"), tool("sleep")
         own = os.path.join(self.world.tmp, "own")
         shutil.copy(sleep, own)
@@ -111,25 +113,8 @@ class PolkitDetailsTests(PtagsTestCase):
         proc = self.world.spawn("target", [tool("unshare"), "-m", "--propagation", "private",
                                            "sh", "-c", script], log_name="faker.log")
 
-        def runs_own_program():
-            if proc.poll() is not None:
-                self.fail("no mount namespace (exit %s): %s" % (
-                    proc.returncode, self.world.read_log("faker.log")))
-            try:
-                with open("/proc/%d/syscall" % proc.pid) as f:
-                    sleeping = f.read().split(" ", 1)[0] in ("230", "35")
-                return (sleeping and os.readlink("/proc/%d/exe" % proc.pid) == faked and
-                        os.stat("/proc/%d/exe" % proc.pid).st_ino == os.stat(own).st_ino)
-            except OSError:
-                return False
-        wait_until(runs_own_program, 10, "target %d to run its own program as %s" % (
-            proc.pid, faked))
-
-        self.assertError(self.client.call("AddTag", "usb", [proc.pid, "app:cam", False]),
-                         "NotAuthorized")
-        details = self.only_check()["details"]
-        self.assertDetails(details, pid=str(proc.pid), target_uid=str(NOBODY))
-        self.assertNotIn("target-exe", details, "an exe that is not the target's program")
+        self.wait_runs_as(proc, faked, "faker.log", lambda ino: ino == os.stat(own).st_ino)
+        self.assert_exe_not_told(proc.pid)
 
     def test_exe_on_another_namespaces_mount_is_not_told(self):
         """A program that lies on a mount of another namespace, run through
@@ -137,8 +122,6 @@ class PolkitDetailsTests(PtagsTestCase):
         reads as the path in that other namespace, where anything may be
         mounted. The mount tables of the target and of the system agree
         about that path; the mount the program lies on is in neither."""
-        def tool(name):
-            return os.path.realpath(shutil.which(name, path="/usr/bin:/bin"))
         faked = tool("true")
         own = os.path.join(self.world.tmp, "own")
         shutil.copy(tool("sleep"), own)
@@ -156,27 +139,12 @@ class PolkitDetailsTests(PtagsTestCase):
                % (holder.pid, faked, NOBODY, NOBODY))
         proc = self.world.spawn("target", [sys.executable, "-c", run], log_name="fexec.log")
 
-        def runs_own_program():
-            if proc.poll() is not None:
-                self.fail("fexecve failed: %s" % self.world.read_log("fexec.log"))
-            try:
-                return (os.readlink("/proc/%d/exe" % proc.pid) == faked and
-                        os.stat("/proc/%d/exe" % proc.pid).st_ino == os.stat(own).st_ino)
-            except OSError:
-                return False
-        wait_until(runs_own_program, 10, "target %d to run its own program as %s" % (
-            proc.pid, faked))
-        self.assertError(self.client.call("AddTag", "usb", [proc.pid, "app:cam", False]),
-                         "NotAuthorized")
-        details = self.only_check()["details"]
-        self.assertDetails(details, pid=str(proc.pid), target_uid=str(NOBODY))
-        self.assertNotIn("target-exe", details, "an exe that is not the target's program")
+        self.wait_runs_as(proc, faked, "fexec.log", lambda ino: ino == os.stat(own).st_ino)
+        self.assert_exe_not_told(proc.pid)
 
     def test_exe_under_a_mount_hidden_by_a_later_one_is_not_told(self):
         """A mount at /usr/bin, then another over /usr: the first is still
         listed, and deeper, but what /usr/bin/true runs is the second's."""
-        def tool(name):
-            return os.path.realpath(shutil.which(name, path="/usr/bin:/bin"))
         faked = tool("true")
         if not faked.startswith("/usr/bin/"):
             self.fail("true is not in /usr/bin: %s" % faked)
@@ -197,30 +165,15 @@ class PolkitDetailsTests(PtagsTestCase):
                                            "sh", "-c", script], log_name="hidden.log")
         own = os.stat(os.path.join(fake_usr, "bin", "true")).st_ino
 
-        def runs_own_program():
-            if proc.poll() is not None:
-                self.fail("no mount namespace (exit %s): %s" % (
-                    proc.returncode, self.world.read_log("hidden.log")))
-            try:
-                return (os.readlink("/proc/%d/exe" % proc.pid) == faked and
-                        os.stat("/proc/%d/exe" % proc.pid).st_ino == own)
-            except OSError:
-                return False
-        wait_until(runs_own_program, 10, "target %d to run its own program as %s" % (
-            proc.pid, faked))
+        self.wait_runs_as(proc, faked, "hidden.log", lambda ino: ino == own)
         with open("/proc/%d/mountinfo" % proc.pid) as f:
             self.assertIn(" /usr/bin /usr/bin ", f.read(), "no hidden mount at /usr/bin")
-        self.assertError(self.client.call("AddTag", "usb", [proc.pid, "app:cam", False]),
-                         "NotAuthorized")
-        details = self.only_check()["details"]
-        self.assertNotIn("target-exe", details, "an exe that is not the target's program")
+        self.assert_exe_not_told(proc.pid)
 
     def test_exe_in_a_service_like_mount_namespace_is_told(self):
         """A service's own mount namespace (ProtectSystem= mounts /usr
         again, read-only, over itself) names the same files as the
         system's: its target-exe is told."""
-        def tool(name):
-            return os.path.realpath(shutil.which(name, path="/usr/bin:/bin"))
         sleep = tool("sleep")
         script = "%s --bind /usr /usr && %s -o remount,bind,ro /usr && exec %s %s 600" % (
             tool("mount"), tool("mount"), " ".join(UNPRIVILEGED), sleep)

@@ -289,13 +289,18 @@ class ConnectorRunsAnotherProgram(PolicyTestCase):
         self.world_options = {"admin_rules": {"40-camera.rules": CAMERA_RULE % self.camera_app}}
         super().setUp()
 
+    def connector_running_the_camera_app(self):
+        """A connection ptagsd has proven, whose connector then ran the
+        camera app; its child serves the connection."""
+        peer = OrphanPeer(self.world, call_first=True, then_exec=self.camera_app)
+        self.addCleanup(peer.proc.kill)
+        wait_until(lambda: os.readlink("/proc/%d/exe" % peer.connector_pid) == self.camera_app,
+                   10, "the connector to run the camera app")
+        return peer, peer.connector_pid
+
     def test_a_connector_that_runs_another_program_lends_nothing(self):
         w = self.world
-        peer = OrphanPeer(w, call_first=True, then_exec=self.camera_app)
-        self.addCleanup(peer.proc.kill)
-        connector = peer.connector_pid
-        wait_until(lambda: os.readlink("/proc/%d/exe" % connector) == self.camera_app, 10,
-                   "the connector to run the camera app")
+        peer, connector = self.connector_running_the_camera_app()
         # The child's calls are not the camera app's: it is no "self" and
         # no peer of the connection any more.
         self.assertError(peer.call("AddTag", "usb", [0, "app:camera", False]),
@@ -311,11 +316,7 @@ class ConnectorRunsAnotherProgram(PolicyTestCase):
         with the proven ones, and went once 512 newer ones came: the next
         call looked the connection up afresh, and proved the camera app."""
         w = self.world
-        peer = OrphanPeer(w, call_first=True, then_exec=self.camera_app)
-        self.addCleanup(peer.proc.kill)
-        connector = peer.connector_pid
-        wait_until(lambda: os.readlink("/proc/%d/exe" % connector) == self.camera_app, 10,
-                   "the connector to run the camera app")
+        peer, connector = self.connector_running_the_camera_app()
         self.assertError(w.root_call("PeerHasTag", "ss", [peer.unique_name, "app:x"]),
                          ERR + "NoSuchProcess")
         # 540 other connections, each looked up once (the bus allows 256 a

@@ -378,8 +378,12 @@ static char *file_system_place(const char *mountinfo, const char *path, guint64 
 }
 
 /* Mount tables past this size are not read for target-exe (a namespace may
- * hold 100000 mounts): the path is then not told. */
-#define MOUNTINFO_MAX_BYTES (1024 * 1024)
+ * hold 100000 mounts): the path is then not told. Users can grow the
+ * system's own table (FUSE mounts, 1000 each by default, with long mount
+ * points), so this is far above any real system's. */
+#define MOUNTINFO_MAX_BYTES (32 * 1024 * 1024)
+
+static char *system_place(const char *path);
 
 /* Whether @path, the target's exe link as read (a path in its own mount
  * namespace, whose /proc/PID is @dir), names the same place on the same
@@ -406,16 +410,11 @@ static gboolean exe_is_the_systems(int dir, const char *path)
             !(stx.stx_mask & STATX_MNT_ID))
                 return FALSE;
         g_autofree char *theirs_text = read_proc_text_max(dir, "mountinfo", MOUNTINFO_MAX_BYTES);
-        g_autofree char *system_text =
-                read_proc_text_max(AT_FDCWD, "/proc/1/mountinfo", MOUNTINFO_MAX_BYTES);
-        if (system_text == NULL)
-                system_text =
-                        read_proc_text_max(AT_FDCWD, "/proc/self/mountinfo", MOUNTINFO_MAX_BYTES);
-        if (theirs_text == NULL || system_text == NULL)
+        if (theirs_text == NULL)
                 return FALSE;
         g_autofree char *theirs = file_system_place(theirs_text, path, stx.stx_mnt_id);
-        g_autofree char *systems = file_system_place(system_text, path, 0);
-        return theirs != NULL && systems != NULL && strcmp(theirs, systems) == 0;
+        g_autofree char *systems = theirs != NULL ? system_place(path) : NULL;
+        return systems != NULL && strcmp(theirs, systems) == 0;
 }
 
 static char *read_proc_text(pid_t pid, const char *name)
@@ -495,16 +494,31 @@ static KeptFact *name_slot(uid_t uid)
  * comes. At most USER_NAME_QUEUE_MAX uids wait their turn. */
 #define USER_NAME_WAIT_US   (500 * 1000)
 #define USER_NAME_QUEUE_MAX 64
+/* While a name cannot be had at once, the last one the database gave for
+ * the uid is told for up to a minute, rather than none. */
+#define USER_NAME_STALE_US (60 * G_USEC_PER_SEC)
 
-static pthread_cond_t names_cond = PTHREAD_COND_INITIALIZER; /* with kept_lock */
 typedef struct {
         uid_t uid;
         gint64 asked; /* the asker's now: the name is kept from then on */
 } NameWanted;
 
-static GQueue names_wanted;     /* NameWanted */
-static gint64 names_busy_since; /* when the lookup under way started; 0: none */
-static pid_t names_thread_pid;  /* the process that started it (tests fork) */
+static pthread_cond_t names_cond; /* with kept_lock; on CLOCK_MONOTONIC */
+static GQueue names_wanted;       /* NameWanted */
+static gint64 names_busy_since;   /* when the lookup under way started; 0: none */
+static pid_t names_thread_pid;    /* the process that started it (tests fork) */
+
+static void names_cond_init(void)
+{
+        pthread_condattr_t attr;
+
+        pthread_condattr_init(&attr);
+        /* A wait counts on the monotonic clock: the wall clock set back
+         * must not stretch it. */
+        pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+        pthread_cond_init(&names_cond, &attr);
+        pthread_condattr_destroy(&attr);
+}
 
 static gpointer names_thread(gpointer unused)
 {
@@ -534,10 +548,46 @@ static gpointer names_thread(gpointer unused)
 static void names_after_fork(void)
 {
         pthread_mutex_init(&kept_lock, NULL);
-        pthread_cond_init(&names_cond, NULL);
+        names_cond_init();
         g_queue_clear_full(&names_wanted, g_free);
         names_busy_since = 0;
         names_thread_pid = 0;
+}
+
+/* Starts the thread in this process if it does not run; FALSE when it
+ * cannot (no thread to be had: the name is left out, and it is tried again
+ * at the next name). Under kept_lock. */
+static gboolean names_thread_runs(void)
+{
+        static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+        if (names_thread_pid == getpid())
+                return TRUE;
+        pthread_once(&once, names_cond_init);
+        static gboolean atfork;
+        if (!atfork)
+                atfork = pthread_atfork(NULL, NULL, names_after_fork) == 0;
+        /* Started on first use, long after the capabilities were dropped:
+         * it holds none it should not. */
+        GThread *thread = g_thread_try_new("ptagsd-names", names_thread, NULL, NULL);
+        if (thread == NULL)
+                return FALSE;
+        g_thread_unref(thread);
+        names_thread_pid = getpid();
+        return TRUE;
+}
+
+/* The name last given for @uid, if given less than USER_NAME_STALE_US ago. */
+static gboolean stale_name(uid_t uid, gint64 now, char **name)
+{
+        for (guint i = 0; i < KEPT_USER_NAMES; i++) {
+                const KeptFact *f = &kept_names[i];
+                if (f->until != 0 && f->uid == uid && f->until + USER_NAME_STALE_US > now) {
+                        *name = g_strdup(f->text);
+                        return TRUE;
+                }
+        }
+        return FALSE;
 }
 
 char *ptags_user_name(uid_t uid, gint64 now)
@@ -557,39 +607,62 @@ char *ptags_user_name(uid_t uid, gint64 now)
         if (queued != NULL) {
                 queued->asked = MAX(queued->asked, now);
         } else if (g_queue_get_length(&names_wanted) < USER_NAME_QUEUE_MAX) {
-                NameWanted *w = g_new(NameWanted, 1);
-                *w = (NameWanted){uid, now};
-                g_queue_push_tail(&names_wanted, w);
+                queued = g_new(NameWanted, 1);
+                *queued = (NameWanted){uid, now};
+                g_queue_push_tail(&names_wanted, queued);
         }
-        if (names_thread_pid != getpid()) {
-                /* Started on first use, long after the capabilities were
-                 * dropped: it holds none it should not. */
-                static gboolean atfork;
-                if (!atfork)
-                        atfork = pthread_atfork(NULL, NULL, names_after_fork) == 0;
-                names_thread_pid = getpid();
-                g_thread_unref(g_thread_new("ptagsd-names", names_thread, NULL));
-        }
-        pthread_cond_broadcast(&names_cond);
         gint64 start = g_get_monotonic_time();
-        if (names_busy_since != 0 && start - names_busy_since > USER_NAME_WAIT_US) {
-                pthread_mutex_unlock(&kept_lock);
-                return NULL; /* stuck on an earlier lookup: do not wait */
-        }
-        struct timespec deadline;
-        clock_gettime(CLOCK_REALTIME, &deadline);
-        deadline.tv_nsec += (USER_NAME_WAIT_US % G_USEC_PER_SEC) * 1000;
-        deadline.tv_sec += USER_NAME_WAIT_US / G_USEC_PER_SEC + deadline.tv_nsec / 1000000000;
-        deadline.tv_nsec %= 1000000000;
+        /* No wait when the uid is not asked about (too many are), when no
+         * thread can ask, or while the thread is stuck on an earlier
+         * lookup: the name is then what was last known, or none. */
+        gboolean wait = queued != NULL && names_thread_runs() &&
+                        !(names_busy_since != 0 && start - names_busy_since > USER_NAME_WAIT_US);
+        pthread_cond_broadcast(&names_cond);
         gboolean found = FALSE;
-        while (!found) {
-                for (guint i = 0; i < KEPT_USER_NAMES && !found; i++)
-                        found = kept_get(&kept_names[i], uid, now, &name);
-                if (!found && pthread_cond_timedwait(&names_cond, &kept_lock, &deadline) != 0)
-                        break;
+        if (wait) {
+                struct timespec deadline;
+                clock_gettime(CLOCK_MONOTONIC, &deadline);
+                deadline.tv_nsec += (USER_NAME_WAIT_US % G_USEC_PER_SEC) * 1000;
+                deadline.tv_sec +=
+                        USER_NAME_WAIT_US / G_USEC_PER_SEC + deadline.tv_nsec / 1000000000;
+                deadline.tv_nsec %= 1000000000;
+                while (!found) {
+                        for (guint i = 0; i < KEPT_USER_NAMES && !found; i++)
+                                found = kept_get(&kept_names[i], uid, now, &name);
+                        if (!found &&
+                            pthread_cond_timedwait(&names_cond, &kept_lock, &deadline) != 0)
+                                break;
+                }
         }
+        if (!found)
+                stale_name(uid, now, &name);
         pthread_mutex_unlock(&kept_lock);
         return name;
+}
+
+/* The system's mount table (pid 1's, else ptagsd's own), read at most once
+ * a second: under kept_lock. */
+static char *system_mounts;
+static gint64 system_mounts_until;
+
+/* Where @path lies in the system's mount table (see file_system_place). */
+static char *system_place(const char *path)
+{
+        gint64 now = g_get_monotonic_time();
+
+        pthread_mutex_lock(&kept_lock);
+        if (system_mounts_until <= now) {
+                g_free(system_mounts);
+                system_mounts =
+                        read_proc_text_max(AT_FDCWD, "/proc/1/mountinfo", MOUNTINFO_MAX_BYTES);
+                if (system_mounts == NULL)
+                        system_mounts = read_proc_text_max(AT_FDCWD, "/proc/self/mountinfo",
+                                                           MOUNTINFO_MAX_BYTES);
+                system_mounts_until = now + KEPT_FACT_US;
+        }
+        char *place = system_mounts != NULL ? file_system_place(system_mounts, path, 0) : NULL;
+        pthread_mutex_unlock(&kept_lock);
+        return place;
 }
 
 static char *pid1_cgroup(gint64 now)

@@ -34,13 +34,11 @@ struct _PtagsPeerCache {
 
 static void forget(PtagsPeerCache *cache, const char *name)
 {
-        GQueue *queue = &cache->order;
-        GList *link = g_queue_find_custom(queue, name, (GCompareFunc)g_strcmp0);
+        PtagsPeer *peer = g_hash_table_lookup(cache->peers, name);
+        GQueue *queue = peer != NULL && peer->process_known ? &cache->order : &cache->unknown_order;
+        GList *link =
+                peer != NULL ? g_queue_find_custom(queue, name, (GCompareFunc)g_strcmp0) : NULL;
 
-        if (link == NULL) {
-                queue = &cache->unknown_order;
-                link = g_queue_find_custom(queue, name, (GCompareFunc)g_strcmp0);
-        }
         if (link != NULL)
                 g_queue_delete_link(queue, link);
         g_hash_table_remove(cache->peers, name);

@@ -350,22 +350,27 @@ static char *place_in(char **f, const char *path)
 /* Where @path lies in the mount table @mountinfo: on mount @mount_id when
  * given (nonzero), else on the deepest mount point at or above it (the
  * last of equals). "MAJ:MIN PATH-IN-FILE-SYSTEM", or NULL. Read from text
- * alone: nothing here reaches the file system the program lives on. */
+ * alone: nothing here reaches the file system the program lives on. Only
+ * the lines that may answer are split: a table may be megabytes. */
 static char *file_system_place(const char *mountinfo, const char *path, guint64 mount_id)
 {
-        g_auto(GStrv) lines = g_strsplit(mountinfo, "\n", -1);
         g_autofree char *best = NULL;
         gsize best_len = 0;
 
-        for (guint i = 0; lines[i] != NULL; i++) {
-                g_auto(GStrv) f = g_strsplit(lines[i], " ", 6);
-                if (g_strv_length(f) < 6)
-                        continue;
-                if (mount_id != 0) {
-                        if (g_ascii_strtoull(f[0], NULL, 10) == mount_id)
-                                return place_in(f, path);
+        for (const char *line = mountinfo; *line != '\0';) {
+                const char *end = strchrnul(line, '\n');
+                const char *next = *end != '\0' ? end + 1 : end;
+                if (mount_id != 0 && g_ascii_strtoull(line, NULL, 10) != mount_id) {
+                        line = next;
                         continue;
                 }
+                g_autofree char *text = g_strndup(line, end - line);
+                g_auto(GStrv) f = g_strsplit(text, " ", 6);
+                line = next;
+                if (g_strv_length(f) < 6)
+                        continue;
+                if (mount_id != 0)
+                        return place_in(f, path);
                 g_autofree char *place = place_in(f, path);
                 gsize len = strlen(f[4]);
                 if (place != NULL && len >= best_len) {
@@ -577,16 +582,13 @@ static gboolean names_thread_runs(void)
         return TRUE;
 }
 
-/* The name last given for @uid, if given less than USER_NAME_STALE_US ago. */
-static gboolean stale_name(uid_t uid, gint64 now, char **name)
+/* A copy of the name kept for @uid into *@name, if it is good at @now
+ * (or was, less than @stale microseconds before). Under kept_lock. */
+static gboolean kept_name(uid_t uid, gint64 now, gint64 stale, char **name)
 {
-        for (guint i = 0; i < KEPT_USER_NAMES; i++) {
-                const KeptFact *f = &kept_names[i];
-                if (f->until != 0 && f->uid == uid && f->until + USER_NAME_STALE_US > now) {
-                        *name = g_strdup(f->text);
+        for (guint i = 0; i < KEPT_USER_NAMES; i++)
+                if (kept_names[i].until != 0 && kept_get(&kept_names[i], uid, now - stale, name))
                         return TRUE;
-                }
-        }
         return FALSE;
 }
 
@@ -595,11 +597,10 @@ char *ptags_user_name(uid_t uid, gint64 now)
         char *name = NULL;
 
         pthread_mutex_lock(&kept_lock);
-        for (guint i = 0; i < KEPT_USER_NAMES; i++)
-                if (kept_get(&kept_names[i], uid, now, &name)) {
-                        pthread_mutex_unlock(&kept_lock);
-                        return name;
-                }
+        if (kept_name(uid, now, 0, &name)) {
+                pthread_mutex_unlock(&kept_lock);
+                return name;
+        }
         NameWanted *queued = NULL;
         for (GList *l = names_wanted.head; l != NULL && queued == NULL; l = l->next)
                 if (((NameWanted *)l->data)->uid == uid)
@@ -626,16 +627,12 @@ char *ptags_user_name(uid_t uid, gint64 now)
                 deadline.tv_sec +=
                         USER_NAME_WAIT_US / G_USEC_PER_SEC + deadline.tv_nsec / 1000000000;
                 deadline.tv_nsec %= 1000000000;
-                while (!found) {
-                        for (guint i = 0; i < KEPT_USER_NAMES && !found; i++)
-                                found = kept_get(&kept_names[i], uid, now, &name);
-                        if (!found &&
-                            pthread_cond_timedwait(&names_cond, &kept_lock, &deadline) != 0)
-                                break;
-                }
+                while (!(found = kept_name(uid, now, 0, &name)) &&
+                       pthread_cond_timedwait(&names_cond, &kept_lock, &deadline) == 0)
+                        ;
         }
         if (!found)
-                stale_name(uid, now, &name);
+                kept_name(uid, now, USER_NAME_STALE_US, &name);
         pthread_mutex_unlock(&kept_lock);
         return name;
 }

@@ -610,17 +610,28 @@ static void change_read_and_plan(Call *call)
         change_authorize(call);
 }
 
+/* Whether @lines only ask (queries and comments): they change nothing. */
+static gboolean only_queries(char **lines)
+{
+        for (; *lines != NULL; lines++)
+                if ((*lines)[0] != '?' && (*lines)[0] != '#' && (*lines)[0] != '\0')
+                        return FALSE;
+        return TRUE;
+}
+
 /* Runs once the caller is known and the target pinned. Reading and planning
  * parse whole tag lists, so they wait for the caller uid's turn like reads:
  * a flood of changes (even ones that change nothing) delays nobody else.
  * A call in the bus thread (root's) runs at once and in full, holding the
  * main loop's lock: the bus thread runs one change at a time, so it takes
  * no turn, and its uid's queue bound does not apply to it.
- * ptagsd itself is no target: on ptags-lsm its tags are the rights it
- * writes every other process's tags with. */
+ * ptagsd itself is no target of changes: on ptags-lsm its tags are the
+ * rights it writes every other process's tags with. */
 static void change_start(Call *call)
 {
-        if (call->target.pid == getpid()) {
+        /* Queries (ptagsctl check on a pidfd) change nothing: they are
+         * answered about ptagsd as about any process. */
+        if (call->target.pid == getpid() && !only_queries(call->lines)) {
                 call_fail(call, g_error_new(PTAGS_ERROR, PTAGS_ERROR_NOT_SUPPORTED,
                                             "process %d is ptagsd itself, whose tags ptagsd does "
                                             "not change",

@@ -108,6 +108,14 @@ class ReadTests(CtlTestCase):
                         "org.ptags.Error.InvalidPattern")
         self.assertExit(run(self.world, "check", str(self.world.dead_pid()), "x"), NO_PROCESS)
 
+    def test_check_of_ptagsd_itself(self):
+        """ptagsd takes no changes to its own tags, but a check asks only:
+        it exited 7 (NotSupported), which a script reads as neither yes nor
+        no."""
+        out = run(self.world, "check", str(self.world.daemon.pid), "app:none")
+        self.assertExit(out, NO_MATCH)
+        self.assertNotIn("ptagsd itself", out.stderr)
+
     def test_peer(self):
         client = self.world.spawn_client()
         self.assertOk(self.world.root_call("AddTag", "usb", [client.pid, "app:peer", True]))

@@ -195,6 +195,12 @@ class BadInputTests(PtagsTestCase):
                 self.assertError(reply, "NotSupported")
                 self.assertIn("ptagsd itself", reply.message)
         self.assertEqual(self.world.get_tags(daemon), before)
+        # Lines that only ask change nothing, so they are answered.
+        self.assertError(self.world.root_call("Apply", "uas", [daemon, ["?app:none"]]),
+                         "NoSuchTag")
+        self.assertOk(self.world.root_call("Apply", "uas", [daemon, ["# a comment", ""]]))
+        self.assertError(self.world.root_call("Apply", "uas", [daemon, ["?app:none", "-"]]),
+                         "NotSupported")
         target = self.world.spawn_target()
         self.assertOk(self.world.root_call("AddTag", "usb", [target, "app:after", False]))
 

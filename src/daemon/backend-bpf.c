@@ -361,7 +361,9 @@ static gboolean hooks_from_env(ptags_bpf_mode *mode, GError **error)
                 *mode = PTAGS_BPF_MODE_TRACEPOINT;
         else {
                 g_set_error(error, PTAGS_ERROR, PTAGS_ERROR_NOT_SUPPORTED,
-                            "PTAGS_BPF_HOOKS=%s: expected lsm or tracepoint", hooks);
+                            "the bpf backend cannot start: PTAGS_BPF_HOOKS=%s: expected lsm or "
+                            "tracepoint",
+                            hooks);
                 return FALSE;
         }
         return TRUE;

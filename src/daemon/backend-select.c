@@ -62,10 +62,10 @@ PtagsBackend *ptags_backend_select(const char *which, const char *proc_root, GEr
                         return ptags_backend_lsm_new(proc_root, error);
 #ifdef HAVE_BPF_BACKEND
                 PtagsBackend *bpf = new_bpf(error);
+                /* Not "no provider": the bpf backend may fail for other
+                 * reasons (another ptagsd holds its state, a bad setting). */
                 if (bpf == NULL)
-                        g_prefix_error(error,
-                                       "no ptags provider on this kernel: %s does not list the "
-                                       "ptags LSM and the bpf backend failed: ",
+                        g_prefix_error(error, "%s does not list the ptags LSM, and ",
                                        LSM_LIST_PATH);
                 return bpf;
 #else

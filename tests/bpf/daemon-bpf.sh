@@ -127,6 +127,14 @@ call RegisterContainer 'uta{sv}' "$second" 4242 0 >/dev/null
 [ -e "$tmp/run/containers" ] || fail "no registry file after RegisterContainer"
 : >"$tmp/run/containers.Ab12Cd"
 
+# A second ptagsd (auto picks bpf on a kernel without the ptags LSM) says
+# that the state is in use, not that the kernel has no ptags provider.
+if "$ptagsd" --backend=auto >"$tmp/second.log" 2>&1; then
+  fail "a second ptagsd started while one runs"
+fi
+grep -q "in use by another ptagsd" "$tmp/second.log" || fail "second ptagsd: $(cat "$tmp/second.log")"
+! grep -q "no ptags provider" "$tmp/second.log" || fail "second ptagsd: $(cat "$tmp/second.log")"
+
 # Teardown: refused while a daemon runs, then everything goes.
 if "$ptagsd" --remove-state >"$tmp/remove.log" 2>&1; then
   fail "--remove-state succeeded while ptagsd runs"

@@ -155,6 +155,11 @@ def check_unit_sandbox(unit):
              % unit_values(unit, "NotifyAccess"))
     if unit_values(unit, "Restart") != ["on-failure"]:
         fail("Restart= is %r, expected on-failure" % unit_values(unit, "Restart"))
+    # journald would drop applied changes' entries past its rate limit
+    # without ptagsd knowing.
+    if unit_values(unit, "LogRateLimitIntervalSec") != ["0"]:
+        fail("LogRateLimitIntervalSec= is %r, expected 0"
+             % unit_values(unit, "LogRateLimitIntervalSec"))
 
 
 def syscall_groups():

@@ -221,10 +221,13 @@ void ptags_log_writer_audit(int fd, GByteArray *datagram)
         push(&audit_sink, r);
 }
 
+/* Refusals may fill half the backlog at most: whoever has calls refused
+ * (anyone) must not fill the room applied changes need, or a flood of
+ * refusals would have every change refused, root's included. */
 gboolean ptags_log_writer_may_log_refusal(void)
 {
         pthread_mutex_lock(&lock);
-        gboolean drop = full();
+        gboolean drop = waiting_bytes() >= PTAGS_LOG_BACKLOG_BYTES / 2;
         if (drop)
                 dropped++;
         pthread_mutex_unlock(&lock);

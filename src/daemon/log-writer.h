@@ -30,9 +30,9 @@ void ptags_log_writer_audit(int fd, GByteArray *datagram);
  * while PTAGS_LOG_BACKLOG_BYTES or more of records wait to be sent. */
 gboolean ptags_log_writer_has_room(GError **error);
 
-/* Whether a refusal may be logged: not while the bound is reached, when
- * it is counted instead and the count reported by a warning once records
- * are written again. */
+/* Whether a refusal may be logged: not while half the bound or more waits
+ * (the rest is kept for applied changes), when it is counted instead and
+ * the count reported by a warning once records are written again. */
 gboolean ptags_log_writer_may_log_refusal(void);
 
 /* Wait until every record queued so far has been sent (or refused by its

@@ -245,28 +245,49 @@ static void add_field(GPtrArray *fields, char *field)
 }
 
 /* The normalized lines of @plan on one string, separated by @sep. */
-static char *plan_text(const ptags_plan *plan, const char *sep)
-{
-        g_autoptr(GPtrArray) lines = ptags_plan_lines(plan);
-
-        g_ptr_array_add(lines, NULL);
-        return g_strjoinv(sep, (char **)lines->pdata);
-}
-
 /* How many PTAGS_TAG fields one entry carries. libsystemd sends an entry
  * in one sendmsg() of about two iovecs a field, and the kernel takes 1024
- * at most: past that the entry would be lost whole. PTAGS_LINES always
- * holds every change; PTAGS_TAGS_UNLISTED counts the tags not listed. */
+ * at most: past that the entry would be lost whole. PTAGS_TAGS_UNLISTED
+ * counts the tags not listed. */
 #define JOURNAL_MAX_TAG_FIELDS 256
 
+/* The bytes of lines (and, apart, of tags) a refusal's entry lists. Any user
+ * may have a large batch refused, and the refusal budget counts records: a
+ * refusal of 1024 changes of 1000-byte tags made an entry of 1.3 MiB for
+ * the price of two records, tens of MiB a second into the journal, and the
+ * records of applied changes waited behind them. The lines past these are
+ * counted in a last comment line of PTAGS_LINES. */
+#define REFUSAL_LIST_BYTES (8u * 1024u)
+
+/* How many of @plan's changes an entry lists: all, or for a refusal
+ * (@bounded) those whose lines fit REFUSAL_LIST_BYTES. */
+static size_t listed_changes(GPtrArray *lines, gboolean bounded)
+{
+        size_t bytes = 0;
+
+        if (!bounded)
+                return lines->len;
+        for (guint i = 0; i < lines->len; i++) {
+                bytes += strlen(lines->pdata[i]) + 1;
+                if (bytes > REFUSAL_LIST_BYTES)
+                        return i;
+        }
+        return lines->len;
+}
+
 /* One structured journal entry about @plan (may be NULL). PTAGS_TAG repeats,
- * once per changed tag, so journalctl PTAGS_TAG=x finds every change of x. */
+ * once per changed tag, so journalctl PTAGS_TAG=x finds every change of x.
+ * Changes and partial writes list every line; refusals (@bounded) the first
+ * REFUSAL_LIST_BYTES of them. */
 static void journal_entry(const char *message_id, int priority, const PtagsLogContext *ctx,
                           const ptags_plan *plan, const char *result, const char *message,
-                          guint suppressed)
+                          guint suppressed, gboolean bounded)
 {
         GPtrArray *fields = g_ptr_array_new_with_free_func(g_free);
+        g_autoptr(GPtrArray) lines = plan != NULL ? ptags_plan_lines(plan) : NULL;
         size_t n = plan != NULL ? ptags_plan_change_count(plan) : 0;
+        size_t listed = lines != NULL ? listed_changes(lines, bounded) : 0;
+        size_t tag_bytes = 0, tags = 0;
 
         add_field(fields, g_strdup_printf("MESSAGE_ID=%s", message_id));
         add_field(fields, g_strdup_printf("PRIORITY=%d", priority));
@@ -278,16 +299,26 @@ static void journal_entry(const char *message_id, int priority, const PtagsLogCo
         add_field(fields, g_strdup_printf(PTAGS_FIELD_CALLER_UID "%u", (unsigned)ctx->caller_uid));
         if (suppressed > 0)
                 add_field(fields, g_strdup_printf(PTAGS_FIELD_SUPPRESSED "%u", suppressed));
-        if (plan != NULL) {
-                g_autofree char *lines = plan_text(plan, "\n");
-                add_field(fields, g_strdup_printf(PTAGS_FIELD_LINES "%s", lines));
+        if (lines != NULL) {
+                GString *text = g_string_new(PTAGS_FIELD_LINES);
+                for (size_t i = 0; i < listed; i++)
+                        g_string_append_printf(text, "%s%s", i > 0 ? "\n" : "",
+                                               (const char *)lines->pdata[i]);
+                if (listed < lines->len)
+                        g_string_append_printf(text, "%s# %u more lines not listed",
+                                               listed > 0 ? "\n" : "", lines->len - (guint)listed);
+                add_field(fields, g_string_free(text, FALSE));
         }
-        for (size_t i = 0; i < MIN(n, JOURNAL_MAX_TAG_FIELDS); i++)
-                add_field(fields, g_strdup_printf(PTAGS_FIELD_TAG "%s",
-                                                  ptags_plan_change_at(plan, i)->tag));
-        if (n > JOURNAL_MAX_TAG_FIELDS)
-                add_field(fields, g_strdup_printf(PTAGS_FIELD_TAGS_UNLISTED "%zu",
-                                                  n - JOURNAL_MAX_TAG_FIELDS));
+        for (size_t i = 0; i < n && tags < JOURNAL_MAX_TAG_FIELDS; i++) {
+                const char *tag = ptags_plan_change_at(plan, i)->tag;
+                tag_bytes += strlen(tag);
+                if (bounded && tag_bytes > REFUSAL_LIST_BYTES)
+                        break;
+                add_field(fields, g_strdup_printf(PTAGS_FIELD_TAG "%s", tag));
+                tags++;
+        }
+        if (n > tags)
+                add_field(fields, g_strdup_printf(PTAGS_FIELD_TAGS_UNLISTED "%zu", n - tags));
         ptags_log_writer_journal(fields);
 }
 
@@ -320,7 +351,8 @@ void ptags_log_changed(const PtagsLogContext *ctx, const ptags_plan *plan)
                 (int)ctx->caller_pid, (unsigned)ctx->caller_uid, summary);
 
         g_debug("%s: %s", ctx->method, message);
-        journal_entry(PTAGS_MESSAGE_TAGS_CHANGED, LOG_NOTICE, ctx, plan, "success", message, 0);
+        journal_entry(PTAGS_MESSAGE_TAGS_CHANGED, LOG_NOTICE, ctx, plan, "success", message, 0,
+                      FALSE);
         g_autoptr(GByteArray) batch = g_byte_array_new();
         for (size_t i = 0; i < ptags_plan_change_count(plan); i++) {
                 const ptags_change *c = ptags_plan_change_at(plan, i);
@@ -432,7 +464,7 @@ void ptags_log_refused(const PtagsLogContext *ctx, const ptags_plan *plan, const
         /* A refusal of more changes than a uid's burst of records (a large
          * Apply) gets one audit record saying how many: one record per
          * change would let a few uids write far past the budget of all
-         * uids together. The journal entry lists every change. */
+         * uids together. The journal entry lists the first changes. */
         G_LOCK(refusals);
         gboolean summed =
                 ctx->caller_uid != 0 && 1 + n > (size_t)PTAGS_REFUSAL_BURST_SECONDS * refusal_rate;
@@ -444,7 +476,7 @@ void ptags_log_refused(const PtagsLogContext *ctx, const ptags_plan *plan, const
                 return;
         g_autofree char *noted = refusal_message(message, ctx, suppressed, shared);
         journal_entry(PTAGS_MESSAGE_CHANGE_REFUSED, LOG_WARNING, ctx, plan, result, noted,
-                      suppressed);
+                      suppressed, TRUE);
         /* All or nothing: every change of the batch was refused. */
         g_autoptr(GByteArray) batch = g_byte_array_new();
         if (summed) {
@@ -471,7 +503,7 @@ void ptags_log_partial(const PtagsLogContext *ctx, const ptags_plan *plan, const
                 (int)ctx->caller_pid, (unsigned)ctx->caller_uid, why);
 
         g_debug("%s: %s", ctx->method, message);
-        journal_entry(PTAGS_MESSAGE_CHANGE_REFUSED, LOG_ERR, ctx, plan, result, message, 0);
+        journal_entry(PTAGS_MESSAGE_CHANGE_REFUSED, LOG_ERR, ctx, plan, result, message, 0, FALSE);
         g_autoptr(GByteArray) batch = g_byte_array_new();
         g_autofree char *partial = ptags_audit_message("ptags-partial", ctx, NULL, NULL, 0);
         audit_batch_add(batch, PTAGS_AUDIT_TYPE, partial, FALSE);

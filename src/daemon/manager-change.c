@@ -488,6 +488,10 @@ static void change_commit(Call *call)
                  * revocation off for good. */
                 ptags_plan *allowed = g_steal_pointer(&call->plan);
                 planned = same = change_plan_within(call, allowed, &error);
+                /* A refusal is logged with the changes polkit was asked
+                 * about when no new plan was made. */
+                if (call->plan == NULL)
+                        call->plan = g_steal_pointer(&allowed);
                 ptags_plan_free(allowed);
                 if (error != NULL) {
                         change_refuse(call, error);

@@ -456,6 +456,30 @@ class LoggingTests(PtagsTestCase):
         self.assertEqual(entry.one("PTAGS_RESULT"), "org.ptags.Error.NoSuchProcess")
         self.assertIn("exited during authorization", entry.one("MESSAGE"))
 
+    def test_a_removal_whose_query_fails_at_commit_is_logged_with_its_changes(self):
+        """A removal polkit allowed is planned again when the target changed
+        meanwhile; when that new plan fails (here its query: another writer
+        removed app:y), the refusal names the changes polkit was asked
+        about. It named none: no PTAGS_LINES, no PTAGS_TAG."""
+        target = self.world.spawn_target(unprivileged=True)
+        self.assertOk(self.world.root_call("Apply", "uas", [target, ["+log:x", "+log:y"]]))
+        client = self.world.spawn_client()
+        self.world.polkit.set_allowed(["org.ptags.tag.remove"])
+        self.world.polkit.set_hang(["org.ptags.tag.remove"])
+        client.send("Apply", "uas", [target, ["?log:y", "-log:x"]])
+        self.world.polkit.wait_hanging(1)
+        self.assertOk(self.world.root_call("RemoveTag", "us", [target, "log:y"]))
+        self.journal.drain()
+        self.world.polkit.set_hang([])
+        self.world.polkit.release()
+        self.assertError(client.receive(timeout=15), "NoSuchTag")
+        entry, _ = self.journal.wait_for(
+            lambda e: (e.all("MESSAGE_ID") == [MESSAGE_REFUSED]
+                       and e.all("PTAGS_PID") == [str(target)]),
+            "the refusal about pid %d" % target)
+        self.assertEqual(entry.all("PTAGS_LINES"), ["-log:x"])
+        self.assertEqual(entry.all("PTAGS_TAG"), ["log:x"])
+
     def journal_during(self, action):
         """(what @action() returns, the journal entries it caused): read
         meanwhile, as journald would (a datagram socket queues only 10
@@ -821,6 +845,44 @@ class StalledJournalTests(LoggingTests):
         wait_until(lambda: "1 refusals were not logged while the journal"
                    in self.world.read_log("ptagsd.log"),
                    WAIT_S, "the warning counting the refusals not logged")
+
+    def test_a_flood_of_refusals_leaves_room_for_changes(self):
+        """Anyone may have large batches refused, and a refusal of more
+        changes than a burst costs two records of the refusal budget: its
+        journal entry listed every line (200 KB here), so while the journal
+        was slow a user's refusals filled what may wait, and root's changes
+        were refused. A refusal's entry now lists its first 8 KiB of lines
+        and of tags, and refusals fill half of what may wait at most."""
+        self.journal.drain()
+        client = self.world.spawn_client()  # the polkit mock denies everything
+        lines = []
+        for i in range(512):
+            tag = "log:flood:%04d:%s" % (i, "a" * 180)
+            lines += ["+" + tag, "-" + tag]
+        for _ in range(120):
+            client.send("Apply", "uas", [self.target, lines])
+        errors = [client.receive(timeout=30).error for _ in range(120)]
+        self.assertEqual(set(errors), {NOT_AUTHORIZED})
+        reply = self.world.root_call("AddTag", "usb", [self.target, "log:root", False],
+                                     timeout_ms=5000)
+        self.assertOk(reply)
+        refusals = []
+        while True:
+            entry = self.journal.receive(2)
+            if entry is None:
+                break
+            if entry.all("MESSAGE_ID") == [MESSAGE_REFUSED]:
+                refusals.append(entry)
+        self.assertGreater(len(refusals), 10)
+        for entry in refusals:
+            listed = entry.one("PTAGS_LINES")
+            self.assertLessEqual(len(listed), 8 * 1024 + 64)
+            self.assertEqual(listed.split("\n")[0], lines[0])
+            shown = listed.count("\n")
+            self.assertTrue(listed.endswith("# %d more lines not listed" % (1024 - shown)),
+                            listed[-80:])
+            self.assertEqual(len(entry.all("PTAGS_TAG")) + int(entry.one("PTAGS_TAGS_UNLISTED")),
+                             1024)
 
     def test_audit_records_go_out_while_the_journal_stalls(self):
         """The audit trail does not wait for the journal: each has its own

@@ -389,7 +389,7 @@ class KernelWriteRaceTests(TargetWorld):
             "+app:n", "!app:n=v", "+app:f:" + "x" * 3990, "+app:g:" + "x" * 100,
             "!app:n=w"]])
         self.assertError(reply, "Failed")
-        self.assertIn("holds part of this change", reply.message)
+        self.assertIn("part of this change", reply.message)
         held = self.world.get_tags(target)
         self.assertEqual([(pid, lines, tags) for pid, lines, tags in signals.drain(0.5)],
                          [(target, ["# part of this change failed: the tags as read back"],
@@ -414,6 +414,34 @@ class KernelWriteRaceTests(TargetWorld):
         # The first line, applied before the refused one, was taken back.
         self.assertEqual(self.world.get_tags(target), [])
 
+
+    def test_an_undo_gives_no_tag_back_to_a_new_program(self):
+        """The target executes a program after ptagsd read its tags: the
+        kernel drops app:x and app:b (no keep flag), so "-app:x" changes
+        nothing and "!app:b=v" fails. The undo wrote "+app:x" and
+        "!app:x=secret", giving the new program a tag its exec had dropped,
+        and said that nothing changed."""
+        target = self.world.spawn_target_that_execs(
+            ["+@k:kept", "+app:x", "!app:x=secret", "+app:b"])
+        signals = self.world.record_signals()
+        reply = self.world.root_call("Apply", "uas", [target, ["-app:x", "!app:b=v"]])
+        self.assertError(reply, "Failed")
+        self.assertIn("part of this change", reply.message)
+        self.assertEqual(self.world.get_tags(target), [("k:kept", True, "")])
+        self.assertEqual([(pid, tags) for pid, _lines, tags in signals.drain(0.5)],
+                         [(target, [("k:kept", True, "")])])
+
+    def test_an_undo_leaves_what_another_writer_made(self):
+        """Another writer adds @app:a and removes app:b after ptagsd read
+        the tags: ptagsd's "+app:a" finds app:a there, and "!app:b=v"
+        fails. The undo's "-app:a" removed the other writer's tag, and the
+        reply said that nothing changed."""
+        target = self.world.spawn_target_with_a_racing_writer(["+app:b"], ["+@app:a", "-app:b"])
+        self.assertEqual(self.world.get_tags(target), [("app:b", False, "")])
+        reply = self.world.root_call("Apply", "uas", [target, ["+app:a", "!app:b=v"]])
+        self.assertError(reply, "Failed")
+        self.assertIn("part of this change", reply.message)
+        self.assertEqual(self.world.get_tags(target), [("app:a", True, "")])
 
 if __name__ == "__main__":
     unittest.main()

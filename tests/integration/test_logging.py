@@ -1010,7 +1010,7 @@ class PartialWriteLoggingTests(LoggingTests):
             "+app:n", "!app:n=v", "+app:f:" + "x" * 3990, "+app:g:" + "x" * 100,
             "!app:n=w"]])
         self.assertError(reply, "Failed")
-        self.assertIn("holds part of this change", reply.message)
+        self.assertIn("part of this change", reply.message)
         entry, _ = self.journal.wait_for(
             lambda e: e.all("PTAGS_PID") == [str(losing)] and e.all("PTAGS_ACTION") == ["Apply"],
             "the entry of the partial write")

@@ -31,7 +31,7 @@
  * what auditd rules for MAC changes already select. */
 #define PTAGS_AUDIT_TYPE AUDIT_USER_MAC_CONFIG_CHANGE
 
-static int audit_fd = -2; /* -2: not opened yet, -1: unavailable */
+static int audit_fd = -2; /* -2: not opened yet, -1: unavailable for good */
 
 /* The kernel answers only a record it refuses (none asks for an ack): the
  * kernel has logged the record by the time send() returns, and only a
@@ -48,19 +48,52 @@ static gboolean audit_refusals_ready(gint fd, GIOCondition condition, gpointer d
         return G_SOURCE_CONTINUE;
 }
 
+/* Why the audit socket could not be opened, when that may pass (no file
+ * descriptor or memory left): it is tried again at the next record, and
+ * changes wait for it (ptags_log_audit_ready). 0: it may not pass (a
+ * kernel without audit), or the socket is open. */
+static int audit_lacking;
+
+static gboolean passing_failure(int e)
+{
+        return e == EMFILE || e == ENFILE || e == ENOMEM || e == ENOBUFS;
+}
+
+/* The audit socket, or -1. Main loop (or with its lock held). */
 static int audit_socket(void)
 {
-        if (audit_fd == -2) {
-                audit_fd = audit_open();
-                if (audit_fd < 0) {
-                        g_debug("audit is unavailable (%s); changes are not audited",
-                                g_strerror(errno));
-                        audit_fd = -1;
-                } else {
-                        g_unix_fd_add(audit_fd, G_IO_IN, audit_refusals_ready, NULL);
-                }
+        if (audit_fd != -2)
+                return audit_fd;
+        int fd = audit_open();
+        int e = errno;
+        if (fd >= 0) {
+                audit_fd = fd;
+                if (audit_lacking != 0)
+                        g_message("the audit socket is open again: changes are audited");
+                audit_lacking = 0;
+                g_unix_fd_add(audit_fd, G_IO_IN, audit_refusals_ready, NULL);
+        } else if (passing_failure(e)) {
+                if (audit_lacking == 0)
+                        g_warning("cannot open the audit socket (%s): changes wait until it "
+                                  "opens",
+                                  g_strerror(e));
+                audit_lacking = e;
+        } else {
+                g_debug("audit is unavailable (%s); changes are not audited", g_strerror(e));
+                audit_fd = -1;
         }
-        return audit_fd;
+        return audit_fd >= 0 ? audit_fd : -1;
+}
+
+gboolean ptags_log_audit_ready(GError **error)
+{
+        if (audit_socket() >= 0 || audit_lacking == 0)
+                return TRUE;
+        g_set_error(error, PTAGS_ERROR, PTAGS_ERROR_LIMIT_EXCEEDED,
+                    "the audit trail cannot be written: ptagsd cannot open its audit socket "
+                    "(%s), and it makes no change it cannot log; try again later",
+                    g_strerror(audit_lacking));
+        return FALSE;
 }
 
 /* What libaudit's user-message helper appends, computed once: ptagsd is

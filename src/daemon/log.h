@@ -22,6 +22,11 @@ typedef struct {
  * one PTAGS_TAG per changed tag) and one audit record per changed tag. */
 void ptags_log_changed(const PtagsLogContext *ctx, const ptags_plan *plan);
 
+/* LimitExceeded while the audit socket cannot be opened for a reason that
+ * may pass (no file descriptor or memory left): ptagsd makes no change it
+ * cannot log. TRUE once it is open, and where the kernel has no audit. */
+gboolean ptags_log_audit_ready(GError **error);
+
 /* A change refused (authorization denied, or the apply failed): one journal
  * entry (PTAGS_RESULT: the D-Bus error name) and one audit record per change of @plan (may be NULL
  * when the refusal came before a plan existed); none when the caller's uid

@@ -265,7 +265,7 @@ static void change_apply(Call *call)
         pid_t pid = call->target.pid;
         GError *error = NULL;
 
-        if (!ptags_log_writer_has_room(&error)) {
+        if (!ptags_log_audit_ready(&error) || !ptags_log_writer_has_room(&error)) {
                 change_refuse(call, error);
                 return;
         }

@@ -342,7 +342,7 @@ static void register_commit(Call *call)
                                                 (unsigned)caller->uid, held));
                 return;
         }
-        if (!ptags_log_writer_has_room(&error)) {
+        if (!ptags_log_audit_ready(&error) || !ptags_log_writer_has_room(&error)) {
                 register_fail(call, error);
                 return;
         }

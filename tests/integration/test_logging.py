@@ -1028,6 +1028,43 @@ class PartialWriteLoggingTests(LoggingTests):
         self.assertIn("ptags-partial", ops)
 
 
+class AuditSocketTests(LoggingTests):
+    """ptagsd's first audit socket cannot be opened (EMFILE, as for a
+    process out of file descriptors): an LD_PRELOAD module makes it fail."""
+    world_options = {"daemon_args": LoggingTests.world_options["daemon_args"],
+                     "daemon_env": {
+                         "PTAGS_AUDIT_SOCKET_FAILS": "1",
+                         # ASan wants its runtime first; this module is a test's.
+                         "ASAN_OPTIONS": (os.environ.get("ASAN_OPTIONS", "")
+                                          + ":verify_asan_link_order=0").lstrip(":")}}
+
+    def setUp(self):
+        if not os.environ.get("PTAGS_AUDIT_FAILS"):
+            self.fail("PTAGS_AUDIT_FAILS (the audit-fails module) is not set")
+        with daemon_wrapper("env LD_PRELOAD=%s" % os.environ["PTAGS_AUDIT_FAILS"]):
+            super().setUp()
+
+    def test_changes_wait_for_an_audit_socket_that_may_open(self):
+        """One failed open turned auditing off for good: every later change
+        was made and not audited, and only a debug message said so. A
+        change is now refused while the socket cannot be opened, and the
+        next one opens it and is audited."""
+        audit = AuditReader()
+        self.addCleanup(audit.close)
+        reply = self.world.root_call("AddTag", "usb", [self.target, "log:first", False])
+        self.assertError(reply, "LimitExceeded")
+        self.assertIn("audit", reply.message)
+        self.assertEqual(self.world.get_tags(self.target), [])
+        self.assertOk(self.world.root_call("AddTag", "usb", [self.target, "log:second", False]))
+        # The refusal's record opened the socket again.
+        records = self.daemon_records(audit, 2)
+        self.assertEqual([(decoded_tag(r["tag"]), r["op"], r["res"]) for r in records],
+                         [("log:first", "ptags-add", "failed"),
+                          ("log:second", "ptags-add", "success")])
+        self.assertIn("cannot open the audit socket",
+                      self.world.read_log("ptagsd.log", 100000))
+
+
 class RefusalBudgetTests(LoggingTests):
     """The refusal budget is MaxRefusalRecords: here 2 records a second, in
     bursts of 32 (an AddTag's refusal writes 2)."""

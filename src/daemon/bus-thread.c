@@ -485,23 +485,56 @@ static void refuse_extra_fds(GDBusConnection *connection, GDBusMessage *msg)
         g_object_unref(msg);
 }
 
+static gsize reply_size(GDBusMessage *msg)
+{
+        GVariant *body = g_dbus_message_get_body(msg);
+        return (body != NULL ? g_variant_get_size(body) : 0) + PTAGS_WIRE_HEADER_OVERHEAD;
+}
+
+/* The short error sent in place of @reply (same serial, same call), whose
+ * @bytes would take what uids but 0 leave unread past the bus's reach. */
+static GDBusMessage *unread_refusal(GDBusMessage *reply, gsize bytes)
+{
+        GDBusMessage *error = g_dbus_message_new();
+        g_autofree char *text = g_strdup_printf(
+                "the reply (%" G_GSIZE_FORMAT " bytes) would take the replies that "
+                "connections of uids other than 0 leave unread past what ptagsd lets them hold "
+                "together; try again once they have read",
+                bytes);
+
+        g_dbus_message_set_message_type(error, G_DBUS_MESSAGE_TYPE_ERROR);
+        g_dbus_message_set_flags(error, G_DBUS_MESSAGE_FLAGS_NO_REPLY_EXPECTED);
+        g_dbus_message_set_serial(error, g_dbus_message_get_serial(reply));
+        g_dbus_message_set_reply_serial(error, g_dbus_message_get_reply_serial(reply));
+        g_dbus_message_set_destination(error, g_dbus_message_get_destination(reply));
+        g_dbus_message_set_error_name(error, "org.ptags.Error.LimitExceeded");
+        g_dbus_message_set_body(error, g_variant_new("(s)", text));
+        return error;
+}
+
 /* Every reply ptagsd sends, whatever the call (Introspect, Properties and
  * Peer ones too, which GDBus answers itself, and every refusal), counts
  * against its destination's unread budget: the bus holds what a client does
  * not read and charges it to ptagsd, whom it stops reading past
- * max_incoming_bytes. */
-static void count_reply(PtagsBusThread *bt, GDBusMessage *msg)
+ * max_incoming_bytes. The message to send: @msg, or (@msg consumed) a
+ * short error in its place when it would take what all uids but 0 leave
+ * unread past their bound. */
+static GDBusMessage *count_reply(PtagsBusThread *bt, GDBusMessage *msg)
 {
         GDBusMessageType type = g_dbus_message_get_message_type(msg);
         const char *to = g_dbus_message_get_destination(msg);
 
         if ((type != G_DBUS_MESSAGE_TYPE_METHOD_RETURN && type != G_DBUS_MESSAGE_TYPE_ERROR) ||
             to == NULL || to[0] != ':')
-                return;
-        GVariant *body = g_dbus_message_get_body(msg);
-        ptags_clients_sent(bt->svc->clients, to,
-                           (body != NULL ? g_variant_get_size(body) : 0) +
-                                   PTAGS_WIRE_HEADER_OVERHEAD);
+                return msg;
+        gsize bytes = reply_size(msg);
+        if (ptags_clients_sent(bt->svc->clients, to, bytes))
+                return msg;
+        GDBusMessage *error = unread_refusal(msg, bytes);
+        g_object_unref(msg); /* @to was msg's */
+        ptags_clients_sent(bt->svc->clients, g_dbus_message_get_destination(error),
+                           reply_size(error));
+        return error;
 }
 
 /* Runs in GDBus's worker thread for every message, in and out. */
@@ -514,10 +547,8 @@ static GDBusMessage *filter(GDBusConnection *connection, GDBusMessage *msg, gboo
          * but with locks a thread sanitizer cannot see). */
         if (__atomic_load_n(&bt->ready, __ATOMIC_ACQUIRE) == 0)
                 return msg;
-        if (!incoming) {
-                count_reply(bt, msg);
-                return msg;
-        }
+        if (!incoming)
+                return count_reply(bt, msg);
 
         const char *sender = g_dbus_message_get_sender(msg);
         if (g_dbus_message_get_message_type(msg) != G_DBUS_MESSAGE_TYPE_METHOD_CALL ||

@@ -757,22 +757,39 @@ gboolean ptags_clients_check_unread(PtagsClients *c, const char *sender, uid_t u
         return ok;
 }
 
-void ptags_clients_sent(PtagsClients *c, const char *sender, gsize bytes)
+/* The most every uid but 0 together may leave unread once replies are
+ * sent, by default 80 MiB, under the bus's 127 MiB: the bound above is
+ * checked as reads start, and several reads of one uid may be under way
+ * at once, each with a reply of up to MaxMessageBytes. */
+static guint64 all_users_hard_bound(const PtagsClients *c)
+{
+        return all_users_bound(c) + all_users_bound(c) / 4;
+}
+
+gboolean ptags_clients_sent(PtagsClients *c, const char *sender, gsize bytes)
 {
         if (bytes == 0 || g_atomic_int_get(&c->stopped))
-                return;
+                return TRUE;
         pthread_mutex_lock(&c->lock);
         Client *cl = g_hash_table_lookup(c->clients, sender);
         /* Any reply counts, to a client ptagsd has not asked about yet too
          * (one that only introspects, say): its uid is asked now. */
         if (cl == NULL)
                 cl = client_new(c, sender);
+        if (bytes > PTAGS_UNREAD_SMALL_REPLY && cl->uid_known && cl->uid != 0 &&
+            c->unread_users + bytes > all_users_hard_bound(c)) {
+                confirm_now(c, cl);
+                sweep(c);
+                pthread_mutex_unlock(&c->lock);
+                return FALSE;
+        }
         cl->unread += bytes;
         if (cl->uid_known)
                 user_count(c, cl->uid, bytes);
         if (cl->unread >= PING_THRESHOLD)
                 confirm_send(c, cl);
         pthread_mutex_unlock(&c->lock);
+        return TRUE;
 }
 
 gboolean ptags_clients_over_hard_bound(PtagsClients *c, const char *sender)

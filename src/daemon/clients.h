@@ -46,13 +46,21 @@ gboolean ptags_clients_cached_uid(PtagsClients *c, const char *sender, uid_t *ui
  * again, so a client that has read since is admitted at once). Any thread. */
 gboolean ptags_clients_check_unread(PtagsClients *c, const char *sender, uid_t uid, GError **error);
 
-/* Count @bytes of a reply (of any call) just sent to @sender. Once enough is outstanding,
+/* Count @bytes of a reply (of any call) about to be sent to @sender. Once enough is outstanding,
  * ptagsd asks the bus how much it still holds queued for the connection
  * (dbus-daemon's Debug.Stats): the rest has been read, or at least has left
  * the bus. Where the bus does not tell, it pings the connection
  * (org.freedesktop.DBus.Peer.Ping): the answer comes after the client has
- * read every earlier reply. Either un-counts them. Any thread. */
-void ptags_clients_sent(PtagsClients *c, const char *sender, gsize bytes);
+ * read every earlier reply. Either un-counts them.
+ * FALSE, counting nothing, for a reply larger than PTAGS_UNREAD_SMALL_REPLY
+ * to a connection of a uid but 0 that would take what all such uids leave
+ * unread past five times MaxUserUnreadReplyBytes: the caller sends a short
+ * error instead. Any thread. */
+gboolean ptags_clients_sent(PtagsClients *c, const char *sender, gsize bytes);
+
+/* Replies at most this large are always sent (errors, answers of a few
+ * tags); the per-connection bounds keep their sum in check. */
+#define PTAGS_UNREAD_SMALL_REPLY (4u * 1024u)
 
 /* How far past MaxUnreadReplyBytes (or MaxUserUnreadReplyBytes) a
  * connection's unread replies may go before its calls go unanswered: reads

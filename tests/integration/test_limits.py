@@ -9,6 +9,7 @@
 
 import json
 import os
+import pwd
 import re
 import shutil
 import signal
@@ -17,6 +18,7 @@ import time
 import unittest
 
 import ptags_client
+from gi.repository import Gio, GLib
 from ptags_harness import (HeldThread, LIB_DIR, PYTHON, PtagsTestCase, rss_kib, second_user_uid,
                            unprivileged_argv, wait_until)
 
@@ -611,6 +613,65 @@ class UserUnreadTests(LimitWorld):
         client = self.world.spawn_client()
         for i in range(100):  # 20 MB, over both unread budgets
             self.assertOk(client.call("GetTags", "u", [target]), "read %d" % i)
+
+
+class AllUsersUnreadTests(LimitWorld):
+    """The bound of all uids but 0 together: 2 MiB a uid, so 8 MiB for all
+    of them, with replies of 1 MB."""
+
+    backends = ("bpf",)
+    world_options = {"daemon_args": ["--max-expensive-calls=1024",
+                                     "--max-process-bytes=2097152",
+                                     "--max-unread-reply-bytes=1048576",
+                                     "--max-user-unread-reply-bytes=2097152"]}
+
+    def held_peak(self):
+        """The most bytes of ptagsd's messages the bus has held at once."""
+        reply = self.world.conn.call_sync(
+            "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus.Debug.Stats",
+            "GetConnectionStats", GLib.Variant("(s)", ("org.ptags.Manager",)), None,
+            Gio.DBusCallFlags.NONE, 5000, None)
+        return reply.unpack()[0]["PeakIncomingBytes"]
+
+    def test_stopped_readers_of_many_uids_stay_within_the_bound_of_all(self):
+        """Past the bound of all uids, only a uid already holding a quarter
+        of its own budget was held back, and reads were admitted as they
+        started, before the replies of the others under way counted: each
+        further uid left two or three replies unread, and enough uids took
+        what the bus held for ptagsd past its limit (127 MiB on Debian),
+        when it stops reading ptagsd and every client waits. A reply that
+        would take the whole past the bound and a quarter (10 MiB here) is
+        now replaced by a short LimitExceeded."""
+        target = self.world.spawn_target(unprivileged=True)
+        self.assertOk(self.world.root_call("Apply", "uas", [
+            target, ["+app:%03d:%s" % (i, "x" * 1000) for i in range(1000)]], timeout_ms=60000))
+        uids = sorted(e.pw_uid for e in pwd.getpwall() if 0 < e.pw_uid < 65534)[:12]
+        self.assertEqual(len(uids), 12, "this test needs 12 users on the machine")
+        floods = []
+        try:
+            for uid in uids:
+                flood = spawn_flood(self.world, "GetTags", "u", [target], calls=4, uid=uid)
+                os.kill(flood.pid, signal.SIGSTOP)
+                floods.append(flood)
+            time.sleep(3)
+            small = self.world.spawn_target()
+            reply, _took = timed_root_get_tags(self.world, small)
+            self.assertOk(reply)
+            peak = self.held_peak()
+        finally:
+            for flood in floods:
+                os.kill(flood.pid, signal.SIGCONT)
+        outcomes = {}
+        for flood in floods:
+            for name, n in json.loads(flood.stdout.readline())["replies"].items():
+                outcomes[name] = outcomes.get(name, 0) + n
+        self.assertEqual(set(outcomes) - {"ok", "org.ptags.Error.LimitExceeded"}, set(),
+                         outcomes)
+        print("\n12 uids stopped: the bus held at most %.1f MiB of ptagsd's; replies %r"
+              % (peak / 1048576, outcomes))
+        # 10 MiB, one reply more, and room for root's and the bus's own.
+        self.assertLess(peak, 12 * 1024 * 1024)
+        self.assertGreater(outcomes.get("ok", 0), 0)
 
 
 class ExpensiveCallTests(LimitWorld):

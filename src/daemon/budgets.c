@@ -13,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "errors.h"
 
@@ -154,10 +156,18 @@ typedef struct {
  * at), and the last walk's sums answer meanwhile, refusals included. */
 #define WALK_PAUSE_FACTOR 9
 
+/* The bytes of at most this many lists are kept by the lists' ids (see
+ * list_bytes): then they are forgotten, all at once. */
+#define LIST_BYTES_MAX 4096u
+
 struct _PtagsByteCache {
         /* pid -> CachedProcess: what the last walk found alive, and the
          * processes ptagsd has tagged since. */
         GHashTable *procs;
+        /* list id (guint64 *) -> its bytes (guint64 *), where the backend
+         * names lists (bpf): processes forked from one share its list, and
+         * a walk measured each copy, parsing the whole list every time. */
+        GHashTable *list_bytes;
         /* uid -> guint64 *: the sum of its processes' bytes; no entry is 0. */
         GHashTable *sums;
         gint64 walked;    /* g_get_monotonic_time() of the last walk, 0: none */
@@ -170,6 +180,7 @@ PtagsByteCache *ptags_byte_cache_new(void)
 
         cache->procs = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, g_free);
         cache->sums = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, g_free);
+        cache->list_bytes = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, g_free);
         return cache;
 }
 
@@ -179,6 +190,7 @@ void ptags_byte_cache_free(PtagsByteCache *cache)
                 return;
         g_hash_table_unref(cache->procs);
         g_hash_table_unref(cache->sums);
+        g_hash_table_unref(cache->list_bytes);
         g_free(cache);
 }
 
@@ -276,10 +288,48 @@ void ptags_byte_cache_applied(PtagsByteCache *cache, pid_t pid, guint64 bytes)
         count(cache, p);
 }
 
+/* What process @pid holds, in bytes: 0 when it holds nothing, has exited
+ * or cannot be read. A list the backend names by an id is read once (and
+ * counted in *@lists_read), however many processes hold it. */
+static guint64 held_bytes(PtagsBackend *backend, PtagsByteCache *cache, pid_t pid,
+                          guint *lists_read)
+{
+        ptags_set *tags = NULL;
+        guint64 bytes = 0;
+
+        if (backend->ops->read_id == NULL) {
+                ++*lists_read;
+                if (ptags_backend_read(backend, -1, pid, &tags) == 0)
+                        bytes = ptags_set_bytes(tags);
+                ptags_set_free(tags);
+                return bytes;
+        }
+        int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+        guint64 id = 0;
+        if (pidfd < 0)
+                return 0;
+        if (backend->ops->read_id(backend, pidfd, SIZE_MAX, &id, NULL) == 0 && id != 0) {
+                guint64 *known = g_hash_table_lookup(cache->list_bytes, &id);
+                if (known != NULL) {
+                        bytes = *known;
+                } else if (backend->ops->read_id(backend, pidfd, SIZE_MAX, &id, &tags) == 0) {
+                        ++*lists_read;
+                        bytes = ptags_set_bytes(tags);
+                        if (g_hash_table_size(cache->list_bytes) >= LIST_BYTES_MAX)
+                                g_hash_table_remove_all(cache->list_bytes);
+                        g_hash_table_insert(cache->list_bytes, g_memdup2(&id, sizeof(id)),
+                                            g_memdup2(&bytes, sizeof(bytes)));
+                }
+        }
+        ptags_set_free(tags);
+        close(pidfd);
+        return bytes;
+}
+
 /* Visit every process in /proc: read the tags of those not read before (and
  * of @uid's again when @fresh), and forget those that have exited. */
 static int walk(PtagsBackend *backend, PtagsByteCache *cache, uid_t uid, gboolean fresh,
-                guint *alive)
+                guint *alive, guint *lists_read)
 {
         DIR *dir = opendir("/proc");
         struct dirent *de;
@@ -304,15 +354,11 @@ static int walk(PtagsBackend *backend, PtagsByteCache *cache, uid_t uid, gboolea
                 gboolean known = p->ino == st.st_ino && p->uid == st.st_uid;
                 if (known && !(fresh && st.st_uid == uid))
                         continue;
-                ptags_set *tags = NULL;
                 uncount(cache, p);
                 p->ino = st.st_ino;
                 p->uid = st.st_uid;
                 /* Exited meanwhile or unreadable: it holds nothing. */
-                p->bytes = ptags_backend_read(backend, -1, (pid_t)pid, &tags) == 0
-                                   ? ptags_set_bytes(tags)
-                                   : 0;
-                ptags_set_free(tags);
+                p->bytes = held_bytes(backend, cache, (pid_t)pid, lists_read);
                 count(cache, p);
         }
         closedir(dir);
@@ -335,17 +381,17 @@ int ptags_user_bytes(PtagsBackend *backend, PtagsByteCache *cache, uid_t uid, pi
         gboolean due = fresh || cache->walked == 0 || now - cache->walked >= WALK_MAX_AGE_US;
 
         if (due && now >= cache->next_walk) {
-                guint alive = 0;
+                guint alive = 0, lists_read = 0;
                 check_sum(cache, uid);
-                int r = walk(backend, cache, uid, fresh, &alive);
+                int r = walk(backend, cache, uid, fresh, &alive, &lists_read);
                 if (r < 0)
                         return r;
                 check_sum(cache, uid);
                 gint64 end = g_get_monotonic_time();
                 cache->walked = now;
                 cache->next_walk = end + WALK_PAUSE_FACTOR * (end - now);
-                g_debug("uid %u: walked %u processes in %.3f ms", (unsigned)uid, alive,
-                        (end - now) / 1000.0);
+                g_debug("uid %u: walked %u processes in %.3f ms, %u lists read", (unsigned)uid,
+                        alive, (end - now) / 1000.0, lists_read);
         }
         *out = sum_of(cache, uid) - except_counted(cache, uid, except);
         return 0;

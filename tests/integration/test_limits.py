@@ -308,6 +308,45 @@ class SharedListBudgetTests(LimitWorld):
         self.assertOk(client.call("RemoveTag", "us", [child, tag]))
 
 
+class SharedListWalkTests(LimitWorld):
+    backends = ("bpf",)
+
+    def test_a_walk_reads_a_shared_list_once(self):
+        """Processes forked from a tagged one share its list, and a walk for
+        the user sums parsed it whole for each of them on the main loop:
+        children of a process holding a large list stalled ptagsd in
+        proportion. A walk now reads each list once."""
+        script = ("import ctypes, os, sys, time\n"
+                  "sys.stdin.readline()\n"
+                  "for _ in range(60):\n"
+                  "    if os.fork() == 0:\n"
+                  "        ctypes.CDLL(None).prctl(1, 9)\n"  # PR_SET_PDEATHSIG, SIGKILL
+                  "        time.sleep(600)\n"
+                  "        os._exit(0)\n"
+                  "print('forked', flush=True)\n"
+                  "time.sleep(600)\n")
+        proc = self.world.spawn("forker", unprivileged_argv() + [PYTHON, "-c", script],
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        wait_until(lambda: os.readlink("/proc/%d/exe" % proc.pid).startswith(
+            os.path.realpath(PYTHON)), 10, "the forker to exec python")
+        self.assertOk(self.world.root_call("Apply", "uas", [
+            proc.pid, ["+a:%02d:%s" % (i, "x" * 1000) for i in range(30)]]))
+        proc.stdin.write(b"go\n")
+        proc.stdin.flush()
+        self.assertEqual(proc.stdout.readline().strip(), b"forked")
+        # A change that grows a process of the uid sums the uid afresh.
+        time.sleep(1)
+        other = self.world.spawn_target(unprivileged=True)
+        walks = self.walks()
+        self.assertOk(self.world.root_call("AddTag", "usb", [other, "b", False]))
+        self.assertGreater(self.walks(), walks, "no walk: the test shows nothing")
+        with open(self.world.daemon_log_path, errors="replace") as log:
+            last = re.findall(r"walked (\d+) processes in [0-9.]+ ms, (\d+) lists read",
+                              log.read())[-1]
+        self.assertGreaterEqual(int(last[0]), 61)
+        self.assertLess(int(last[1]), 10, "each child's copy of the list was read")
+
+
 class NewUserWalkTests(LimitWorld):
     # A tag between the two budgets passes the process budget and is
     # refused by the user budget: after a walk, before polkit is asked.

@@ -159,7 +159,9 @@ static gboolean plan_needs_pages(const ptags_plan *plan)
  * give a program the tags its exec dropped ("+X" for a "-X" that ran after
  * the exec), or remove what another writer added ("-A" for a "+A" that
  * found their A). So the tags are read again first, and a change is undone
- * only where they are as it left them; and where nothing shows the process
+ * only where they are as it left them (where they are as before, or as an
+ * exec would have left them, nothing is left to undo); and where nothing
+ * shows the process
  * has not executed a program since (a tag without the keep flag it held
  * before still there), no undo brings back without the keep flag a tag it
  * no longer holds. What
@@ -171,6 +173,7 @@ typedef struct {
         pid_t pid;
         gboolean looked;
         ptags_set *now;       /* NULL: unread, nothing is undone */
+        ptags_set *base;      /* what the plan was made from */
         ptags_set *predicted; /* what the applied changes left */
         gboolean execed;      /* no sign it has not executed a program */
         gboolean skipped;     /* an applied change was left in place */
@@ -211,6 +214,7 @@ static void undo_check_look(UndoCheck *u, const ptags_plan *plan, size_t applied
                 ptags_plan_free(done);
                 return;
         }
+        u->base = base;
         u->predicted = ptags_set_copy(ptags_plan_result(done));
         ptags_plan_free(done);
         u->execed = TRUE;
@@ -219,7 +223,6 @@ static void undo_check_look(UndoCheck *u, const ptags_plan *plan, size_t applied
                 const ptags_entry *b = ptags_set_find(base, e->name, strlen(e->name));
                 u->execed = e->keep || b == NULL || b->keep;
         }
-        ptags_set_free(base);
 }
 
 static gboolean same_entry(const ptags_entry *a, const ptags_entry *b)
@@ -236,14 +239,20 @@ static gboolean undo_change(const ptags_plan *plan, size_t applied, size_t i, vo
 
         if (!u->looked)
                 undo_check_look(u, plan, applied);
-        gboolean undo = FALSE;
-        if (u->now != NULL) {
-                const ptags_entry *n = ptags_set_find(u->now, c->tag, c->tag_len);
-                /* A tag that comes back with its keep flag would have
-                 * outlived an exec anyway. */
-                undo = same_entry(n, ptags_set_find(u->predicted, c->tag, c->tag_len)) &&
-                       !(u->execed && n == NULL && !c->old_keep);
+        if (u->now == NULL) {
+                u->skipped = TRUE;
+                return FALSE;
         }
+        const ptags_entry *n = ptags_set_find(u->now, c->tag, c->tag_len);
+        const ptags_entry *b = ptags_set_find(u->base, c->tag, c->tag_len);
+        /* Nothing of the change is left: the tag is as it was before, or
+         * as an exec would have made it. */
+        if (same_entry(n, b) || (u->execed && same_entry(n, b != NULL && b->keep ? b : NULL)))
+                return FALSE;
+        /* A tag that comes back with its keep flag would have outlived an
+         * exec anyway. */
+        gboolean undo = same_entry(n, ptags_set_find(u->predicted, c->tag, c->tag_len)) &&
+                        !(u->execed && n == NULL && !c->old_keep);
         u->skipped = u->skipped || !undo;
         return undo;
 }
@@ -276,6 +285,7 @@ static int lsm_apply(PtagsBackend *b, int pidfd, pid_t pid, const ptags_plan *pl
                                           &check, &failure->refused, &failure->partial);
         failure->partial = failure->partial || check.skipped;
         ptags_set_free(check.now);
+        ptags_set_free(check.base);
         ptags_set_free(check.predicted);
         /* A process that exited midway holds nothing any more. */
         if (r == -ESRCH && !pidfd_running(pidfd))

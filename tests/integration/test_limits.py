@@ -89,6 +89,15 @@ class LimitWorld(PtagsTestCase):
             return sum(float(m.group(1)) for m in
                        re.finditer(r"walked \d+ processes in ([0-9.]+) ms", log.read()))
 
+    def spawn_forker(self, script):
+        """nobody's python running @script (stdin and stdout piped), once
+        setpriv has exec'd it: tags given before that exec would drop."""
+        proc = self.world.spawn("forker", unprivileged_argv() + [PYTHON, "-c", script],
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        wait_until(lambda: os.readlink("/proc/%d/exe" % proc.pid).startswith(
+            os.path.realpath(PYTHON)), 10, "the forker to exec python")
+        return proc
+
     def fixture_write(self, pid, lines):
         """Write command lines straight into the fixture's attr file, one
         line per write, as a kernel writer would, around ptagsd."""
@@ -282,11 +291,7 @@ class SharedListBudgetTests(LimitWorld):
                   "    print(os.getpid(), flush=True)\n"
                   "    time.sleep(600)\n"
                   "time.sleep(600)\n")
-        proc = self.world.spawn("forker", unprivileged_argv() + [PYTHON, "-c", script],
-                                stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-        # Tagged once setpriv has exec'd python: that exec would drop the tag.
-        wait_until(lambda: os.readlink("/proc/%d/exe" % proc.pid).startswith(
-            os.path.realpath(PYTHON)), 10, "the forker to exec python")
+        proc = self.spawn_forker(script)
         tag = "a:" + "x" * 1598
         self.assertOk(self.world.root_call("AddTag", "usb", [proc.pid, tag, False]))
         proc.stdin.write(b"go\n")
@@ -325,10 +330,7 @@ class SharedListWalkTests(LimitWorld):
                   "        os._exit(0)\n"
                   "print('forked', flush=True)\n"
                   "time.sleep(600)\n")
-        proc = self.world.spawn("forker", unprivileged_argv() + [PYTHON, "-c", script],
-                                stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-        wait_until(lambda: os.readlink("/proc/%d/exe" % proc.pid).startswith(
-            os.path.realpath(PYTHON)), 10, "the forker to exec python")
+        proc = self.spawn_forker(script)
         self.assertOk(self.world.root_call("Apply", "uas", [
             proc.pid, ["+a:%02d:%s" % (i, "x" * 1000) for i in range(30)]]))
         proc.stdin.write(b"go\n")

@@ -153,110 +153,6 @@ static gboolean plan_needs_pages(const ptags_plan *plan)
         return total > PTAGS_WRITE_MAX;
 }
 
-/* What the undo of a write that failed midway may take back. The kernel
- * says only that a line failed: another writer, or the target's exec,
- * changed its tags after ptagsd read them. Blindly written, the undo would
- * give a program the tags its exec dropped ("+X" for a "-X" that ran after
- * the exec), or remove what another writer added ("-A" for a "+A" that
- * found their A). So the tags are read again first, and a change is undone
- * only where they are as it left them (where they are as before, or as an
- * exec would have left them, nothing is left to undo); and where nothing
- * shows the process
- * has not executed a program since (a tag without the keep flag it held
- * before still there), no undo brings back without the keep flag a tag it
- * no longer holds. What
- * is left in place makes the write partial: the caller reads the tags back
- * and announces them. */
-typedef struct {
-        PtagsBackend *backend;
-        int pidfd;
-        pid_t pid;
-        gboolean looked;
-        ptags_set *now;       /* NULL: unread, nothing is undone */
-        ptags_set *base;      /* what the plan was made from */
-        ptags_set *predicted; /* what the applied changes left */
-        gboolean execed;      /* no sign it has not executed a program */
-        gboolean skipped;     /* an applied change was left in place */
-} UndoCheck;
-
-/* The set @plan was built from: its result with every change undone. */
-static ptags_set *plan_base(const ptags_plan *plan)
-{
-        g_autoptr(GPtrArray) undo = g_ptr_array_new_with_free_func(g_free);
-        ptags_plan *back = NULL;
-
-        for (size_t i = ptags_plan_change_count(plan); i-- > 0;) {
-                g_autoptr(GPtrArray) inv = ptags_change_undo_lines(ptags_plan_change_at(plan, i));
-                for (guint j = 0; j < inv->len; j++)
-                        g_ptr_array_add(undo, g_strdup(inv->pdata[j]));
-        }
-        if (ptags_plan_build(ptags_plan_result(plan), (const char *const *)undo->pdata, NULL,
-                             undo->len, &back, NULL) != PTAGS_OK)
-                return NULL;
-        ptags_set *base = ptags_set_copy(ptags_plan_result(back));
-        ptags_plan_free(back);
-        return base;
-}
-
-static void undo_check_look(UndoCheck *u, const ptags_plan *plan, size_t applied)
-{
-        u->looked = TRUE;
-        g_autoptr(GPtrArray) forward = ptags_plan_lines(plan);
-        ptags_set *base = plan_base(plan);
-        ptags_plan *done = NULL;
-
-        if (base == NULL ||
-            ptags_plan_build(base, (const char *const *)forward->pdata, NULL, applied, &done,
-                             NULL) != PTAGS_OK ||
-            lsm_read(u->backend, u->pidfd, u->pid, &u->now) != 0) {
-                g_clear_pointer(&u->now, ptags_set_free);
-                ptags_set_free(base);
-                ptags_plan_free(done);
-                return;
-        }
-        u->base = base;
-        u->predicted = ptags_set_copy(ptags_plan_result(done));
-        ptags_plan_free(done);
-        u->execed = TRUE;
-        for (size_t i = 0; i < ptags_set_count(u->now) && u->execed; i++) {
-                const ptags_entry *e = ptags_set_at(u->now, i);
-                const ptags_entry *b = ptags_set_find(base, e->name, strlen(e->name));
-                u->execed = e->keep || b == NULL || b->keep;
-        }
-}
-
-static gboolean same_entry(const ptags_entry *a, const ptags_entry *b)
-{
-        if (a == NULL || b == NULL)
-                return a == b;
-        return (bool)a->keep == (bool)b->keep && strcmp(a->value, b->value) == 0;
-}
-
-static gboolean undo_change(const ptags_plan *plan, size_t applied, size_t i, void *data)
-{
-        UndoCheck *u = data;
-        const ptags_change *c = ptags_plan_change_at(plan, i);
-
-        if (!u->looked)
-                undo_check_look(u, plan, applied);
-        if (u->now == NULL) {
-                u->skipped = TRUE;
-                return FALSE;
-        }
-        const ptags_entry *n = ptags_set_find(u->now, c->tag, c->tag_len);
-        const ptags_entry *b = ptags_set_find(u->base, c->tag, c->tag_len);
-        /* Nothing of the change is left: the tag is as it was before, or
-         * as an exec would have made it. */
-        if (same_entry(n, b) || (u->execed && same_entry(n, b != NULL && b->keep ? b : NULL)))
-                return FALSE;
-        /* A tag that comes back with its keep flag would have outlived an
-         * exec anyway. */
-        gboolean undo = same_entry(n, ptags_set_find(u->predicted, c->tag, c->tag_len)) &&
-                        !(u->execed && n == NULL && !c->old_keep);
-        u->skipped = u->skipped || !undo;
-        return undo;
-}
-
 /* @exec_mark is not needed: the kernel applies each line to the set the
  * process holds when the line is written, and filters at exec itself. */
 static int lsm_apply(PtagsBackend *b, int pidfd, pid_t pid, const ptags_plan *plan,
@@ -280,20 +176,14 @@ static int lsm_apply(PtagsBackend *b, int pidfd, pid_t pid, const ptags_plan *pl
                         return r;
                 journalled = TRUE;
         }
-        UndoCheck check = {.backend = b, .pidfd = pidfd, .pid = pid};
-        int r = ptags_plan_write_filtered(plan, PTAGS_WRITE_MAX, write_page, &t, undo_change,
-                                          &check, &failure->refused, &failure->partial);
-        failure->partial = failure->partial || check.skipped;
-        ptags_set_free(check.now);
-        ptags_set_free(check.base);
-        ptags_set_free(check.predicted);
+        int r = ptags_plan_write(plan, PTAGS_WRITE_MAX, write_page, &t, &failure->refused,
+                                 &failure->partial);
         /* A process that exited midway holds nothing any more. */
         if (r == -ESRCH && !pidfd_running(pidfd))
                 failure->partial = FALSE;
         if (failure->partial)
-                g_warning("process %d may hold part of a change: writing it failed (%s), "
-                          "and its tags, changed meanwhile by another writer or its exec, "
-                          "could not all be taken back",
+                g_warning("process %d holds part of a change: writing it failed (%s) and so "
+                          "did the undo, as another writer changed its tags meanwhile",
                           (int)pid, g_strerror(-r));
         else if (r < 0)
                 g_debug("writing %s failed: %s", path, g_strerror(-r));

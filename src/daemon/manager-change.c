@@ -214,9 +214,9 @@ static GError *apply_error(Call *call, int r, const PtagsApplyFailure *failure)
         if (failure->partial)
                 return g_error_new(PTAGS_ERROR, PTAGS_ERROR_FAILED,
                                    "cannot change the tags of process %d: the kernel refused %s "
-                                   "(%s: another writer, or the process's exec, changed the tags "
-                                   "after ptagsd read them), and the lines before it could not "
-                                   "all be taken back: the process may hold part of this change",
+                                   "(%s: another writer changed the tags after ptagsd read "
+                                   "them), and taking back the lines before it failed too: the "
+                                   "process holds part of this change",
                                    (int)pid, label, why);
         return g_error_new(PTAGS_ERROR, code,
                            "cannot change the tags of process %d: the kernel refused %s (%s: "

@@ -110,14 +110,6 @@ static int write_lines(GPtrArray *lines, size_t page, PtagsPageWriteFunc write_f
 int ptags_plan_write(const ptags_plan *plan, size_t page, PtagsPageWriteFunc write_fn,
                      void *user_data, gssize *refused, gboolean *undo_failed)
 {
-        return ptags_plan_write_filtered(plan, page, write_fn, user_data, NULL, NULL, refused,
-                                         undo_failed);
-}
-
-int ptags_plan_write_filtered(const ptags_plan *plan, size_t page, PtagsPageWriteFunc write_fn,
-                              void *user_data, PtagsUndoFilter filter, void *filter_data,
-                              gssize *refused, gboolean *undo_failed)
-{
         g_autoptr(GPtrArray) forward = ptags_plan_lines(plan);
         size_t applied = 0;
         gboolean by_kernel = FALSE;
@@ -135,15 +127,12 @@ int ptags_plan_write_filtered(const ptags_plan *plan, size_t page, PtagsPageWrit
         /* Forward lines map one to one onto changes. */
         g_autoptr(GPtrArray) undo = g_ptr_array_new_with_free_func(g_free);
         for (size_t i = applied; i-- > 0;) {
-                if (filter != NULL && !filter(plan, applied, i, filter_data))
-                        continue;
                 g_autoptr(GPtrArray) inv = ptags_change_undo_lines(ptags_plan_change_at(plan, i));
                 for (guint j = 0; j < inv->len; j++)
                         g_ptr_array_add(undo, g_strdup(inv->pdata[j]));
         }
         size_t undone = 0;
-        int ur = undo->len > 0 ? write_lines(undo, page, write_fn, user_data, &undone, &by_kernel)
-                               : 0;
+        int ur = write_lines(undo, page, write_fn, user_data, &undone, &by_kernel);
         if (ur != 0) {
                 /* Not a bug of ptagsd's: another writer changed the tags
                  * meanwhile. The caller says what the process holds now. */

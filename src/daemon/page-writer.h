@@ -35,12 +35,3 @@ GPtrArray *ptags_plan_lines(const ptags_plan *plan);
  * NULL) is set when the undo itself failed, leaving the target changed. */
 int ptags_plan_write(const ptags_plan *plan, size_t page, PtagsPageWriteFunc write_fn,
                      void *user_data, gssize *refused, gboolean *undo_failed);
-
-/* Asked before the undo about each change @i of the first @applied of
- * @plan (newest first): whether to write its undo lines. */
-typedef gboolean (*PtagsUndoFilter)(const ptags_plan *plan, size_t applied, size_t i, void *data);
-
-/* ptags_plan_write, undoing only the changes @filter lets through. */
-int ptags_plan_write_filtered(const ptags_plan *plan, size_t page, PtagsPageWriteFunc write_fn,
-                              void *user_data, PtagsUndoFilter filter, void *filter_data,
-                              gssize *refused, gboolean *undo_failed);

@@ -991,14 +991,13 @@ class RestoreLoggingTests(LoggingTests):
 
 
 class PartialWriteLoggingTests(LoggingTests):
-    """ptags-lsm: a change written in part (its undo could not take it all
-    back) is logged whatever the caller's refusal budget: the tags did
-    change."""
+    """ptags-lsm: a change written in part (its undo failed too) is logged
+    whatever the caller's refusal budget: the tags did change."""
     backends = ("ptags-lsm",)
     world_options = {"daemon_args": ["--max-refusal-records=2"]}
 
     def test_a_partial_write_is_logged_whatever_the_budget(self):
-        losing = self.world.spawn_target_with_a_racing_writer(["+app:b"], ["+@app:r", "-app:b"])
+        losing = self.world.spawn_target_losing_tags()
         client = self.world.spawn_client()  # the polkit mock denies everything
         for i in range(20):  # 40 records: past the burst of 32
             client.call("AddTag", "usb", [self.target, "log:d%d" % i, False])
@@ -1008,9 +1007,10 @@ class PartialWriteLoggingTests(LoggingTests):
         self.journal.drain()
         # As in test_concurrency's test_a_partial_write_is_signalled.
         reply = client.call("Apply", "uas", [losing, [
-            "+app:r", "+app:f:" + "x" * 3990, "+app:g:" + "x" * 100, "!app:b=v"]])
+            "+app:n", "!app:n=v", "+app:f:" + "x" * 3990, "+app:g:" + "x" * 100,
+            "!app:n=w"]])
         self.assertError(reply, "Failed")
-        self.assertIn("part of this change", reply.message)
+        self.assertIn("holds part of this change", reply.message)
         entry, _ = self.journal.wait_for(
             lambda e: e.all("PTAGS_PID") == [str(losing)] and e.all("PTAGS_ACTION") == ["Apply"],
             "the entry of the partial write")

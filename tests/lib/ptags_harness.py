@@ -719,43 +719,6 @@ class World:
             raise HarnessError("cannot tag the target losing its tags: %r" % (reply,))
         return proc.pid
 
-    def spawn_target_that_execs(self, lines):
-        """A root process named ptags-execs: the kernel fixture drops its
-        tags without the keep flag just before any other process writes to
-        it, as its exec would after ptagsd's last read. It holds @lines,
-        set in one write. Returns its pid."""
-        proc = self.spawn_named_target("ptags-execs")
-        path = os.path.join(self.mount, str(proc.pid), "attr", "ptags")
-        fd = os.open(path, os.O_WRONLY)
-        try:
-            data = "".join(line + "\n" for line in lines).encode()
-            if os.write(fd, data) != len(data):
-                raise HarnessError("cannot tag the target that execs")
-        finally:
-            os.close(fd)
-        return proc.pid
-
-    def spawn_target_with_a_racing_writer(self, lines, racing):
-        """A root process that writes itself @lines, and on which the kernel
-        fixture applies the command lines @racing just before any other
-        process writes to it, as a writer racing that one would. Returns its
-        pid."""
-        script = ("import os, sys\n"
-                  "path = os.path.join(sys.argv[1], str(os.getpid()), 'attr', 'ptags')\n"
-                  "fd = os.open(path, os.O_WRONLY)\n"
-                  "os.write(fd, sys.argv[2].encode())\n"
-                  "os.close(fd)\n"
-                  "print('ready', flush=True)\n"
-                  "sys.stdin.readline()\n")
-        env = dict(self.child_env(), PTAGS_FIXTURE_BEFORE_WRITE="".join(
-            line + "\n" for line in racing))
-        proc = self.spawn("target", [PYTHON, "-c", script, self.mount,
-                                     "".join(line + "\n" for line in lines)],
-                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
-        if proc.stdout.readline().strip() != b"ready":
-            raise HarnessError("the target with a racing writer did not start")
-        return proc.pid
-
     def spawn_with_a_thread(self):
         """A root python process with a second thread, both sleeping.
         Returns (pid, the second thread's id)."""

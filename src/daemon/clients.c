@@ -758,13 +758,20 @@ gboolean ptags_clients_check_unread(PtagsClients *c, const char *sender, uid_t u
 }
 
 /* The most every uid but 0 together may leave unread once replies are
- * sent, by default 80 MiB, under the bus's 127 MiB: the bound above is
- * checked as reads start, and several reads of one uid may be under way
- * at once, each with a reply of up to MaxMessageBytes. */
+ * sent: the bound above is checked as reads start, and several reads of
+ * one uid may be under way at once, each with a reply of up to
+ * MaxMessageBytes. By default 80 MiB, and never past 96 MiB, under the
+ * bus's 127 MiB (whatever MaxUserUnreadReplyBytes is set to). */
 static guint64 all_users_hard_bound(const PtagsClients *c)
 {
-        return all_users_bound(c) + all_users_bound(c) / 4;
+        return MIN(all_users_bound(c) + all_users_bound(c) / 4, (guint64)96 * 1024 * 1024);
 }
+
+/* Past the hard bound, a uid holding nothing unread still gets replies of
+ * up to this much, so that stopped readers of a few users cannot refuse
+ * every other user's reads; each such uid adds this much at most, and the
+ * bus's limit is 31 MiB or more above the hard bound. */
+#define UNREAD_RESERVE (1024u * 1024u)
 
 gboolean ptags_clients_sent(PtagsClients *c, const char *sender, gsize bytes)
 {
@@ -776,9 +783,13 @@ gboolean ptags_clients_sent(PtagsClients *c, const char *sender, gsize bytes)
          * (one that only introspects, say): its uid is asked now. */
         if (cl == NULL)
                 cl = client_new(c, sender);
+        User *u = cl->uid_known ? g_hash_table_lookup(c->users, GUINT_TO_POINTER(cl->uid)) : NULL;
+        guint64 held = u != NULL ? u->unread : 0;
         if (bytes > PTAGS_UNREAD_SMALL_REPLY && cl->uid_known && cl->uid != 0 &&
-            c->unread_users + bytes > all_users_hard_bound(c)) {
-                confirm_now(c, cl);
+            c->unread_users + bytes > all_users_hard_bound(c) &&
+            (held > 0 || bytes > UNREAD_RESERVE)) {
+                if (cl->unread > 0)
+                        confirm_now(c, cl);
                 sweep(c);
                 pthread_mutex_unlock(&c->lock);
                 return FALSE;

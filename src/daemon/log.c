@@ -59,11 +59,23 @@ static gboolean passing_failure(int e)
         return e == EMFILE || e == ENFILE || e == ENOMEM || e == ENOBUFS;
 }
 
+/* While the socket cannot be opened, it is tried again at most this often:
+ * every record would try it (and libaudit says each failure itself). */
+#define AUDIT_RETRY_US (100 * G_TIME_SPAN_MILLISECOND)
+
 /* The audit socket, or -1. Main loop (or with its lock held). */
 static int audit_socket(void)
 {
+        static gint64 tried_us;
+
         if (audit_fd != -2)
                 return audit_fd;
+        gint64 now = g_get_monotonic_time();
+        if (audit_lacking != 0 && now - tried_us < AUDIT_RETRY_US)
+                return -1;
+        tried_us = now;
+        /* Failures are ptagsd's to report, not libaudit's on stderr. */
+        set_aumessage_mode(MSG_QUIET, DBG_NO);
         int fd = audit_open();
         int e = errno;
         if (fd >= 0) {
@@ -80,6 +92,7 @@ static int audit_socket(void)
                 audit_lacking = e;
         } else {
                 g_debug("audit is unavailable (%s); changes are not audited", g_strerror(e));
+                audit_lacking = 0;
                 audit_fd = -1;
         }
         return audit_fd >= 0 ? audit_fd : -1;

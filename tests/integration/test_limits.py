@@ -658,7 +658,8 @@ class UserUnreadTests(LimitWorld):
 
 class AllUsersUnreadTests(LimitWorld):
     """The bound of all uids but 0 together: 2 MiB a uid, so 8 MiB for all
-    of them, with replies of 1 MB."""
+    of them, with replies of 1.2 MB (past the 1 MiB a uid holding nothing
+    is served whatever the others hold)."""
 
     backends = ("bpf",)
     world_options = {"daemon_args": ["--max-expensive-calls=1024",
@@ -684,8 +685,10 @@ class AllUsersUnreadTests(LimitWorld):
         would take the whole past the bound and a quarter (10 MiB here) is
         now replaced by a short LimitExceeded."""
         target = self.world.spawn_target(unprivileged=True)
-        self.assertOk(self.world.root_call("Apply", "uas", [
-            target, ["+app:%03d:%s" % (i, "x" * 1000) for i in range(1000)]], timeout_ms=60000))
+        for first in (0, 600):  # one Apply takes 1 MiB of lines at most
+            self.assertOk(self.world.root_call("Apply", "uas", [
+                target, ["+app:%04d:%s" % (i, "x" * 1000) for i in range(first, first + 600)]],
+                timeout_ms=60000))
         uids = sorted(e.pw_uid for e in pwd.getpwall() if 0 < e.pw_uid < 65534)[:12]
         self.assertEqual(len(uids), 12, "this test needs 12 users on the machine")
         floods = []
@@ -711,7 +714,7 @@ class AllUsersUnreadTests(LimitWorld):
         print("\n12 uids stopped: the bus held at most %.1f MiB of ptagsd's; replies %r"
               % (peak / 1048576, outcomes))
         # 10 MiB, one reply more, and room for root's and the bus's own.
-        self.assertLess(peak, 12 * 1024 * 1024)
+        self.assertLess(peak, 12 * 1024 * 1024 + 200 * 1000)
         self.assertGreater(outcomes.get("ok", 0), 0)
 
 

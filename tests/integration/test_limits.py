@@ -691,6 +691,10 @@ class AllUsersUnreadTests(LimitWorld):
                 timeout_ms=60000))
         uids = sorted(e.pw_uid for e in pwd.getpwall() if 0 < e.pw_uid < 65534)[:12]
         self.assertEqual(len(uids), 12, "this test needs 12 users on the machine")
+        medium = self.world.spawn_target()
+        self.assertOk(self.world.root_call("Apply", "uas", [
+            medium, ["+m:%03d:%s" % (i, "x" * 1000) for i in range(900)]]))
+        reader = self.world.spawn_client()  # nobody, not one of the 12
         floods = []
         try:
             for uid in uids:
@@ -701,6 +705,9 @@ class AllUsersUnreadTests(LimitWorld):
             small = self.world.spawn_target()
             reply, _took = timed_root_get_tags(self.world, small)
             self.assertOk(reply)
+            # A user holding nothing unread is served a reply of up to 1 MiB
+            # whatever the others leave unread.
+            self.assertOk(reader.call("GetTags", "u", [medium]))
             peak = self.held_peak()
         finally:
             for flood in floods:

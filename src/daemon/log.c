@@ -290,7 +290,6 @@ static void add_field(GPtrArray *fields, char *field)
         g_ptr_array_add(fields, field);
 }
 
-/* The normalized lines of @plan on one string, separated by @sep. */
 /* How many PTAGS_TAG fields one entry carries. libsystemd sends an entry
  * in one sendmsg() of about two iovecs a field, and the kernel takes 1024
  * at most: past that the entry would be lost whole. PTAGS_TAGS_UNLISTED

@@ -695,25 +695,19 @@ class World:
         wait_until(lambda: sleep_sleeps(proc.pid), 10, "target %d to exec sleep" % proc.pid)
         return proc.pid
 
-    def spawn_named_target(self, comm):
-        """A root process named @comm (which the kernel fixture may treat
-        specially), running until the world stops. Returns its Popen."""
-        script = ("import sys\n"
-                  "open('/proc/self/comm', 'w').write(sys.argv[1])\n"
-                  "print('ready', flush=True)\n"
-                  "sys.stdin.readline()\n")
-        proc = self.spawn("target", [PYTHON, "-c", script, comm], stdin=subprocess.PIPE,
-                          stdout=subprocess.PIPE)
-        if proc.stdout.readline().strip() != b"ready":
-            raise HarnessError("the target named %s did not start" % comm)
-        return proc
-
     def spawn_target_losing_tags(self):
         """A root process named ptags-lost-tags: the kernel fixture removes
         all its tags just before any other process writes to it, as a third
         writer would after ptagsd's last read. It holds app:a=v, set in one
         write. Returns its pid."""
-        proc = self.spawn_named_target("ptags-lost-tags")
+        script = ("import sys\n"
+                  "open('/proc/self/comm', 'w').write('ptags-lost-tags')\n"
+                  "print('ready', flush=True)\n"
+                  "sys.stdin.readline()\n")
+        proc = self.spawn("target", [PYTHON, "-c", script], stdin=subprocess.PIPE,
+                          stdout=subprocess.PIPE)
+        if proc.stdout.readline().strip() != b"ready":
+            raise HarnessError("the target losing its tags did not start")
         reply = self.root_call("Apply", "uas", [proc.pid, ["+app:a", "!app:a=v"]])
         if not reply.ok or self.get_tags(proc.pid) != [("app:a", False, "v")]:
             raise HarnessError("cannot tag the target losing its tags: %r" % (reply,))

@@ -21,7 +21,8 @@ import tempfile
 import threading
 import time
 
-from ptags_harness import HarnessError, PtagsTestCase, daemon_wrapper, wait_until
+from ptags_harness import (HarnessError, PtagsTestCase, daemon_wrapper, preload_env, preloaded,
+                           wait_until)
 
 # From src/daemon/names.h: stable ids that log filters select on.
 MESSAGE_CHANGED = "56f8202c992d48b2b57f12d212df8c0b"
@@ -1032,16 +1033,10 @@ class AuditSocketTests(LoggingTests):
     """ptagsd's first audit socket cannot be opened (EMFILE, as for a
     process out of file descriptors): an LD_PRELOAD module makes it fail."""
     world_options = {"daemon_args": LoggingTests.world_options["daemon_args"],
-                     "daemon_env": {
-                         "PTAGS_AUDIT_SOCKET_FAILS": "1",
-                         # ASan wants its runtime first; this module is a test's.
-                         "ASAN_OPTIONS": (os.environ.get("ASAN_OPTIONS", "")
-                                          + ":verify_asan_link_order=0").lstrip(":")}}
+                     "daemon_env": preload_env({"PTAGS_AUDIT_SOCKET_FAILS": "1"})}
 
     def setUp(self):
-        if not os.environ.get("PTAGS_AUDIT_FAILS"):
-            self.fail("PTAGS_AUDIT_FAILS (the audit-fails module) is not set")
-        with daemon_wrapper("env LD_PRELOAD=%s" % os.environ["PTAGS_AUDIT_FAILS"]):
+        with preloaded("PTAGS_AUDIT_FAILS"):
             super().setUp()
 
     def test_changes_wait_for_an_audit_socket_that_may_open(self):

@@ -12,8 +12,8 @@ import sys
 import time
 import unittest
 
-from ptags_harness import (UNPRIVILEGED, PtagsTestCase, daemon_wrapper, second_user_uid,
-                           wait_until)
+from ptags_harness import (UNPRIVILEGED, PtagsTestCase, preload_env, preloaded,
+                           second_user_uid, wait_until)
 
 ADD = "org.ptags.tag.add"
 REMOVE = "org.ptags.tag.remove"
@@ -611,16 +611,11 @@ class SlowUserDatabaseTests(PtagsTestCase):
     """The user database answers for nobody only after 5 s, as a stalled
     NSS daemon (sssd, nslcd) would: ptagsd asked it on its main loop for
     target-user, so every call waited, and everyone's with it."""
-    world_options = {"daemon_env": {
-        "PTAGS_SLOW_NAME_UID": str(NOBODY), "PTAGS_SLOW_NAME_SECONDS": "5",
-        # ASan wants its runtime first; this module is a test's.
-        "ASAN_OPTIONS": (os.environ.get("ASAN_OPTIONS", "")
-                         + ":verify_asan_link_order=0").lstrip(":")}}
+    world_options = {"daemon_env": preload_env({
+        "PTAGS_SLOW_NAME_UID": str(NOBODY), "PTAGS_SLOW_NAME_SECONDS": "5"})}
 
     def setUp(self):
-        if not os.environ.get("PTAGS_SLOW_NAMES"):
-            self.fail("PTAGS_SLOW_NAMES (the slow-names module) is not set")
-        with daemon_wrapper("env LD_PRELOAD=%s" % os.environ["PTAGS_SLOW_NAMES"]):
+        with preloaded("PTAGS_SLOW_NAMES"):
             super().setUp()
 
     def details_of_a_check(self, client, target, tag):

@@ -292,6 +292,23 @@ class PolkitMock:
         self._call("SetCancelFails", "b", [bool(fails)])
 
 
+def preload_env(env):
+    """@env for a ptagsd a test module is preloaded into (preloaded()):
+    ASan wants its runtime first, and accepts a test's module only so."""
+    return dict(env, ASAN_OPTIONS=(os.environ.get("ASAN_OPTIONS", "")
+                                   + ":verify_asan_link_order=0").lstrip(":"))
+
+
+@contextlib.contextmanager
+def preloaded(variable):
+    """Within the block, worlds start ptagsd with the shared module the
+    environment @variable names (set by meson) in LD_PRELOAD."""
+    if not os.environ.get(variable):
+        raise AssertionError("%s (a test module to preload) is not set" % variable)
+    with daemon_wrapper("env LD_PRELOAD=%s" % os.environ[variable]):
+        yield
+
+
 @contextlib.contextmanager
 def daemon_wrapper(prefix):
     """Within the block, worlds start ptagsd behind @prefix (a command line

@@ -511,6 +511,10 @@ class ContainerTests(ContainerTestCase):
         the shell runs @then (GATE in it names a FIFO) and @changed(pid)
         becomes true. Returns the child and the target-comm of every
         registration check polkit got."""
+        def asleep(pid):
+            with open("/proc/%d/stat" % pid) as f:
+                return f.read().rsplit(")", 1)[1].split()[0] == "S"
+
         gate_dir = tempfile.mkdtemp(dir=self.world.tmp)
         os.chmod(gate_dir, 0o777)
         gate = os.path.join(gate_dir, "go")
@@ -526,7 +530,10 @@ class ContainerTests(ContainerTestCase):
         client.send("RegisterContainer", "uta{sv}", [child, contid, {}])
         self.world.polkit.wait_hanging(1)
         os.write(holder, b"go\n")
-        wait_until(lambda: changed(child), 10, what)
+        # Asleep (in its next read, or sleep) too: an exec shows its new
+        # program in /proc before it is over, and before the kernel's exec
+        # hooks (bpf's mark) run.
+        wait_until(lambda: changed(child) and asleep(child), 10, what)
         self.world.polkit.set_hang([])
         self.world.polkit.release()
         self.assertOk(client.receive())

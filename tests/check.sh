@@ -2,11 +2,12 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # SPDX-FileCopyrightText: 2026 The ptags authors
 # The one test command: installs missing Debian packages, configures with
-# -Werror, builds, and runs every test (plus the model, fixture, daemon and
-# integration suites, on both backends (three alone-run modules on bpf
-# only), under ASan/UBSan, 30 s of the model parser's libFuzzer
-# target, the bus-thread reads under ThreadSanitizer, and `meson test` as an
-# unprivileged user on a fresh build).
+# -Werror, builds, and runs every test: every integration test on both
+# backends, each backend in one of two builds (optimized, and ASan/UBSan;
+# tests/check_split.py), the model, fixture and daemon tests in both, 30 s
+# of the model parser's libFuzzer target, the bus-thread reads under
+# ThreadSanitizer, the LSM path in QEMU, and `meson test` as an
+# unprivileged user on a fresh build.
 # Usage (as root on Debian 12): tests/check.sh [extra meson test args]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -144,8 +145,9 @@ rm -rf "$unpriv" "$unpriv.log"
 step "unprivileged build and tests"
 
 # 6b. With char unsigned (step 3c): the model, the kernel fixture, ptagsd's
-#     unit tests and ptagsctl against ptagsd, on one core (QEMU has the other).
-meson test -C "$uchardir" --print-errorlogs --num-processes 1 --suite model --suite fixture \
+#     unit tests and ptagsctl against ptagsd, two at a time (the QEMU run
+#     is mostly over by now, and none of them times anything tightly).
+meson test -C "$uchardir" --print-errorlogs --num-processes 2 --suite model --suite fixture \
   --suite daemon --suite ctl || status=1
 step "unsigned char tests"
 
@@ -157,45 +159,33 @@ cat "$qemulog"
 rm -f "$qemulog"
 step "QEMU LSM tests (waited for)"
 
+# The plain and the ASan/UBSan runs share the integration tests: each test
+# runs once on each backend, on one backend in each build
+# (tests/check_split.py says which and why). With arguments, both runs
+# take them as they are.
+main_tests=(--no-suite bpf-qemu)
+asan_tests=(--suite model --suite fixture --suite daemon --suite integration
+            --suite integration-bpf)
+if [ $# -eq 0 ]; then
+  mapfile -t main_tests < <(meson test -C "$builddir" --list 2>/dev/null | python3 tests/check_split.py main)
+  mapfile -t asan_tests < <(meson test -C "$asandir" --list 2>/dev/null | python3 tests/check_split.py asan)
+  if [ ${#main_tests[@]} -eq 0 ] || [ ${#asan_tests[@]} -eq 0 ]; then
+    echo "check.sh: meson listed no tests for the plain or the ASan run" >&2
+    exit 1
+  fi
+fi
+
 # The random load test runs 600 operations per caller here (2000 by
 # default) and 300 under ASan, and the D-Bus fuzz test 30000 calls here and
 # 12000 under ASan (50000 by default; LeakSanitizer finds leaks without the
 # heap measure the longer run feeds, and a leak of 300 bytes a call still
 # shows in 30000): 16 callers still mix every kind of operation thousands
 # of times on each backend, and the whole run stays under 20 minutes on 2
-# cores (it took 1106-1143 s with 1000 and 500 load operations and 20000
-# fuzzed calls under ASan, before the tests of this change were added).
-# Under ASan GLib takes its small objects from malloc (G_SLICE), so
+# cores. Under ASan GLib takes its small objects from malloc (G_SLICE), so
 # LeakSanitizer sees them too.
 PTAGS_LOAD_OPS=600 PTAGS_DBUS_FUZZ_CALLS=30000 \
-  meson test -C "$builddir" --print-errorlogs --num-processes 2 --no-suite bpf-qemu "$@" || status=1
+  meson test -C "$builddir" --print-errorlogs --num-processes 2 "${main_tests[@]}" "$@" || status=1
 step "main tests"
-# Under ASan, three modules that must run alone (they time ptagsd, so they
-# share the machine with no other test) run on the bpf backend only:
-# test_limits, test_bus_thread_changes and test_faults take a third of the
-# ASan run on each backend, and the code they reach is the same but for the
-# backend, whose ptags-lsm side every other ptags-lsm test still drives
-# under ASan. The main run above keeps them on both backends.
-asan_tests=(--suite model --suite fixture --suite daemon --suite integration
-            --suite integration-bpf)
-if [ $# -eq 0 ]; then
-  mapfile -t asan_tests < <(meson test -C "$asandir" --list 2>/dev/null | python3 -c '
-import sys
-wanted = {"model", "fixture", "daemon", "integration", "integration-bpf"}
-bpf_only = ("test_limits.", "test_bus_thread_changes.", "test_faults.")
-for line in sys.stdin:
-    if " / " not in line:
-        continue
-    suites, name = line.rstrip("\n").split(" / ", 1)
-    suites = set(suites.split(":", 1)[-1].split("+"))
-    if suites & wanted and not ("integration" in suites and name.startswith(bpf_only)):
-        print(name)
-')
-  if [ ${#asan_tests[@]} -eq 0 ]; then
-    echo "check.sh: meson listed no tests for the ASan run" >&2
-    exit 1
-  fi
-fi
 PTAGS_LOAD_OPS=300 PTAGS_DBUS_FUZZ_CALLS=12000 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
   G_SLICE=always-malloc meson test -C "$asandir" --print-errorlogs --num-processes 2 \
     "${asan_tests[@]}" "$@" || status=1

@@ -182,8 +182,9 @@ static int lsm_apply(PtagsBackend *b, int pidfd, pid_t pid, const ptags_plan *pl
         if (r == -ESRCH && !pidfd_running(pidfd))
                 failure->partial = FALSE;
         if (failure->partial)
-                g_warning("process %d holds part of a change: writing it failed (%s) and so "
-                          "did the undo, as another writer changed its tags meanwhile",
+                g_warning("process %d holds part of a change: writing it failed (%s), as "
+                          "another writer or an exec changed its tags meanwhile, and the undo "
+                          "could not take all of it back",
                           (int)pid, g_strerror(-r));
         else if (r < 0)
                 g_debug("writing %s failed: %s", path, g_strerror(-r));

@@ -180,9 +180,10 @@ static gboolean target_still_runs(Call *call)
 
 /* The error of a failed write. The plan held when ptagsd read the tags, so
  * a line the kernel refuses means another writer (one with CAP_MAC_ADMIN,
- * writing the kernel's file directly) changed them since: ENOENT, a tag
- * whose value is set is gone; ECANCELED, the list filled up. A partial
- * write says so: it is no refusal, whatever the log calls it. */
+ * writing the kernel's file directly) or the target's exec changed them
+ * since: ENOENT, a tag whose value is set is gone; ECANCELED, the list
+ * filled up. A partial write says so: it is no refusal, whatever the log
+ * calls it. */
 static GError *apply_error(Call *call, int r, const PtagsApplyFailure *failure)
 {
         pid_t pid = call->target.pid;
@@ -214,18 +215,21 @@ static GError *apply_error(Call *call, int r, const PtagsApplyFailure *failure)
         if (failure->partial)
                 return g_error_new(PTAGS_ERROR, PTAGS_ERROR_FAILED,
                                    "cannot change the tags of process %d: the kernel refused %s "
-                                   "(%s: another writer changed the tags after ptagsd read "
-                                   "them), and taking back the lines before it failed too: the "
-                                   "process holds part of this change",
+                                   "(%s: another writer, or an exec, changed the tags after "
+                                   "ptagsd read them), and the lines before it could not all be "
+                                   "taken back (a tag held without the keep flag is never given "
+                                   "back, as the process may run a new program): the process "
+                                   "holds part of this change",
                                    (int)pid, label, why);
         return g_error_new(PTAGS_ERROR, code,
                            "cannot change the tags of process %d: the kernel refused %s (%s: "
-                           "another writer changed the tags after ptagsd read them); nothing "
-                           "changed",
+                           "another writer, or an exec, changed the tags after ptagsd read "
+                           "them); nothing changed",
                            (int)pid, label, why);
 }
 
-/* The process holds part of the change (its undo failed too): logged
+/* The process holds part of the change (its undo failed, or left out a
+ * tag without the keep flag an exec may have dropped): logged
  * always, and announced with the tags read back, since its tags changed. */
 static void change_partial(Call *call, GError *error)
 {

@@ -73,9 +73,12 @@ static size_t count_lines(const char *buf, size_t len)
 }
 
 /* Write @lines in pages; *written gets how many lines the kernel applied,
- * and *@by_kernel whether a failure is a write's own -errno. */
-static int write_lines(GPtrArray *lines, size_t page, PtagsPageWriteFunc write_fn, void *user_data,
-                       size_t *written, gboolean *by_kernel)
+ * and *@by_kernel whether a failure is a write's own -errno. With @retry,
+ * a short count is followed by a write of the rest, which makes the failed
+ * line fail first and so yields its errno; without, it ends the writing
+ * (-EIO): an undo's query must never be parted from the line it guards. */
+static int write_lines(GPtrArray *lines, size_t page, gboolean retry, PtagsPageWriteFunc write_fn,
+                       void *user_data, size_t *written, gboolean *by_kernel)
 {
         g_autoptr(GPtrArray) pages =
                 ptags_pack_lines((const char *const *)lines->pdata, lines->len, page);
@@ -88,8 +91,6 @@ static int write_lines(GPtrArray *lines, size_t page, PtagsPageWriteFunc write_f
                 size_t len = 0;
                 const char *buf = g_bytes_get_data(pages->pdata[p], &len);
                 size_t off = 0;
-                /* A short count means the line after it failed; writing the
-                 * rest again makes that line fail first, which yields its errno. */
                 while (off < len) {
                         ssize_t r = write_fn(buf + off, len - off, user_data);
                         if (r < 0) {
@@ -102,9 +103,66 @@ static int write_lines(GPtrArray *lines, size_t page, PtagsPageWriteFunc write_f
                         off += (size_t)r;
                         if (buf[off - 1] != '\n')
                                 return -EIO; /* not on a line boundary: cannot tell what ran */
+                        if (off < len && !retry)
+                                return -EIO;
                 }
         }
         return 0;
+}
+
+/* Whether the tag of @c was held without the keep flag before the plan,
+ * which its first change in the plan tells (@first maps each tag to it): an
+ * exec since ptagsd read the tags has dropped such a tag. */
+static gboolean held_unkept(GHashTable *first, const ptags_change *c)
+{
+        const ptags_change *f = g_hash_table_lookup(first, c->tag);
+
+        return f->kind != PTAGS_CHANGE_ADD && f->kind != PTAGS_CHANGE_ADD_KEPT && !f->old_keep;
+}
+
+/* The lines that take back the first @applied changes of @plan, newest
+ * first. The target may have executed a program since ptagsd read its tags,
+ * and nothing in the kernel's file tells: so the undo never gives back a
+ * tag that was held without the keep flag, as the exec dropped it and the
+ * new program would get it. A removal of such a tag stays (*@all is
+ * cleared: the process holds part of the change), and a keep flag taken
+ * from it is given back only if the tag is still there, a query in the
+ * same write (or not at all, for a tag too long to share a page with its
+ * query). Tags held with the keep flag, which an exec keeps, and tags the
+ * plan itself added are taken back whole. */
+static GPtrArray *undo_lines(const ptags_plan *plan, size_t applied, size_t page, gboolean *all)
+{
+        g_autoptr(GHashTable) first = g_hash_table_new(g_str_hash, g_str_equal);
+        GPtrArray *undo = g_ptr_array_new_with_free_func(g_free);
+
+        for (size_t i = 0; i < applied; i++) {
+                const ptags_change *c = ptags_plan_change_at(plan, i);
+                if (!g_hash_table_contains(first, c->tag))
+                        g_hash_table_insert(first, (gpointer)c->tag, (gpointer)c);
+        }
+        *all = TRUE;
+        for (size_t i = applied; i-- > 0;) {
+                const ptags_change *c = ptags_plan_change_at(plan, i);
+                if (held_unkept(first, c) && c->kind == PTAGS_CHANGE_REMOVE) {
+                        *all = FALSE;
+                        continue;
+                }
+                if (held_unkept(first, c) && c->kind == PTAGS_CHANGE_CLEAR_KEEP) {
+                        /* One unit for the packing, so query and line share a write. */
+                        char *guarded = g_strdup_printf("?%s\n+@%s", c->tag, c->tag);
+                        if (strlen(guarded) + 1 > page) {
+                                g_free(guarded);
+                                *all = FALSE;
+                        } else {
+                                g_ptr_array_add(undo, guarded);
+                        }
+                        continue;
+                }
+                g_autoptr(GPtrArray) inv = ptags_change_undo_lines(c);
+                for (guint j = 0; j < inv->len; j++)
+                        g_ptr_array_add(undo, g_strdup(inv->pdata[j]));
+        }
+        return undo;
 }
 
 int ptags_plan_write(const ptags_plan *plan, size_t page, PtagsPageWriteFunc write_fn,
@@ -116,7 +174,7 @@ int ptags_plan_write(const ptags_plan *plan, size_t page, PtagsPageWriteFunc wri
 
         if (undo_failed != NULL)
                 *undo_failed = FALSE;
-        int r = write_lines(forward, page, write_fn, user_data, &applied, &by_kernel);
+        int r = write_lines(forward, page, TRUE, write_fn, user_data, &applied, &by_kernel);
         /* Lines run in order and stop at the first failing one, so the
          * failure is the verdict on the change after those applied. */
         if (refused != NULL)
@@ -125,19 +183,16 @@ int ptags_plan_write(const ptags_plan *plan, size_t page, PtagsPageWriteFunc wri
                 return r;
 
         /* Forward lines map one to one onto changes. */
-        g_autoptr(GPtrArray) undo = g_ptr_array_new_with_free_func(g_free);
-        for (size_t i = applied; i-- > 0;) {
-                g_autoptr(GPtrArray) inv = ptags_change_undo_lines(ptags_plan_change_at(plan, i));
-                for (guint j = 0; j < inv->len; j++)
-                        g_ptr_array_add(undo, g_strdup(inv->pdata[j]));
-        }
+        gboolean all = TRUE;
+        g_autoptr(GPtrArray) undo = undo_lines(plan, applied, page, &all);
         size_t undone = 0;
-        int ur = write_lines(undo, page, write_fn, user_data, &undone, &by_kernel);
-        if (ur != 0) {
-                /* Not a bug of ptagsd's: another writer changed the tags
-                 * meanwhile. The caller says what the process holds now. */
-                g_debug("undo of a partly applied change failed after %zu of %u lines: %s", undone,
-                        undo->len, g_strerror(-ur));
+        int ur = write_lines(undo, page, FALSE, write_fn, user_data, &undone, &by_kernel);
+        if (ur != 0 || !all) {
+                /* Not a bug of ptagsd's: another writer or an exec changed
+                 * the tags meanwhile. The caller says what the process holds. */
+                g_debug("undo of a partly applied change: %zu of %u lines written%s%s%s", undone,
+                        undo->len, ur != 0 ? ", then " : "", ur != 0 ? g_strerror(-ur) : "",
+                        all ? "" : "; tags held without the keep flag are not given back");
                 if (undo_failed != NULL)
                         *undo_failed = TRUE;
         }

@@ -15,6 +15,7 @@ typedef struct {
         guint fail_from_write; /* 0 = never: writes from this one on fail with fail_errno */
         int fail_errno;
         const char *refuse_tag; /* a line naming it fails with EPERM, as a refused right */
+        guint exec_before_write; /* 0 = never: the process executes a program before it */
 } FakeKernel;
 
 static ssize_t fake_write(const char *buf, size_t len, void *user_data)
@@ -22,6 +23,8 @@ static ssize_t fake_write(const char *buf, size_t len, void *user_data)
         FakeKernel *k = user_data;
 
         k->writes++;
+        if (k->writes == k->exec_before_write)
+                ptags_set_exec_filter(k->set);
         g_assert_cmpuint(len, <=, k->page);
         g_assert_cmpint(buf[len - 1], ==, '\n');
         if (k->fail_from_write != 0 && k->writes >= k->fail_from_write)
@@ -214,6 +217,87 @@ static void test_undo_lines_restore_removed_tag(void)
         ptags_set_free(set);
 }
 
+/* The undo of a plan written in part, as its write ended; undone: whether
+ * it took back all of it (ptags_plan_write's undo_failed not set). */
+static char *write_and_undo(FakeKernel *k, const char *const *lines, size_t n, int expect_errno,
+                            gboolean *undone)
+{
+        ptags_plan *plan = NULL;
+        gboolean undo_failed = FALSE;
+
+        g_assert_cmpint(ptags_plan_build(k->set, lines, NULL, n, &plan, NULL), ==, PTAGS_OK);
+        g_assert_cmpint(ptags_plan_write(plan, k->page, fake_write, k, NULL, &undo_failed), ==,
+                        -expect_errno);
+        *undone = !undo_failed;
+        ptags_plan_free(plan);
+        return ptags_set_format(k->set, NULL);
+}
+
+/* The process executes a program after ptagsd read its tags: the exec
+ * drops app:x and app:b, so "-app:x" changes nothing and "!app:b=v" fails.
+ * Giving app:x back would hand the new program a tag (and value) its exec
+ * dropped: the undo leaves it out and says that part of the change stays. */
+static void test_undo_gives_no_unkept_tag_back(void)
+{
+        FakeKernel k = {.set = set_of("app:b\napp:x=secret\n@k:kept\n"),
+                        .page = PTAGS_WRITE_MAX,
+                        .exec_before_write = 1};
+        const char *lines[] = {"-app:x", "!app:b=v"};
+        gboolean undone = TRUE;
+        g_autofree char *now = write_and_undo(&k, lines, 2, ENOENT, &undone);
+
+        g_assert_cmpstr(now, ==, "@k:kept\n");
+        g_assert_false(undone);
+        ptags_set_free(k.set);
+
+        /* Without an exec too: the process lost app:x, and is told so. */
+        FakeKernel other = {.set = set_of("app:b\napp:x=secret\n@k:kept\n"),
+                            .page = PTAGS_WRITE_MAX,
+                            .refuse_tag = "app:b="};
+        g_autofree char *held = write_and_undo(&other, lines, 2, EPERM, &undone);
+        g_assert_cmpstr(held, ==, "app:b\n@k:kept\n");
+        g_assert_false(undone);
+        ptags_set_free(other.set);
+
+        /* A tag held with the keep flag survives an exec: it comes back whole. */
+        FakeKernel kept = {.set = set_of("app:b\n@app:x=secret\n"),
+                           .page = PTAGS_WRITE_MAX,
+                           .refuse_tag = "app:b="};
+        g_autofree char *back = write_and_undo(&kept, lines, 2, EPERM, &undone);
+        g_assert_cmpstr(back, ==, "app:b\n@app:x=secret\n");
+        g_assert_true(undone);
+        ptags_set_free(kept.set);
+}
+
+/* A keep flag set then cleared on a tag held without it; the next line
+ * fails, and the process executes a program before the undo, which drops
+ * app:t. The undo's "+@app:t" would create it again for the new program:
+ * it goes only with the query "?app:t" in the same write, which fails. */
+static void test_undo_gives_a_keep_flag_back_only_to_a_tag_still_held(void)
+{
+        FakeKernel k = {.set = set_of("app:b\napp:t\n"),
+                        .page = PTAGS_WRITE_MAX,
+                        .refuse_tag = "app:b=",
+                        .exec_before_write = 3}; /* after the write of "!app:b=v" again */
+        const char *lines[] = {"+@app:t", "-@app:t", "!app:b=v"};
+        gboolean undone = TRUE;
+        g_autofree char *now = write_and_undo(&k, lines, 3, EPERM, &undone);
+
+        g_assert_cmpstr(now, ==, "");
+        g_assert_false(undone);
+        g_assert_cmpuint(k.writes, ==, 3);
+        ptags_set_free(k.set);
+
+        /* With no exec the query holds and the undo takes everything back. */
+        FakeKernel still = {.set = set_of("app:b\napp:t\n"),
+                            .page = PTAGS_WRITE_MAX,
+                            .refuse_tag = "app:b="};
+        g_autofree char *back = write_and_undo(&still, lines, 3, EPERM, &undone);
+        g_assert_cmpstr(back, ==, "app:b\napp:t\n");
+        g_assert_true(undone);
+        ptags_set_free(still.set);
+}
+
 int main(int argc, char **argv)
 {
         g_test_init(&argc, &argv, NULL);
@@ -226,5 +310,9 @@ int main(int argc, char **argv)
         g_test_add_func("/page-writer/first-line-failure", test_first_line_failure_changes_nothing);
         g_test_add_func("/page-writer/undo-failure-reported", test_undo_failure_is_reported);
         g_test_add_func("/page-writer/undo-lines-removed-tag", test_undo_lines_restore_removed_tag);
+        g_test_add_func("/page-writer/undo-gives-no-unkept-tag-back",
+                        test_undo_gives_no_unkept_tag_back);
+        g_test_add_func("/page-writer/undo-keep-flag-only-to-a-tag-still-held",
+                        test_undo_gives_a_keep_flag_back_only_to_a_tag_still_held);
         return g_test_run();
 }

@@ -414,6 +414,25 @@ class KernelWriteRaceTests(TargetWorld):
         # The first line, applied before the refused one, was taken back.
         self.assertEqual(self.world.get_tags(target), [])
 
+    def test_an_undo_gives_no_tag_back_to_a_new_program(self):
+        """The target executes a program after ptagsd read its tags: the
+        exec drops app:x and app:b (no keep flag), so "-app:x" changes
+        nothing and "!app:b=v" fails. The undo wrote "+app:x" and
+        "!app:x=secret", handing the new program a tag its exec had dropped,
+        and the reply said that nothing changed. Now the process keeps what
+        its exec left, and the reply and the signal say that part of the
+        change stays."""
+        target = self.world.spawn_target_that_execs(
+            ["+@k:kept", "+app:x", "!app:x=secret", "+app:b"])
+        signals = self.world.record_signals()
+        reply = self.world.root_call("Apply", "uas", [target, ["-app:x", "!app:b=v"]])
+        self.assertError(reply, "Failed")
+        self.assertIn("holds part of this change", reply.message)
+        self.assertIn("without the keep flag", reply.message)
+        self.assertEqual(self.world.get_tags(target), [("k:kept", True, "")])
+        self.assertEqual([(pid, tags) for pid, _lines, tags in signals.drain(0.5)],
+                         [(target, [("k:kept", True, "")])])
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -712,23 +712,40 @@ class World:
         wait_until(lambda: sleep_sleeps(proc.pid), 10, "target %d to exec sleep" % proc.pid)
         return proc.pid
 
+    def _spawn_named_target(self, comm, lines, what):
+        """A root python process named @comm, which the kernel fixture
+        treats specially, given the tags of @lines by ptagsd. Returns its
+        pid."""
+        script = ("import sys\n"
+                  "open('/proc/self/comm', 'w').write(%r)\n"
+                  "print('ready', flush=True)\n"
+                  "sys.stdin.readline()\n" % comm)
+        proc = self.spawn("target", [PYTHON, "-c", script], stdin=subprocess.PIPE,
+                          stdout=subprocess.PIPE)
+        if proc.stdout.readline().strip() != b"ready":
+            raise HarnessError("%s did not start" % what)
+        reply = self.root_call("Apply", "uas", [proc.pid, lines])
+        if not reply.ok:
+            raise HarnessError("cannot tag %s: %r" % (what, reply))
+        return proc.pid
+
     def spawn_target_losing_tags(self):
         """A root process named ptags-lost-tags: the kernel fixture removes
         all its tags just before any other process writes to it, as a third
         writer would after ptagsd's last read. It holds app:a=v, set in one
         write. Returns its pid."""
-        script = ("import sys\n"
-                  "open('/proc/self/comm', 'w').write('ptags-lost-tags')\n"
-                  "print('ready', flush=True)\n"
-                  "sys.stdin.readline()\n")
-        proc = self.spawn("target", [PYTHON, "-c", script], stdin=subprocess.PIPE,
-                          stdout=subprocess.PIPE)
-        if proc.stdout.readline().strip() != b"ready":
-            raise HarnessError("the target losing its tags did not start")
-        reply = self.root_call("Apply", "uas", [proc.pid, ["+app:a", "!app:a=v"]])
-        if not reply.ok or self.get_tags(proc.pid) != [("app:a", False, "v")]:
-            raise HarnessError("cannot tag the target losing its tags: %r" % (reply,))
-        return proc.pid
+        pid = self._spawn_named_target("ptags-lost-tags", ["+app:a", "!app:a=v"],
+                                       "the target losing its tags")
+        if self.get_tags(pid) != [("app:a", False, "v")]:
+            raise HarnessError("the target losing its tags holds %r" % (self.get_tags(pid),))
+        return pid
+
+    def spawn_target_that_execs(self, lines):
+        """A root process named ptags-execs: the kernel fixture drops its
+        tags without the keep flag just before any other process writes to
+        it, as its exec would after that writer last read them. It holds
+        @lines, set by ptagsd. Returns its pid."""
+        return self._spawn_named_target("ptags-execs", lines, "the target that execs")
 
     def spawn_with_a_thread(self):
         """A root python process with a second thread, both sleeping.

@@ -29,6 +29,7 @@ typedef struct {
         char *proc_root;   /* where attr/ptags files live: "/proc" or a test fixture */
         char *intent_path; /* the crash journal of multi-page changes */
         int state_lock;    /* the runtime directory, flock()ed while we run */
+        gboolean ascii_only; /* the kernel refuses lines with bytes past 0x7f */
 } BackendLsm;
 
 /* The daemon's own rights: add, remove and set any tag (rights tags too) of
@@ -153,6 +154,19 @@ static gboolean plan_needs_pages(const ptags_plan *plan)
         return total > PTAGS_WRITE_MAX;
 }
 
+/* The index of the first change of @plan whose line holds a byte past
+ * 0x7f, or -1. */
+static gssize first_non_ascii(const ptags_plan *plan)
+{
+        g_autoptr(GPtrArray) lines = ptags_plan_lines(plan);
+
+        for (guint i = 0; i < lines->len; i++)
+                for (const unsigned char *c = lines->pdata[i]; *c != '\0'; c++)
+                        if (*c > 0x7f)
+                                return (gssize)i;
+        return -1;
+}
+
 /* @exec_mark is not needed: the kernel applies each line to the set the
  * process holds when the line is written, and filters at exec itself. */
 static int lsm_apply(PtagsBackend *b, int pidfd, pid_t pid, const ptags_plan *plan,
@@ -162,6 +176,13 @@ static int lsm_apply(PtagsBackend *b, int pidfd, pid_t pid, const ptags_plan *pl
         g_autofree char *path = attr_path(self, pid);
         WriteTarget t = {path, pidfd};
         gboolean journalled = FALSE;
+
+        /* The kernel would refuse such a line midway, after those before
+         * it, and the undo may not take all of them back: refuse it first. */
+        failure->partial = FALSE;
+        failure->refused = self->ascii_only ? first_non_ascii(plan) : -1;
+        if (failure->refused >= 0)
+                return -EINVAL;
 
         if (plan_needs_pages(plan)) {
                 ptags_set *before = NULL;
@@ -451,6 +472,19 @@ static gboolean grant_daemon_rights(BackendLsm *self, GError **error)
         return FALSE;
 }
 
+/* Whether the kernel refuses lines holding a byte past 0x7f, as the 2016
+ * code does where char is signed (x86-64), though ptags(7) allows them: a
+ * query of a non-ASCII tag in ptagsd's own file, which needs no right and
+ * changes nothing, finds no match (ENOENT) or is invalid (EINVAL). */
+static gboolean kernel_is_ascii_only(BackendLsm *self)
+{
+        g_autofree char *path = attr_path(self, getpid());
+        WriteTarget t = {path, -1};
+        static const char probe[] = "?ptags:probe:\xc3\xa9\n";
+
+        return write_page(probe, sizeof(probe) - 1, &t) == -EINVAL;
+}
+
 /* The runtime directory (crash note, container registry) belongs to one
  * ptagsd at a time: a second one, started by hand beside the service,
  * would otherwise act on the running one's crash note and registry before
@@ -507,6 +541,10 @@ PtagsBackend *ptags_backend_lsm_new(const char *proc_root, GError **error)
                 return NULL;
         }
         self->intent_path = ptags_runtime_path("lsm-intent");
+        self->ascii_only = kernel_is_ascii_only(self);
+        if (self->ascii_only)
+                g_message("this kernel refuses tags and values with bytes past 0x7f: changes "
+                          "holding them are refused as not supported, before anything is written");
         lsm_recover(self);
         return (PtagsBackend *)g_steal_pointer(&self);
 }

@@ -48,6 +48,19 @@ class AsciiOnlyKernelTests(PtagsTestCase):
         self.assertEqual(self.world.get_tags(target), [])
         self.assertOk(self.world.root_call("AddTag", "usb", [target, "app:cafe", False]))
 
+    def test_a_batch_the_kernel_would_refuse_midway_writes_nothing(self):
+        """ptagsd learns at start that the kernel takes no bytes past 0x7f
+        and refuses such a batch before writing: "-app:x" would apply, and
+        its undo may not give back a tag held without the keep flag (an
+        exec may have dropped it), so the process would keep part of it."""
+        target = self.world.spawn_target()
+        self.assertOk(self.world.root_call("Apply", "uas", [target, ["+app:x", "!app:x=v"]]))
+        reply = self.world.root_call("Apply", "uas", [target, ["-app:x", "+app:caf\u00e9"]])
+        self.assertError(reply, "NotSupported")
+        self.assertIn('line 2 ("+app:caf\u00e9")', reply.message)
+        self.assertIn("nothing changed", reply.message)
+        self.assertEqual(self.world.get_tags(target), [("app:x", False, "v")])
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -154,6 +154,40 @@ static gboolean plan_needs_pages(const ptags_plan *plan)
         return total > PTAGS_WRITE_MAX;
 }
 
+/* Whether another writer took away any of the rights tags ptagsd gave
+ * itself at start: the kernel then refuses ptagsd's writes (EPERM), which it
+ * never does otherwise. ptagsd gives back what the rights it still holds
+ * allow (ptags:ptags:add covers them all), one line at a time; without
+ * them, and without CAP_MAC_ADMIN since its start, it cannot. */
+static gboolean daemon_rights_lost(BackendLsm *self)
+{
+        g_autofree char *path = attr_path(self, getpid());
+        g_auto(GStrv) rights = g_strsplit(daemon_rights, "\n", -1);
+        ptags_set *own = NULL;
+        guint lost = 0, back = 0;
+
+        if (lsm_read(&self->parent, -1, getpid(), &own) < 0)
+                return FALSE;
+        for (guint i = 0; rights[i] != NULL && rights[i][0] == '+'; i++) {
+                if (ptags_set_find(own, rights[i] + 1, strlen(rights[i] + 1)) != NULL)
+                        continue;
+                lost++;
+                g_autofree char *line = g_strconcat(rights[i], "\n", NULL);
+                WriteTarget t = {path, -1};
+                back += write_page(line, strlen(line), &t) == (ssize_t)strlen(line);
+        }
+        ptags_set_free(own);
+        if (lost > 0 && back == lost)
+                g_warning("another writer took %u of ptagsd's own rights tags away; ptagsd gave "
+                          "them back, and the change that found them gone was refused",
+                          lost);
+        else if (lost > 0)
+                g_warning("another writer took %u of ptagsd's own rights tags away, and ptagsd "
+                          "could give back only %u: changes fail until ptagsd is restarted",
+                          lost, back);
+        return lost > 0;
+}
+
 /* The index of the first change of @plan whose line holds a byte past
  * 0x7f, or -1. */
 static gssize first_non_ascii(const ptags_plan *plan)
@@ -202,6 +236,8 @@ static int lsm_apply(PtagsBackend *b, int pidfd, pid_t pid, const ptags_plan *pl
         /* A process that exited midway holds nothing any more. */
         if (r == -ESRCH && !pidfd_running(pidfd))
                 failure->partial = FALSE;
+        if (r == -EPERM)
+                failure->lost_rights = daemon_rights_lost(self);
         if (failure->partial)
                 g_warning("process %d holds part of a change: writing it failed (%s), as "
                           "another writer or an exec changed its tags meanwhile, and the undo "

@@ -36,6 +36,9 @@ typedef struct {
          * writer changed the tags meanwhile): the process holds part of
          * the plan. */
         gboolean partial;
+        /* ptags-lsm: the kernel refused the write because another writer
+         * took ptagsd's own rights tags away (see ptagsd(8)). */
+        gboolean lost_rights;
 } PtagsApplyFailure;
 
 typedef struct {

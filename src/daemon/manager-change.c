@@ -188,6 +188,14 @@ static GError *apply_error(Call *call, int r, const PtagsApplyFailure *failure)
 {
         pid_t pid = call->target.pid;
 
+        if (failure->lost_rights)
+                return g_error_new(PTAGS_ERROR, PTAGS_ERROR_FAILED,
+                                   "cannot change the tags of process %d: another writer took "
+                                   "ptagsd's own rights tags away, so the kernel refused its "
+                                   "write%s (ptagsd's log says whether it could give them back)",
+                                   (int)pid,
+                                   failure->partial ? ": the process holds part of this change"
+                                                    : "; nothing changed");
         if (failure->partial && failure->refused < 0)
                 return g_error_new(PTAGS_ERROR, PTAGS_ERROR_FAILED,
                                    "cannot change the tags of process %d: %s, after part of the "

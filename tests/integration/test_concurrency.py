@@ -308,6 +308,28 @@ class KernelWriteRaceTests(TargetWorld):
                                            [self.target, ["?direct", "?@app:a", "+ok"]]))
         self.assertIn(("ok", False, ""), self.world.get_tags(self.target))
 
+    def test_rights_taken_from_ptagsd_are_named_and_given_back(self):
+        """Another writer takes ptagsd's own rights tags away, so the kernel
+        refuses its next write (EPERM). That was NotAuthorized, blaming a
+        change of the target's tags, for every change until a restart. Now
+        the reply names ptagsd's lost rights, and ptagsd gives back those
+        its remaining rights allow (ptags:ptags:add covers them all)."""
+        daemon = self.world.daemon_pid()
+        self.write_kernel(daemon, ["-ptags:add"])
+        reply = self.world.root_call("AddTag", "usb", [self.target, "app:new", False])
+        self.assertError(reply, "Failed")
+        self.assertIn("took ptagsd's own rights tags away", reply.message)
+        self.assertIn("nothing changed", reply.message)
+        self.assertOk(self.world.root_call("AddTag", "usb", [self.target, "app:new", False]))
+        # With none left it cannot give them back, and every change says so.
+        self.write_kernel(daemon, ["-ptags:*"])
+        for tag in ("app:1", "app:2"):
+            reply = self.world.root_call("AddTag", "usb", [self.target, tag, False])
+            self.assertError(reply, "Failed")
+            self.assertIn("took ptagsd's own rights tags away", reply.message)
+        self.assertIn("could give back only 0", self.world.read_log("ptagsd.log"))
+        self.assertIn(("app:new", False, ""), self.world.get_tags(self.target))
+
     def test_multi_page_batch_racing_the_tag_limit(self):
         """While a 100-tag batch of long tags (several kernel pages) waits
         for polkit, the kernel fills up behind ptagsd's back: the batch must

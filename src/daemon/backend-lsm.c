@@ -26,9 +26,9 @@
 
 typedef struct {
         PtagsBackend parent;
-        char *proc_root;   /* where attr/ptags files live: "/proc" or a test fixture */
-        char *intent_path; /* the crash journal of multi-page changes */
-        int state_lock;    /* the runtime directory, flock()ed while we run */
+        char *proc_root;     /* where attr/ptags files live: "/proc" or a test fixture */
+        char *intent_path;   /* the crash journal of multi-page changes */
+        int state_lock;      /* the runtime directory, flock()ed while we run */
         gboolean ascii_only; /* the kernel refuses lines with bytes past 0x7f */
 } BackendLsm;
 

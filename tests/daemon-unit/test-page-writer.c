@@ -14,7 +14,7 @@ typedef struct {
         guint writes;
         guint fail_from_write; /* 0 = never: writes from this one on fail with fail_errno */
         int fail_errno;
-        const char *refuse_tag; /* a line naming it fails with EPERM, as a refused right */
+        const char *refuse_tag;  /* a line naming it fails with EPERM, as a refused right */
         guint exec_before_write; /* 0 = never: the process executes a program before it */
 } FakeKernel;
 
@@ -289,9 +289,8 @@ static void test_undo_gives_a_keep_flag_back_only_to_a_tag_still_held(void)
         ptags_set_free(k.set);
 
         /* With no exec the query holds and the undo takes everything back. */
-        FakeKernel still = {.set = set_of("app:b\napp:t\n"),
-                            .page = PTAGS_WRITE_MAX,
-                            .refuse_tag = "app:b="};
+        FakeKernel still = {
+                .set = set_of("app:b\napp:t\n"), .page = PTAGS_WRITE_MAX, .refuse_tag = "app:b="};
         g_autofree char *back = write_and_undo(&still, lines, 3, EPERM, &undone);
         g_assert_cmpstr(back, ==, "app:b\napp:t\n");
         g_assert_true(undone);

@@ -509,16 +509,20 @@ static gboolean grant_daemon_rights(BackendLsm *self, GError **error)
 }
 
 /* Whether the kernel refuses lines holding a byte past 0x7f, as the 2016
- * code does where char is signed (x86-64), though ptags(7) allows them: a
- * query of a non-ASCII tag in ptagsd's own file, which needs no right and
- * changes nothing, finds no match (ENOENT) or is invalid (EINVAL). */
+ * code does where char is signed (x86-64), though ptags(7) allows them.
+ * Two queries in ptagsd's own file, which need no right and change
+ * nothing: one of an ordinary ASCII tag finds no match (ENOENT), and the
+ * same tag with a non-ASCII byte is then either no match too or invalid
+ * (EINVAL). A kernel answering the first otherwise is not judged. */
 static gboolean kernel_is_ascii_only(BackendLsm *self)
 {
         g_autofree char *path = attr_path(self, getpid());
         WriteTarget t = {path, -1};
-        static const char probe[] = "?ptags:probe:\xc3\xa9\n";
+        static const char ascii[] = "?ptagsd-probe:e\n";
+        static const char other[] = "?ptagsd-probe:\xc3\xa9\n";
 
-        return write_page(probe, sizeof(probe) - 1, &t) == -EINVAL;
+        return write_page(ascii, sizeof(ascii) - 1, &t) == -ENOENT &&
+               write_page(other, sizeof(other) - 1, &t) == -EINVAL;
 }
 
 /* The runtime directory (crash note, container registry) belongs to one

@@ -26,10 +26,11 @@
 
 typedef struct {
         PtagsBackend parent;
-        char *proc_root;     /* where attr/ptags files live: "/proc" or a test fixture */
-        char *intent_path;   /* the crash journal of multi-page changes */
-        int state_lock;      /* the runtime directory, flock()ed while we run */
-        gboolean ascii_only; /* the kernel refuses lines with bytes past 0x7f */
+        char *proc_root;      /* where attr/ptags files live: "/proc" or a test fixture */
+        char *intent_path;    /* the crash journal of multi-page changes */
+        int state_lock;       /* the runtime directory, flock()ed while we run */
+        gboolean ascii_only;  /* the kernel refuses lines with bytes past 0x7f */
+        guint rights_missing; /* a bit per daemon right it found gone and could not give back */
 } BackendLsm;
 
 /* The daemon's own rights: add, remove and set any tag (rights tags too) of
@@ -164,7 +165,7 @@ static gboolean daemon_rights_lost(BackendLsm *self)
         g_autofree char *path = attr_path(self, getpid());
         g_auto(GStrv) rights = g_strsplit(daemon_rights, "\n", -1);
         ptags_set *own = NULL;
-        guint lost = 0, back = 0;
+        guint lost = 0, missing = 0;
 
         if (lsm_read(&self->parent, -1, getpid(), &own) < 0)
                 return FALSE;
@@ -174,17 +175,25 @@ static gboolean daemon_rights_lost(BackendLsm *self)
                 lost++;
                 g_autofree char *line = g_strconcat(rights[i], "\n", NULL);
                 WriteTarget t = {path, -1};
-                back += write_page(line, strlen(line), &t) == (ssize_t)strlen(line);
+                if (write_page(line, strlen(line), &t) != (ssize_t)strlen(line))
+                        missing |= 1u << i;
         }
         ptags_set_free(own);
-        if (lost > 0 && back == lost)
-                g_warning("another writer took %u of ptagsd's own rights tags away; ptagsd gave "
-                          "them back, and the change that found them gone was refused",
-                          lost);
-        else if (lost > 0)
-                g_warning("another writer took %u of ptagsd's own rights tags away, and ptagsd "
-                          "could give back only %u: changes fail until ptagsd is restarted",
-                          lost, back);
+        /* Rights it could not give back are told once, not once per refused
+         * call: every change would log them again. */
+        if (lost > 0 && (missing == 0 || missing != self->rights_missing)) {
+                if (missing == 0)
+                        g_warning("another writer took %u of ptagsd's own rights tags away; "
+                                  "ptagsd gave them back, and the change that found them gone "
+                                  "was refused",
+                                  lost);
+                else
+                        g_warning("another writer took %u of ptagsd's own rights tags away, and "
+                                  "ptagsd could give back only %u: changes fail until ptagsd is "
+                                  "restarted",
+                                  lost, lost - (guint)__builtin_popcount(missing));
+        }
+        self->rights_missing = missing;
         return lost > 0;
 }
 
@@ -573,6 +582,10 @@ PtagsBackend *ptags_backend_lsm_new(const char *proc_root, GError **error)
                 g_free(self->proc_root);
                 return NULL;
         }
+        self->ascii_only = kernel_is_ascii_only(self);
+        if (self->ascii_only)
+                g_message("this kernel refuses tags and values with bytes past 0x7f: changes "
+                          "holding them are refused as not supported, before anything is written");
         self->state_lock = lock_runtime_directory(error);
         if (self->state_lock < 0 || !grant_daemon_rights(self, error)) {
                 if (self->state_lock >= 0)
@@ -581,10 +594,6 @@ PtagsBackend *ptags_backend_lsm_new(const char *proc_root, GError **error)
                 return NULL;
         }
         self->intent_path = ptags_runtime_path("lsm-intent");
-        self->ascii_only = kernel_is_ascii_only(self);
-        if (self->ascii_only)
-                g_message("this kernel refuses tags and values with bytes past 0x7f: changes "
-                          "holding them are refused as not supported, before anything is written");
         lsm_recover(self);
         return (PtagsBackend *)g_steal_pointer(&self);
 }

@@ -225,8 +225,9 @@ static GError *apply_error(Call *call, int r, const PtagsApplyFailure *failure)
                                    "cannot change the tags of process %d: the kernel refused %s "
                                    "(%s: another writer, or an exec, changed the tags after "
                                    "ptagsd read them), and the lines before it could not all be "
-                                   "taken back (a tag held without the keep flag is never given "
-                                   "back, as the process may run a new program): the process "
+                                   "taken back (the tags changed again, or a tag held without "
+                                   "the keep flag would have had to be given back, which ptagsd "
+                                   "never does: the process may run a new program): the process "
                                    "holds part of this change",
                                    (int)pid, label, why);
         return g_error_new(PTAGS_ERROR, code,

@@ -73,12 +73,9 @@ static size_t count_lines(const char *buf, size_t len)
 }
 
 /* Write @lines in pages; *written gets how many lines the kernel applied,
- * and *@by_kernel whether a failure is a write's own -errno. With @retry,
- * a short count is followed by a write of the rest, which makes the failed
- * line fail first and so yields its errno; without, it ends the writing
- * (-EIO): an undo's query must never be parted from the line it guards. */
-static int write_lines(GPtrArray *lines, size_t page, gboolean retry, PtagsPageWriteFunc write_fn,
-                       void *user_data, size_t *written, gboolean *by_kernel)
+ * and *@by_kernel whether a failure is a write's own -errno. */
+static int write_lines(GPtrArray *lines, size_t page, PtagsPageWriteFunc write_fn, void *user_data,
+                       size_t *written, gboolean *by_kernel)
 {
         g_autoptr(GPtrArray) pages =
                 ptags_pack_lines((const char *const *)lines->pdata, lines->len, page);
@@ -91,6 +88,8 @@ static int write_lines(GPtrArray *lines, size_t page, gboolean retry, PtagsPageW
                 size_t len = 0;
                 const char *buf = g_bytes_get_data(pages->pdata[p], &len);
                 size_t off = 0;
+                /* A short count means the line after it failed; writing the
+                 * rest again makes that line fail first, which yields its errno. */
                 while (off < len) {
                         ssize_t r = write_fn(buf + off, len - off, user_data);
                         if (r < 0) {
@@ -103,8 +102,6 @@ static int write_lines(GPtrArray *lines, size_t page, gboolean retry, PtagsPageW
                         off += (size_t)r;
                         if (buf[off - 1] != '\n')
                                 return -EIO; /* not on a line boundary: cannot tell what ran */
-                        if (off < len && !retry)
-                                return -EIO;
                 }
         }
         return 0;
@@ -120,49 +117,137 @@ static gboolean held_unkept(GHashTable *first, const ptags_change *c)
         return f->kind != PTAGS_CHANGE_ADD && f->kind != PTAGS_CHANGE_ADD_KEPT && !f->old_keep;
 }
 
-/* The lines that take back the first @applied changes of @plan, newest
+/* One step of an undo: a line, or a query and the line it guards (joined
+ * by '\n', so they share a write), and the tag it is about. */
+typedef struct {
+        char *text;
+        const char *tag;
+} UndoUnit;
+
+static void undo_unit_free(gpointer data)
+{
+        UndoUnit *u = data;
+
+        g_free(u->text);
+        g_free(u);
+}
+
+static void add_unit(GPtrArray *units, const char *tag, char *text)
+{
+        UndoUnit *u = g_new(UndoUnit, 1);
+
+        u->text = text;
+        u->tag = tag;
+        g_ptr_array_add(units, u);
+}
+
+/* The steps that take back the first @applied changes of @plan, newest
  * first. The target may have executed a program since ptagsd read its tags,
  * and nothing in the kernel's file tells: so the undo never gives back a
  * tag that was held without the keep flag, as the exec dropped it and the
- * new program would get it. A removal of such a tag stays (*@all is
- * cleared: the process holds part of the change), and a keep flag taken
- * from it is given back only if the tag is still there, a query in the
- * same write (or not at all, for a tag too long to share a page with its
- * query). Tags held with the keep flag, which an exec keeps, and tags the
- * plan itself added are taken back whole. */
-static GPtrArray *undo_lines(const ptags_plan *plan, size_t applied, size_t page, gboolean *all)
+ * new program would get it. Such a removal stays, with the older changes
+ * to that tag (*@all is cleared: the process holds part of the change).
+ * A keep flag is given back only to a tag still there, a query in the same
+ * write (not at all for a tag too long to share a page with its query):
+ * else it would create the tag again, without its value. The rest is taken
+ * back as it was. */
+static GPtrArray *undo_units(const ptags_plan *plan, size_t applied, size_t page, gboolean *all)
 {
         g_autoptr(GHashTable) first = g_hash_table_new(g_str_hash, g_str_equal);
-        GPtrArray *undo = g_ptr_array_new_with_free_func(g_free);
+        g_autoptr(GHashTable) left = g_hash_table_new(g_str_hash, g_str_equal);
+        GPtrArray *units = g_ptr_array_new_with_free_func(undo_unit_free);
 
         for (size_t i = 0; i < applied; i++) {
                 const ptags_change *c = ptags_plan_change_at(plan, i);
                 if (!g_hash_table_contains(first, c->tag))
                         g_hash_table_insert(first, (gpointer)c->tag, (gpointer)c);
         }
-        *all = TRUE;
         for (size_t i = applied; i-- > 0;) {
                 const ptags_change *c = ptags_plan_change_at(plan, i);
+                if (g_hash_table_contains(left, c->tag))
+                        continue;
                 if (held_unkept(first, c) && c->kind == PTAGS_CHANGE_REMOVE) {
                         *all = FALSE;
+                        g_hash_table_add(left, (gpointer)c->tag);
                         continue;
                 }
-                if (held_unkept(first, c) && c->kind == PTAGS_CHANGE_CLEAR_KEEP) {
-                        /* One unit for the packing, so query and line share a write. */
+                if (c->kind == PTAGS_CHANGE_CLEAR_KEEP) {
                         char *guarded = g_strdup_printf("?%s\n+@%s", c->tag, c->tag);
                         if (strlen(guarded) + 1 > page) {
                                 g_free(guarded);
                                 *all = FALSE;
+                                g_hash_table_add(left, (gpointer)c->tag);
                         } else {
-                                g_ptr_array_add(undo, guarded);
+                                add_unit(units, c->tag, guarded);
                         }
                         continue;
                 }
                 g_autoptr(GPtrArray) inv = ptags_change_undo_lines(c);
                 for (guint j = 0; j < inv->len; j++)
-                        g_ptr_array_add(undo, g_strdup(inv->pdata[j]));
+                        add_unit(units, c->tag, g_strdup(inv->pdata[j]));
         }
-        return undo;
+        return units;
+}
+
+/* Write the undo @units in pages. A step the kernel refuses (its line or
+ * its query finds the tags changed by another writer or an exec) is left
+ * out with the older steps of its tag, and the writing goes on with the
+ * next one; *@all is then cleared. An error about the file or the process
+ * ends it. Returns how many steps were written. */
+static size_t write_undo(GPtrArray *units, size_t page, PtagsPageWriteFunc write_fn,
+                         void *user_data, gboolean *all)
+{
+        g_autoptr(GHashTable) failed = g_hash_table_new(g_str_hash, g_str_equal);
+        size_t written = 0;
+        guint i = 0;
+
+        while (i < units->len) {
+                g_autoptr(GString) buf = g_string_new(NULL);
+                g_autoptr(GArray) in_page = g_array_new(FALSE, FALSE, sizeof(guint));
+                guint next = i;
+                for (; next < units->len; next++) {
+                        const UndoUnit *u = units->pdata[next];
+                        if (g_hash_table_contains(failed, u->tag))
+                                continue;
+                        if (buf->len + strlen(u->text) + 1 > page)
+                                break;
+                        g_string_append(buf, u->text);
+                        g_string_append_c(buf, '\n');
+                        g_array_append_val(in_page, next);
+                }
+                if (in_page->len == 0) {
+                        if (next < units->len) /* longer than a page: it cannot be written */
+                                *all = FALSE;
+                        break;
+                }
+                ssize_t r = write_fn(buf->str, buf->len, user_data);
+                if (r == (ssize_t)buf->len) {
+                        written += in_page->len;
+                        i = next;
+                        continue;
+                }
+                gboolean verdict = r == -EINVAL || r == -EPERM || r == -ENOENT || r == -ECANCELED;
+                if ((r < 0 && !verdict) || r == 0 || r > (ssize_t)buf->len ||
+                    (r > 0 && buf->str[r - 1] != '\n')) {
+                        *all = FALSE;
+                        return written;
+                }
+                /* The step holding the refused line: the ones before it ran. */
+                size_t done = r < 0 ? 0 : (size_t)r, off = 0;
+                guint k = 0;
+                for (; k < in_page->len; k++) {
+                        const UndoUnit *u = units->pdata[g_array_index(in_page, guint, k)];
+                        if (off + strlen(u->text) + 1 > done)
+                                break;
+                        off += strlen(u->text) + 1;
+                }
+                written += k;
+                const UndoUnit *bad = units->pdata[g_array_index(in_page, guint, k)];
+                g_hash_table_add(failed, (gpointer)bad->tag);
+                *all = FALSE;
+                i = g_array_index(in_page, guint, k) + 1;
+        }
+        return written;
 }
 
 int ptags_plan_write(const ptags_plan *plan, size_t page, PtagsPageWriteFunc write_fn,
@@ -174,7 +259,7 @@ int ptags_plan_write(const ptags_plan *plan, size_t page, PtagsPageWriteFunc wri
 
         if (undo_failed != NULL)
                 *undo_failed = FALSE;
-        int r = write_lines(forward, page, TRUE, write_fn, user_data, &applied, &by_kernel);
+        int r = write_lines(forward, page, write_fn, user_data, &applied, &by_kernel);
         /* Lines run in order and stop at the first failing one, so the
          * failure is the verdict on the change after those applied. */
         if (refused != NULL)
@@ -184,15 +269,14 @@ int ptags_plan_write(const ptags_plan *plan, size_t page, PtagsPageWriteFunc wri
 
         /* Forward lines map one to one onto changes. */
         gboolean all = TRUE;
-        g_autoptr(GPtrArray) undo = undo_lines(plan, applied, page, &all);
-        size_t undone = 0;
-        int ur = write_lines(undo, page, FALSE, write_fn, user_data, &undone, &by_kernel);
-        if (ur != 0 || !all) {
+        g_autoptr(GPtrArray) undo = undo_units(plan, applied, page, &all);
+        size_t undone = write_undo(undo, page, write_fn, user_data, &all);
+        if (!all) {
                 /* Not a bug of ptagsd's: another writer or an exec changed
                  * the tags meanwhile. The caller says what the process holds. */
-                g_debug("undo of a partly applied change: %zu of %u lines written%s%s%s", undone,
-                        undo->len, ur != 0 ? ", then " : "", ur != 0 ? g_strerror(-ur) : "",
-                        all ? "" : "; tags held without the keep flag are not given back");
+                g_debug("undo of a partly applied change: %zu of %u steps written; the process "
+                        "holds part of the change",
+                        undone, undo->len);
                 if (undo_failed != NULL)
                         *undo_failed = TRUE;
         }

@@ -29,11 +29,12 @@ GPtrArray *ptags_plan_lines(const ptags_plan *plan);
 /* Write every change of @plan through @write_fn in pages of @page bytes. On
  * a failure midway, write the inverse of what was applied (newest first),
  * but never give back a tag held without the keep flag (an exec may have
- * dropped it since the plan was made), and return the failure's -errno; 0
- * when everything applied. *@refused (may be NULL) gets the index of the
+ * dropped it since the plan was made), give a keep flag back only to a tag
+ * still there, and go on past a step the kernel refuses; return the
+ * failure's -errno; 0 when everything applied. *@refused (may be NULL) gets the index of the
  * change whose write failed with that errno (the kernel's verdict on it, or
  * on the file), or -1 when no write failed (a line too long, or a count the
  * kernel cannot have given). *@undo_failed (may be NULL) is set when the
- * undo failed or left such a tag out: the target holds part of the change. */
+ * undo left any step out: the target holds part of the change. */
 int ptags_plan_write(const ptags_plan *plan, size_t page, PtagsPageWriteFunc write_fn,
                      void *user_data, gssize *refused, gboolean *undo_failed);

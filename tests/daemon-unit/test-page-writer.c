@@ -297,6 +297,42 @@ static void test_undo_gives_a_keep_flag_back_only_to_a_tag_still_held(void)
         ptags_set_free(still.set);
 }
 
+/* A removal of a tag held without the keep flag stays, and so do the older
+ * changes to it: taking back "!app:t=w" would fail on the missing tag and
+ * used to end the undo there, leaving the new @app:a behind. */
+static void test_undo_leaves_a_kept_removal_whole(void)
+{
+        FakeKernel k = {
+                .set = set_of("app:b\napp:t=v\n"), .page = PTAGS_WRITE_MAX, .refuse_tag = "app:b="};
+        const char *lines[] = {"+@app:a", "!app:t=w", "-app:t", "!app:b=x"};
+        gboolean undone = TRUE;
+        g_autofree char *now = write_and_undo(&k, lines, 4, EPERM, &undone);
+
+        g_assert_cmpstr(now, ==, "app:b\n");
+        g_assert_false(undone);
+        ptags_set_free(k.set);
+}
+
+/* A keep flag taken from a kept tag with a value; the next line fails, and
+ * the process executes a program before the undo, which drops app:k (no
+ * longer kept) and app:b. "+@app:k" would create app:k again without its
+ * value and the undo would say nothing changed: its query fails instead,
+ * and the next step ("-app:n") is still written. */
+static void test_undo_goes_on_past_a_step_it_cannot_take(void)
+{
+        FakeKernel k = {.set = set_of("app:b\n@app:k=v\n"),
+                        .page = PTAGS_WRITE_MAX,
+                        .refuse_tag = "app:b=",
+                        .exec_before_write = 3}; /* after the write of "!app:b=x" again */
+        const char *lines[] = {"+app:n", "-@app:k", "!app:b=x"};
+        gboolean undone = TRUE;
+        g_autofree char *now = write_and_undo(&k, lines, 3, EPERM, &undone);
+
+        g_assert_cmpstr(now, ==, "");
+        g_assert_false(undone);
+        ptags_set_free(k.set);
+}
+
 int main(int argc, char **argv)
 {
         g_test_init(&argc, &argv, NULL);
@@ -313,5 +349,9 @@ int main(int argc, char **argv)
                         test_undo_gives_no_unkept_tag_back);
         g_test_add_func("/page-writer/undo-keep-flag-only-to-a-tag-still-held",
                         test_undo_gives_a_keep_flag_back_only_to_a_tag_still_held);
+        g_test_add_func("/page-writer/undo-leaves-a-kept-removal-whole",
+                        test_undo_leaves_a_kept_removal_whole);
+        g_test_add_func("/page-writer/undo-goes-on-past-a-step-it-cannot-take",
+                        test_undo_goes_on_past_a_step_it_cannot_take);
         return g_test_run();
 }

@@ -217,20 +217,31 @@ static void test_undo_lines_restore_removed_tag(void)
         ptags_set_free(set);
 }
 
-/* The undo of a plan written in part, as its write ended; undone: whether
- * it took back all of it (ptags_plan_write's undo_failed not set). */
-static char *write_and_undo(FakeKernel *k, const char *const *lines, size_t n, int expect_errno,
-                            gboolean *undone)
+/* A kernel holding @start, refusing lines naming @refuse_tag (EPERM; may
+ * be NULL), whose process executes a program before write @exec_before (0:
+ * never), is given @lines; the write fails with @expect_errno. Checks that
+ * the undo leaves @expect, and whether it says it took everything back.
+ * Returns how many writes were made. */
+static guint expect_undo(const char *start, const char *refuse_tag, guint exec_before,
+                         const char *const *lines, size_t n, int expect_errno, const char *expect,
+                         gboolean expect_undone)
 {
+        FakeKernel k = {.set = set_of(start),
+                        .page = PTAGS_WRITE_MAX,
+                        .refuse_tag = refuse_tag,
+                        .exec_before_write = exec_before};
         ptags_plan *plan = NULL;
-        gboolean undo_failed = FALSE;
+        gboolean undo_failed = !expect_undone;
 
-        g_assert_cmpint(ptags_plan_build(k->set, lines, NULL, n, &plan, NULL), ==, PTAGS_OK);
-        g_assert_cmpint(ptags_plan_write(plan, k->page, fake_write, k, NULL, &undo_failed), ==,
+        g_assert_cmpint(ptags_plan_build(k.set, lines, NULL, n, &plan, NULL), ==, PTAGS_OK);
+        g_assert_cmpint(ptags_plan_write(plan, k.page, fake_write, &k, NULL, &undo_failed), ==,
                         -expect_errno);
-        *undone = !undo_failed;
+        g_autofree char *now = ptags_set_format(k.set, NULL);
+        g_assert_cmpstr(now, ==, expect);
+        g_assert_cmpint(undo_failed, ==, !expect_undone);
         ptags_plan_free(plan);
-        return ptags_set_format(k->set, NULL);
+        ptags_set_free(k.set);
+        return k.writes;
 }
 
 /* The process executes a program after ptagsd read its tags: the exec
@@ -239,62 +250,31 @@ static char *write_and_undo(FakeKernel *k, const char *const *lines, size_t n, i
  * dropped: the undo leaves it out and says that part of the change stays. */
 static void test_undo_gives_no_unkept_tag_back(void)
 {
-        FakeKernel k = {.set = set_of("app:b\napp:x=secret\n@k:kept\n"),
-                        .page = PTAGS_WRITE_MAX,
-                        .exec_before_write = 1};
         const char *lines[] = {"-app:x", "!app:b=v"};
-        gboolean undone = TRUE;
-        g_autofree char *now = write_and_undo(&k, lines, 2, ENOENT, &undone);
 
-        g_assert_cmpstr(now, ==, "@k:kept\n");
-        g_assert_false(undone);
-        ptags_set_free(k.set);
-
+        expect_undo("app:b\napp:x=secret\n@k:kept\n", NULL, 1, lines, 2, ENOENT, "@k:kept\n",
+                    FALSE);
         /* Without an exec too: the process lost app:x, and is told so. */
-        FakeKernel other = {.set = set_of("app:b\napp:x=secret\n@k:kept\n"),
-                            .page = PTAGS_WRITE_MAX,
-                            .refuse_tag = "app:b="};
-        g_autofree char *held = write_and_undo(&other, lines, 2, EPERM, &undone);
-        g_assert_cmpstr(held, ==, "app:b\n@k:kept\n");
-        g_assert_false(undone);
-        ptags_set_free(other.set);
-
+        expect_undo("app:b\napp:x=secret\n@k:kept\n", "app:b=", 0, lines, 2, EPERM,
+                    "app:b\n@k:kept\n", FALSE);
         /* A tag held with the keep flag survives an exec: it comes back whole. */
-        FakeKernel kept = {.set = set_of("app:b\n@app:x=secret\n"),
-                           .page = PTAGS_WRITE_MAX,
-                           .refuse_tag = "app:b="};
-        g_autofree char *back = write_and_undo(&kept, lines, 2, EPERM, &undone);
-        g_assert_cmpstr(back, ==, "app:b\n@app:x=secret\n");
-        g_assert_true(undone);
-        ptags_set_free(kept.set);
+        expect_undo("app:b\n@app:x=secret\n", "app:b=", 0, lines, 2, EPERM,
+                    "app:b\n@app:x=secret\n", TRUE);
 }
 
 /* A keep flag set then cleared on a tag held without it; the next line
- * fails, and the process executes a program before the undo, which drops
- * app:t. The undo's "+@app:t" would create it again for the new program:
- * it goes only with the query "?app:t" in the same write, which fails. */
+ * fails, and the process executes a program before the undo (write 3,
+ * after "!app:b=v" is written again), which drops app:t. The undo's
+ * "+@app:t" would create it again for the new program: it goes only with
+ * the query "?app:t" in the same write, which fails. */
 static void test_undo_gives_a_keep_flag_back_only_to_a_tag_still_held(void)
 {
-        FakeKernel k = {.set = set_of("app:b\napp:t\n"),
-                        .page = PTAGS_WRITE_MAX,
-                        .refuse_tag = "app:b=",
-                        .exec_before_write = 3}; /* after the write of "!app:b=v" again */
         const char *lines[] = {"+@app:t", "-@app:t", "!app:b=v"};
-        gboolean undone = TRUE;
-        g_autofree char *now = write_and_undo(&k, lines, 3, EPERM, &undone);
 
-        g_assert_cmpstr(now, ==, "");
-        g_assert_false(undone);
-        g_assert_cmpuint(k.writes, ==, 3);
-        ptags_set_free(k.set);
-
+        g_assert_cmpuint(expect_undo("app:b\napp:t\n", "app:b=", 3, lines, 3, EPERM, "", FALSE), ==,
+                         3);
         /* With no exec the query holds and the undo takes everything back. */
-        FakeKernel still = {
-                .set = set_of("app:b\napp:t\n"), .page = PTAGS_WRITE_MAX, .refuse_tag = "app:b="};
-        g_autofree char *back = write_and_undo(&still, lines, 3, EPERM, &undone);
-        g_assert_cmpstr(back, ==, "app:b\napp:t\n");
-        g_assert_true(undone);
-        ptags_set_free(still.set);
+        expect_undo("app:b\napp:t\n", "app:b=", 0, lines, 3, EPERM, "app:b\napp:t\n", TRUE);
 }
 
 /* A removal of a tag held without the keep flag stays, and so do the older
@@ -302,15 +282,9 @@ static void test_undo_gives_a_keep_flag_back_only_to_a_tag_still_held(void)
  * used to end the undo there, leaving the new @app:a behind. */
 static void test_undo_leaves_a_kept_removal_whole(void)
 {
-        FakeKernel k = {
-                .set = set_of("app:b\napp:t=v\n"), .page = PTAGS_WRITE_MAX, .refuse_tag = "app:b="};
         const char *lines[] = {"+@app:a", "!app:t=w", "-app:t", "!app:b=x"};
-        gboolean undone = TRUE;
-        g_autofree char *now = write_and_undo(&k, lines, 4, EPERM, &undone);
 
-        g_assert_cmpstr(now, ==, "app:b\n");
-        g_assert_false(undone);
-        ptags_set_free(k.set);
+        expect_undo("app:b\napp:t=v\n", "app:b=", 0, lines, 4, EPERM, "app:b\n", FALSE);
 }
 
 /* A keep flag taken from a kept tag with a value; the next line fails, and
@@ -320,17 +294,9 @@ static void test_undo_leaves_a_kept_removal_whole(void)
  * and the next step ("-app:n") is still written. */
 static void test_undo_goes_on_past_a_step_it_cannot_take(void)
 {
-        FakeKernel k = {.set = set_of("app:b\n@app:k=v\n"),
-                        .page = PTAGS_WRITE_MAX,
-                        .refuse_tag = "app:b=",
-                        .exec_before_write = 3}; /* after the write of "!app:b=x" again */
         const char *lines[] = {"+app:n", "-@app:k", "!app:b=x"};
-        gboolean undone = TRUE;
-        g_autofree char *now = write_and_undo(&k, lines, 3, EPERM, &undone);
 
-        g_assert_cmpstr(now, ==, "");
-        g_assert_false(undone);
-        ptags_set_free(k.set);
+        expect_undo("app:b\n@app:k=v\n", "app:b=", 3, lines, 3, EPERM, "", FALSE);
 }
 
 int main(int argc, char **argv)

@@ -147,12 +147,7 @@ static ssize_t write_page(const char *buf, size_t len, void *user_data)
  * killed between two pages puts them back at its next start. */
 static gboolean plan_needs_pages(const ptags_plan *plan)
 {
-        g_autoptr(GPtrArray) lines = ptags_plan_lines(plan);
-        size_t total = 0;
-
-        for (guint i = 0; i < lines->len; i++)
-                total += strlen(lines->pdata[i]) + 1;
-        return total > PTAGS_WRITE_MAX;
+        return ptags_plan_write_bytes(plan, PTAGS_WRITE_MAX) > PTAGS_WRITE_MAX;
 }
 
 /* Whether another writer took away any of the rights tags ptagsd gave

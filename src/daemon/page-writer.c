@@ -63,22 +63,15 @@ GPtrArray *ptags_pack_lines(const char *const *lines, size_t n, size_t page)
         return g_steal_pointer(&pages);
 }
 
-static size_t count_lines(const char *buf, size_t len)
-{
-        size_t n = 0;
-
-        for (size_t i = 0; i < len; i++)
-                n += buf[i] == '\n';
-        return n;
-}
-
-/* Write @lines in pages; *written gets how many lines the kernel applied,
- * and *@by_kernel whether a failure is a write's own -errno. */
-static int write_lines(GPtrArray *lines, size_t page, PtagsPageWriteFunc write_fn, void *user_data,
-                       size_t *written, gboolean *by_kernel)
+/* Write @units in pages, each unit a line or a query and the line it
+ * guards (so they share a write); *written gets how many units the kernel
+ * applied, and *@by_kernel whether a failure is a write's own -errno. */
+static int write_lines(GPtrArray *units, size_t page, PtagsPageWriteFunc write_fn,
+                       void *user_data, size_t *written, gboolean *by_kernel)
 {
         g_autoptr(GPtrArray) pages =
-                ptags_pack_lines((const char *const *)lines->pdata, lines->len, page);
+                ptags_pack_lines((const char *const *)units->pdata, units->len, page);
+        guint u = 0;
 
         *written = 0;
         *by_kernel = FALSE;
@@ -87,9 +80,11 @@ static int write_lines(GPtrArray *lines, size_t page, PtagsPageWriteFunc write_f
         for (guint p = 0; p < pages->len; p++) {
                 size_t len = 0;
                 const char *buf = g_bytes_get_data(pages->pdata[p], &len);
-                size_t off = 0;
+                size_t off = 0, unit_end = strlen(units->pdata[u]) + 1;
                 /* A short count means the line after it failed; writing the
-                 * rest again makes that line fail first, which yields its errno. */
+                 * rest again makes that line fail first, which yields its
+                 * errno. A count ending inside a unit means its query held
+                 * and its line failed: the line is written alone again. */
                 while (off < len) {
                         ssize_t r = write_fn(buf + off, len - off, user_data);
                         if (r < 0) {
@@ -98,13 +93,39 @@ static int write_lines(GPtrArray *lines, size_t page, PtagsPageWriteFunc write_f
                         }
                         if (r == 0 || (size_t)r > len - off)
                                 return -EIO;
-                        *written += count_lines(buf + off, (size_t)r);
                         off += (size_t)r;
                         if (buf[off - 1] != '\n')
                                 return -EIO; /* not on a line boundary: cannot tell what ran */
+                        while (unit_end <= off) {
+                                (*written)++;
+                                if (++u == units->len || unit_end == len)
+                                        break;
+                                unit_end += strlen(units->pdata[u]) + 1;
+                        }
                 }
         }
         return 0;
+}
+
+/* The units of the forward write of @plan: a line per change, and a keep
+ * flag set on a tag the plan found held without it comes behind a query
+ * for the tag in the same write. If the target executed a program since
+ * ptagsd read its tags, the exec dropped the tag, and "+@T" would create it
+ * for the new program, whose undo would then give it the old value: the
+ * query fails instead (ENOENT, as "!T=V" on a tag gone). A tag too long to
+ * share a page with its query goes without. (transfer full) */
+static GPtrArray *forward_units(const ptags_plan *plan, size_t page)
+{
+        GPtrArray *units = ptags_plan_lines(plan);
+
+        for (guint i = 0; i < units->len; i++) {
+                const ptags_change *c = ptags_plan_change_at(plan, i);
+                if (c->kind != PTAGS_CHANGE_SET_KEEP || 2 * c->tag_len + 6 > page)
+                        continue;
+                g_free(units->pdata[i]);
+                units->pdata[i] = g_strdup_printf("?%s\n+@%s", c->tag, c->tag);
+        }
+        return units;
 }
 
 /* Whether the tag of @c was held without the keep flag before the plan,
@@ -250,10 +271,20 @@ static size_t write_undo(GPtrArray *units, size_t page, PtagsPageWriteFunc write
         return written;
 }
 
+size_t ptags_plan_write_bytes(const ptags_plan *plan, size_t page)
+{
+        g_autoptr(GPtrArray) units = forward_units(plan, page);
+        size_t total = 0;
+
+        for (guint i = 0; i < units->len; i++)
+                total += strlen(units->pdata[i]) + 1;
+        return total;
+}
+
 int ptags_plan_write(const ptags_plan *plan, size_t page, PtagsPageWriteFunc write_fn,
                      void *user_data, gssize *refused, gboolean *undo_failed)
 {
-        g_autoptr(GPtrArray) forward = ptags_plan_lines(plan);
+        g_autoptr(GPtrArray) forward = forward_units(plan, page);
         size_t applied = 0;
         gboolean by_kernel = FALSE;
 
@@ -267,7 +298,7 @@ int ptags_plan_write(const ptags_plan *plan, size_t page, PtagsPageWriteFunc wri
         if (r == 0 || applied == 0)
                 return r;
 
-        /* Forward lines map one to one onto changes. */
+        /* Forward units map one to one onto changes. */
         gboolean all = TRUE;
         g_autoptr(GPtrArray) undo = undo_units(plan, applied, page, &all);
         size_t undone = write_undo(undo, page, write_fn, user_data, &all);

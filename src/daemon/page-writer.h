@@ -26,7 +26,13 @@ GPtrArray *ptags_change_undo_lines(const ptags_change *c);
 /* The normalized forward lines of every change of @plan. (transfer full) */
 GPtrArray *ptags_plan_lines(const ptags_plan *plan);
 
-/* Write every change of @plan through @write_fn in pages of @page bytes. On
+/* The bytes ptags_plan_write() writes for @plan in pages of @page bytes
+ * when nothing fails (its queries included). */
+size_t ptags_plan_write_bytes(const ptags_plan *plan, size_t page);
+
+/* Write every change of @plan through @write_fn in pages of @page bytes (a
+ * keep flag set on a tag held without it goes behind a query for the tag,
+ * so a tag an exec dropped is not created again for the new program). On
  * a failure midway, write the inverse of what was applied (newest first),
  * but never give back a tag held without the keep flag (an exec may have
  * dropped it since the plan was made), give a keep flag back only to a tag

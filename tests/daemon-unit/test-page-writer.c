@@ -299,6 +299,45 @@ static void test_undo_goes_on_past_a_step_it_cannot_take(void)
         expect_undo("app:b\n@app:k=v\n", "app:b=", 3, lines, 3, EPERM, "", FALSE);
 }
 
+/* The process executes a program after ptagsd read its tags, which drops
+ * app:t and app:b. "+@app:t" would create app:t (kept) for the new program,
+ * and the undo of "!app:t=w" would then give it the old program's value:
+ * the keep flag goes behind the query "?app:t", which refuses the change
+ * before anything is written. */
+static void test_keep_flag_set_only_on_a_tag_still_held(void)
+{
+        const char *lines[] = {"+@app:t", "!app:t=w", "!app:b=x"};
+
+        g_assert_cmpuint(expect_undo("app:b\napp:t=v\n", NULL, 1, lines, 3, ENOENT, "", TRUE), ==,
+                         1);
+        /* With no exec the query holds: one write applies it all. */
+        g_assert_cmpuint(
+                expect_undo("app:b\napp:t=v\n", NULL, 0, lines, 3, 0, "app:b=x\n@app:t=w\n", TRUE),
+                ==, 1);
+}
+
+/* The query of a guarded keep flag holds and its line fails: the count ends
+ * inside the unit, and the change refused is the keep flag's, with the
+ * one before it taken back. */
+static void test_refused_line_behind_a_query_is_named(void)
+{
+        FakeKernel k = {.set = set_of("app:t\n"), .page = PTAGS_WRITE_MAX, .refuse_tag = "+@app:t"};
+        const char *lines[] = {"+app:n", "+@app:t"};
+        ptags_plan *plan = NULL;
+        gssize refused = -2;
+        gboolean undo_failed = TRUE;
+
+        g_assert_cmpint(ptags_plan_build(k.set, lines, NULL, 2, &plan, NULL), ==, PTAGS_OK);
+        g_assert_cmpint(ptags_plan_write(plan, k.page, fake_write, &k, &refused, &undo_failed), ==,
+                        -EPERM);
+        g_assert_cmpint(refused, ==, 1);
+        g_assert_false(undo_failed);
+        g_autofree char *now = ptags_set_format(k.set, NULL);
+        g_assert_cmpstr(now, ==, "app:t\n");
+        ptags_plan_free(plan);
+        ptags_set_free(k.set);
+}
+
 int main(int argc, char **argv)
 {
         g_test_init(&argc, &argv, NULL);
@@ -319,5 +358,9 @@ int main(int argc, char **argv)
                         test_undo_leaves_a_kept_removal_whole);
         g_test_add_func("/page-writer/undo-goes-on-past-a-step-it-cannot-take",
                         test_undo_goes_on_past_a_step_it_cannot_take);
+        g_test_add_func("/page-writer/keep-flag-set-only-on-a-tag-still-held",
+                        test_keep_flag_set_only_on_a_tag_still_held);
+        g_test_add_func("/page-writer/refused-line-behind-a-query-is-named",
+                        test_refused_line_behind_a_query_is_named);
         return g_test_run();
 }

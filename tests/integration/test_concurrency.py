@@ -308,6 +308,18 @@ class KernelWriteRaceTests(TargetWorld):
                                            [self.target, ["?direct", "?@app:a", "+ok"]]))
         self.assertIn(("ok", False, ""), self.world.get_tags(self.target))
 
+    def test_a_keep_flag_gives_no_dropped_tag_to_a_new_program(self):
+        """The target executes a program after ptagsd read its tags, which
+        drops app:t and app:b. "+@app:t" created app:t (kept) for the new
+        program, "!app:b=x" failed, and the undo gave app:t back its old
+        value: the new program held app:t=v, and the reply said nothing
+        changed. Now the keep flag is set only on a tag still there."""
+        target = self.world.spawn_target_that_execs(["+app:t", "!app:t=v", "+app:b"])
+        reply = self.world.root_call("Apply", "uas", [target, ["+@app:t", "!app:t=w", "!app:b=x"]])
+        self.assertError(reply, "NoSuchTag")
+        self.assertIn('line 1 ("+@app:t")', reply.message)
+        self.assertEqual(self.world.get_tags(target), [])
+
     def test_rights_taken_from_ptagsd_are_named_and_given_back(self):
         """Another writer takes ptagsd's own rights tags away, so the kernel
         refuses its next write (EPERM). That was NotAuthorized, blaming a

@@ -66,8 +66,8 @@ GPtrArray *ptags_pack_lines(const char *const *lines, size_t n, size_t page)
 /* Write @units in pages, each unit a line or a query and the line it
  * guards (so they share a write); *written gets how many units the kernel
  * applied, and *@by_kernel whether a failure is a write's own -errno. */
-static int write_lines(GPtrArray *units, size_t page, PtagsPageWriteFunc write_fn,
-                       void *user_data, size_t *written, gboolean *by_kernel)
+static int write_lines(GPtrArray *units, size_t page, PtagsPageWriteFunc write_fn, void *user_data,
+                       size_t *written, gboolean *by_kernel)
 {
         g_autoptr(GPtrArray) pages =
                 ptags_pack_lines((const char *const *)units->pdata, units->len, page);
@@ -120,7 +120,7 @@ static GPtrArray *forward_units(const ptags_plan *plan, size_t page)
 
         for (guint i = 0; i < units->len; i++) {
                 const ptags_change *c = ptags_plan_change_at(plan, i);
-                if (c->kind != PTAGS_CHANGE_SET_KEEP || 2 * c->tag_len + 6 > page)
+                if (c->kind != PTAGS_CHANGE_SET_KEEP || 2 * c->tag_len + 5 > page)
                         continue;
                 g_free(units->pdata[i]);
                 units->pdata[i] = g_strdup_printf("?%s\n+@%s", c->tag, c->tag);
@@ -236,11 +236,16 @@ static size_t write_undo(GPtrArray *units, size_t page, PtagsPageWriteFunc write
                         g_string_append_c(buf, '\n');
                         g_array_append_val(in_page, next);
                 }
-                if (in_page->len == 0) {
-                        if (next < units->len) /* longer than a page: it cannot be written */
-                                *all = FALSE;
-                        break;
+                if (in_page->len == 0 && next < units->len) {
+                        /* Longer than a page, it cannot be written: left out
+                         * like a step the kernel refuses. */
+                        g_hash_table_add(failed, (gpointer)((UndoUnit *)units->pdata[next])->tag);
+                        *all = FALSE;
+                        i = next + 1;
+                        continue;
                 }
+                if (in_page->len == 0)
+                        break;
                 ssize_t r = write_fn(buf->str, buf->len, user_data);
                 if (r == (ssize_t)buf->len) {
                         written += in_page->len;

@@ -217,7 +217,6 @@ static int lsm_apply(PtagsBackend *b, int pidfd, pid_t pid, const ptags_plan *pl
 
         /* The kernel would refuse such a line midway, after those before
          * it, and the undo may not take all of them back: refuse it first. */
-        failure->partial = FALSE;
         failure->refused = self->ascii_only ? first_non_ascii(plan) : -1;
         if (failure->refused >= 0)
                 return -EINVAL;
@@ -255,9 +254,7 @@ static int lsm_apply(PtagsBackend *b, int pidfd, pid_t pid, const ptags_plan *pl
          * change acknowledged since. */
         if (journalled)
                 unlink(self->intent_path);
-        /* Only these are the kernel's verdicts on a line (ptags(7)); the
-         * others are about the file or the process (ESRCH, EACCES). */
-        if (r != -EINVAL && r != -EPERM && r != -ENOENT && r != -ECANCELED)
+        if (r < 0 && !ptags_errno_is_verdict(-r))
                 failure->refused = -1;
         return r;
 }

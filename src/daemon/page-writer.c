@@ -107,6 +107,22 @@ static int write_lines(GPtrArray *units, size_t page, PtagsPageWriteFunc write_f
         return 0;
 }
 
+/* Whether "?TAG\n+@TAG\n" for @c's tag fits a page. */
+static gboolean guard_fits(const ptags_change *c, size_t page)
+{
+        return 2 * c->tag_len + 5 <= page;
+}
+
+/* "?TAG\n+@TAG": a keep flag set on @c's tag only if the tag is still
+ * there, query and line in one write; NULL for a tag too long to share a
+ * page with its query. */
+static char *guarded_keep(const ptags_change *c, size_t page)
+{
+        if (!guard_fits(c, page))
+                return NULL;
+        return g_strdup_printf("?%s\n+@%s", c->tag, c->tag);
+}
+
 /* The units of the forward write of @plan: a line per change, and a keep
  * flag set on a tag the plan found held without it comes behind a query
  * for the tag in the same write. If the target executed a program since
@@ -120,10 +136,11 @@ static GPtrArray *forward_units(const ptags_plan *plan, size_t page)
 
         for (guint i = 0; i < units->len; i++) {
                 const ptags_change *c = ptags_plan_change_at(plan, i);
-                if (c->kind != PTAGS_CHANGE_SET_KEEP || 2 * c->tag_len + 5 > page)
-                        continue;
-                g_free(units->pdata[i]);
-                units->pdata[i] = g_strdup_printf("?%s\n+@%s", c->tag, c->tag);
+                char *guarded = c->kind == PTAGS_CHANGE_SET_KEEP ? guarded_keep(c, page) : NULL;
+                if (guarded != NULL) {
+                        g_free(units->pdata[i]);
+                        units->pdata[i] = guarded;
+                }
         }
         return units;
 }
@@ -193,13 +210,12 @@ static GPtrArray *undo_units(const ptags_plan *plan, size_t applied, size_t page
                         continue;
                 }
                 if (c->kind == PTAGS_CHANGE_CLEAR_KEEP) {
-                        char *guarded = g_strdup_printf("?%s\n+@%s", c->tag, c->tag);
-                        if (strlen(guarded) + 1 > page) {
-                                g_free(guarded);
+                        char *guarded = guarded_keep(c, page);
+                        if (guarded != NULL) {
+                                add_unit(units, c->tag, guarded);
+                        } else {
                                 *all = FALSE;
                                 g_hash_table_add(left, (gpointer)c->tag);
-                        } else {
-                                add_unit(units, c->tag, guarded);
                         }
                         continue;
                 }
@@ -252,9 +268,8 @@ static size_t write_undo(GPtrArray *units, size_t page, PtagsPageWriteFunc write
                         i = next;
                         continue;
                 }
-                gboolean verdict = r == -EINVAL || r == -EPERM || r == -ENOENT || r == -ECANCELED;
-                if ((r < 0 && !verdict) || r == 0 || r > (ssize_t)buf->len ||
-                    (r > 0 && buf->str[r - 1] != '\n')) {
+                if ((r < 0 && !ptags_errno_is_verdict((int)-r)) || r == 0 ||
+                    r > (ssize_t)buf->len || (r > 0 && buf->str[r - 1] != '\n')) {
                         *all = FALSE;
                         return written;
                 }
@@ -276,13 +291,22 @@ static size_t write_undo(GPtrArray *units, size_t page, PtagsPageWriteFunc write
         return written;
 }
 
+gboolean ptags_errno_is_verdict(int e)
+{
+        return e == EINVAL || e == EPERM || e == ENOENT || e == ECANCELED;
+}
+
 size_t ptags_plan_write_bytes(const ptags_plan *plan, size_t page)
 {
-        g_autoptr(GPtrArray) units = forward_units(plan, page);
         size_t total = 0;
 
-        for (guint i = 0; i < units->len; i++)
-                total += strlen(units->pdata[i]) + 1;
+        /* As forward_units() writes them, without formatting a line. */
+        for (size_t i = 0; i < ptags_plan_change_count(plan); i++) {
+                const ptags_change *c = ptags_plan_change_at(plan, i);
+                total += ptags_change_format(c, FALSE, NULL, 0) + 1;
+                if (c->kind == PTAGS_CHANGE_SET_KEEP && guard_fits(c, page))
+                        total += c->tag_len + 2; /* its query, "?TAG\n" */
+        }
         return total;
 }
 

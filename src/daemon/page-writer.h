@@ -26,6 +26,11 @@ GPtrArray *ptags_change_undo_lines(const ptags_change *c);
 /* The normalized forward lines of every change of @plan. (transfer full) */
 GPtrArray *ptags_plan_lines(const ptags_plan *plan);
 
+/* Whether the kernel's -@e for a line is its verdict on that line (ptags(7):
+ * bad line, right, missing tag, full list), not about the file or the
+ * process (ESRCH, EACCES, EIO, ...). */
+gboolean ptags_errno_is_verdict(int e);
+
 /* The bytes ptags_plan_write() writes for @plan in pages of @page bytes
  * when nothing fails (its queries included). */
 size_t ptags_plan_write_bytes(const ptags_plan *plan, size_t page);

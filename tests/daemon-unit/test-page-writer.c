@@ -16,6 +16,7 @@ typedef struct {
         int fail_errno;
         const char *refuse_tag;  /* a line naming it fails with EPERM, as a refused right */
         guint exec_before_write; /* 0 = never: the process executes a program before it */
+        size_t bytes;            /* given to write() in all */
 } FakeKernel;
 
 static ssize_t fake_write(const char *buf, size_t len, void *user_data)
@@ -23,6 +24,7 @@ static ssize_t fake_write(const char *buf, size_t len, void *user_data)
         FakeKernel *k = user_data;
 
         k->writes++;
+        k->bytes += len;
         if (k->writes == k->exec_before_write)
                 ptags_set_exec_filter(k->set);
         g_assert_cmpuint(len, <=, k->page);
@@ -338,6 +340,22 @@ static void test_refused_line_behind_a_query_is_named(void)
         ptags_set_free(k.set);
 }
 
+/* ptags_plan_write_bytes() counts what a write that succeeds writes, the
+ * query of a guarded keep flag included (it decides whether a change needs
+ * the crash journal of several pages). */
+static void test_write_bytes_match_the_writes(void)
+{
+        FakeKernel k = {.set = set_of(initial), .page = PTAGS_WRITE_MAX};
+        g_autoptr(GPtrArray) lines = big_batch();
+        g_ptr_array_add(lines, g_strdup("+@app:plain"));
+        ptags_plan *plan = plan_of(k.set, lines);
+
+        g_assert_cmpint(ptags_plan_write(plan, k.page, fake_write, &k, NULL, NULL), ==, 0);
+        g_assert_cmpuint(ptags_plan_write_bytes(plan, k.page), ==, k.bytes);
+        ptags_plan_free(plan);
+        ptags_set_free(k.set);
+}
+
 int main(int argc, char **argv)
 {
         g_test_init(&argc, &argv, NULL);
@@ -360,6 +378,8 @@ int main(int argc, char **argv)
                         test_undo_goes_on_past_a_step_it_cannot_take);
         g_test_add_func("/page-writer/keep-flag-set-only-on-a-tag-still-held",
                         test_keep_flag_set_only_on_a_tag_still_held);
+        g_test_add_func("/page-writer/write-bytes-match-the-writes",
+                        test_write_bytes_match_the_writes);
         g_test_add_func("/page-writer/refused-line-behind-a-query-is-named",
                         test_refused_line_behind_a_query_is_named);
         return g_test_run();

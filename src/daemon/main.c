@@ -29,6 +29,7 @@
 #include "manager.h"
 #include "names.h"
 #include "registry.h"
+#include "subuids.h"
 
 #define DEFAULT_POLKIT_TIMEOUT 25
 
@@ -261,6 +262,7 @@ int main(int argc, char **argv)
         mallopt(M_ARENA_MAX, 1);
         g_autofree char *backend_name = NULL;
         g_autofree char *proc_root = NULL;
+        g_autofree char *subuid_file = g_strdup("/etc/subuid");
         gint polkit_timeout = DEFAULT_POLKIT_TIMEOUT;
         gint max_containers = PTAGS_CONTAINERS_PER_UID_DEFAULT;
         gboolean verbose = FALSE;
@@ -275,6 +277,10 @@ int main(int argc, char **argv)
                  "Deny a change when polkit takes longer (default 25)", "SECONDS"},
                 {"max-containers-per-uid", 0, 0, G_OPTION_ARG_INT, &max_containers,
                  "Live audit containers one registrant uid may hold (default 1024)", "N"},
+                {"subuid-file", 0, 0, G_OPTION_ARG_FILENAME, &subuid_file,
+                 "Charge each uid of a range of subordinate uids in FILE to the range's "
+                 "owner's per-uid budgets (default /etc/subuid; \"\": every uid alone)",
+                 "FILE"},
                 {"verbose", 'v', 0, G_OPTION_ARG_NONE, &verbose, "Log every call and decision",
                  NULL},
                 {"version", 0, 0, G_OPTION_ARG_NONE, &version, "Print the version and exit", NULL},
@@ -372,10 +378,14 @@ int main(int argc, char **argv)
         guint trim = g_dbus_connection_add_filter(bus, arm_trim, g_main_context_default(), NULL);
         d.authority = ptags_authority_new((guint)polkit_timeout, limits.polkit_calls);
         ptags_log_set_refusal_budget(limits.refusal_records);
+        /* Before anyone can call, after the capabilities are dropped (its
+         * file watch starts a thread). */
+        ptags_subuids_start(subuid_file);
         /* Exported before the name is owned, so the first call finds it. */
         d.service = ptags_service_new(bus, d.backend, d.authority, &limits, &error);
         if (d.service == NULL) {
                 g_printerr("ptagsd: cannot export %s: %s\n", PTAGS_OBJECT_PATH, error->message);
+                ptags_subuids_stop();
                 ptags_authority_free(d.authority);
                 ptags_backend_free(d.backend);
                 g_dbus_connection_remove_filter(bus, trim);
@@ -394,6 +404,7 @@ int main(int argc, char **argv)
         g_dbus_connection_remove_filter(bus, trim);
         ptags_service_free(d.service);
         ptags_bus_joins_unwatch();
+        ptags_subuids_stop();
         ptags_authority_free(d.authority);
         ptags_backend_free(d.backend);
         g_main_loop_unref(d.loop);

@@ -223,8 +223,9 @@ gboolean ptags_authority_take_slot(PtagsAuthority *a, uid_t uid, GError **error)
 {
         if (uid != 0 && user_count(a->batches_per_user, uid) >= a->max_batches_per_user) {
                 g_set_error(error, PTAGS_ERROR, PTAGS_ERROR_LIMIT_EXCEEDED,
-                            "uid %u already has %u calls waiting for polkit, the MaxPolkitCalls "
-                            "limit; wait for their replies",
+                            "uid %u (its subordinate uids included) already has %u calls "
+                            "waiting for polkit, the MaxPolkitCalls limit; wait for their "
+                            "replies",
                             (unsigned)uid, a->max_batches_per_user);
                 return FALSE;
         }

@@ -52,14 +52,15 @@ typedef struct _PtagsAuthority PtagsAuthority;
 PtagsAuthority *ptags_authority_new(guint timeout_seconds, guint max_batches_per_user);
 void ptags_authority_free(PtagsAuthority *a);
 
-/* One of @uid's MaxPolkitCalls places, for a call that waits on polkit
+/* One of @uid's MaxPolkitCalls places (@uid: whose budgets the caller
+ * draws on, subuids.h), for a call that waits on polkit
  * another way (for another call's check): FALSE and LimitExceeded when
  * they are all taken (never for root). Given back with give_slot. */
 gboolean ptags_authority_take_slot(PtagsAuthority *a, uid_t uid, GError **error);
 void ptags_authority_give_slot(PtagsAuthority *a, uid_t uid);
 
 /* Authorize every check of @checks (array of PtagsCheck*) for the bus name
- * @sender (whose process runs as @uid), concurrently; the first denial fails the whole batch and
+ * @sender (drawing on @uid's budgets, subuids.h), concurrently; the first denial fails the whole batch and
  * cancels the rest. @interactive: the method call allowed interactive authorization. Errors:
  * NotAuthorized (denied, polkit missing/failing/too slow), LimitExceeded
  * (@uid has MaxPolkitCalls batches waiting already),

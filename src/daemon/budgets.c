@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "errors.h"
+#include "subuids.h"
 
 #define KiB 1024u
 #define MiB (1024u * 1024u)
@@ -136,6 +137,7 @@ guint ptags_limits_for_uid(const PtagsLimits *l, uid_t uid, const char **propert
 typedef struct {
         ino_t ino; /* of /proc/PID: a process under a reused pid has another */
         uid_t uid;
+        uid_t budget; /* whose sum its bytes are in: ptags_budget_uid(uid) */
         guint64 bytes;
 } CachedProcess;
 
@@ -168,7 +170,8 @@ struct _PtagsByteCache {
          * names lists (bpf): processes forked from one share its list, and
          * a walk measured each copy, parsing the whole list every time. */
         GHashTable *list_bytes;
-        /* uid -> guint64 *: the sum of its processes' bytes; no entry is 0. */
+        /* budget uid -> guint64 *: the sum of the bytes of the processes
+         * of every uid that draws on its budgets (subuids.h); no entry is 0. */
         GHashTable *sums;
         gint64 walked;    /* g_get_monotonic_time() of the last walk, 0: none */
         gint64 next_walk; /* no walk before this g_get_monotonic_time() */
@@ -223,12 +226,19 @@ static void sum_add(PtagsByteCache *cache, uid_t uid, guint64 bytes, gboolean ad
 
 static void uncount(PtagsByteCache *cache, const CachedProcess *p)
 {
-        sum_add(cache, p->uid, p->bytes, FALSE);
+        sum_add(cache, p->budget, p->bytes, FALSE);
 }
 
 static void count(PtagsByteCache *cache, const CachedProcess *p)
 {
-        sum_add(cache, p->uid, p->bytes, TRUE);
+        sum_add(cache, p->budget, p->bytes, TRUE);
+}
+
+/* @p's owner is @uid (between uncount() and count()). */
+static void set_owner(CachedProcess *p, uid_t uid)
+{
+        p->uid = uid;
+        p->budget = ptags_budget_uid(uid);
 }
 
 /* Every walk checks the kept sum of the uid asked about against one made by
@@ -242,7 +252,7 @@ static void check_sum(PtagsByteCache *cache, uid_t uid)
 
         g_hash_table_iter_init(&iter, cache->procs);
         while (g_hash_table_iter_next(&iter, NULL, &value))
-                if (((CachedProcess *)value)->uid == uid)
+                if (((CachedProcess *)value)->budget == uid)
                         expected += ((CachedProcess *)value)->bytes;
         if (kept == expected)
                 return;
@@ -252,11 +262,11 @@ static void check_sum(PtagsByteCache *cache, uid_t uid)
         sum_add(cache, uid, expected, TRUE);
 }
 
-/* What @except counts for in @uid's sum, which the caller leaves out. */
-static guint64 except_counted(PtagsByteCache *cache, uid_t uid, pid_t except)
+/* What @except counts for in @budget's sum, which the caller leaves out. */
+static guint64 except_counted(PtagsByteCache *cache, uid_t budget, pid_t except)
 {
         CachedProcess *p = g_hash_table_lookup(cache->procs, GINT_TO_POINTER(except));
-        return p != NULL && p->uid == uid ? p->bytes : 0;
+        return p != NULL && p->budget == budget ? p->bytes : 0;
 }
 
 void ptags_byte_cache_expect(PtagsByteCache *cache, pid_t pid, uid_t uid, guint64 bytes)
@@ -271,7 +281,7 @@ void ptags_byte_cache_expect(PtagsByteCache *cache, pid_t pid, uid_t uid, guint6
         } else {
                 uncount(cache, p);
         }
-        p->uid = uid;
+        set_owner(p, uid);
         p->bytes = bytes;
         count(cache, p);
 }
@@ -351,12 +361,19 @@ static int walk(PtagsBackend *backend, PtagsByteCache *cache, uid_t uid, gboolea
                 if (!g_hash_table_steal_extended(cache->procs, key, NULL, (gpointer *)&p))
                         p = g_new0(CachedProcess, 1);
                 g_hash_table_insert(found, key, p);
+                uid_t budget = ptags_budget_uid(st.st_uid);
                 gboolean known = p->ino == st.st_ino && p->uid == st.st_uid;
-                if (known && !(fresh && st.st_uid == uid))
+                if (known && p->budget != budget) {
+                        /* /etc/subuid changed: its bytes go to another sum. */
+                        uncount(cache, p);
+                        p->budget = budget;
+                        count(cache, p);
+                }
+                if (known && !(fresh && budget == uid))
                         continue;
                 uncount(cache, p);
                 p->ino = st.st_ino;
-                p->uid = st.st_uid;
+                set_owner(p, st.st_uid);
                 /* Exited meanwhile or unreadable: it holds nothing. */
                 p->bytes = held_bytes(backend, cache, (pid_t)pid, lists_read);
                 count(cache, p);
@@ -374,9 +391,10 @@ static int walk(PtagsBackend *backend, PtagsByteCache *cache, uid_t uid, gboolea
         return 0;
 }
 
-int ptags_user_bytes(PtagsBackend *backend, PtagsByteCache *cache, uid_t uid, pid_t except,
+int ptags_user_bytes(PtagsBackend *backend, PtagsByteCache *cache, uid_t owner, pid_t except,
                      gboolean fresh, guint64 *out)
 {
+        uid_t uid = ptags_budget_uid(owner);
         gint64 now = g_get_monotonic_time();
         gboolean due = fresh || cache->walked == 0 || now - cache->walked >= WALK_MAX_AGE_US;
 

@@ -79,8 +79,9 @@ void ptags_byte_cache_expect(PtagsByteCache *cache, pid_t pid, uid_t uid, guint6
  * that shrank counts less at once, not only from the next walk. */
 void ptags_byte_cache_applied(PtagsByteCache *cache, pid_t pid, guint64 bytes);
 
-/* Sum into *@out the bytes of every live process of @uid except @except, as
- * @backend reports them; @fresh reads @uid's again instead of trusting
+/* Sum into *@out the bytes of every live process except @except whose uid
+ * draws on the budgets @uid draws on (subuids.h: @uid's own, or its
+ * range's owner's), as @backend reports them; @fresh reads @uid's again instead of trusting
  * @cache (which exec, shrinking a list behind ptagsd, leaves high). One
  * walk of the processes answers for every uid, and walks take at most a
  * tenth of the time: until the next may start, the last walk's sums

@@ -526,7 +526,7 @@ static void give_wait_slot(Call *call)
 {
         if (call->holds_wait_slot) {
                 call->holds_wait_slot = FALSE;
-                ptags_authority_give_slot(call->svc->authority, call->caller->uid);
+                ptags_authority_give_slot(call->svc->authority, call->caller->budget_uid);
         }
 }
 
@@ -553,7 +553,7 @@ gboolean target_lock_wait(Call *call, CallStepFn resume, GError **error)
         /* A call waiting here waits for polkit too (for another call's
          * check), holding its message and plan: it takes one of its uid's
          * MaxPolkitCalls places, or that bound would not hold. */
-        if (!ptags_authority_take_slot(call->svc->authority, call->caller->uid, error))
+        if (!ptags_authority_take_slot(call->svc->authority, call->caller->budget_uid, error))
                 return TRUE;
         call->holds_wait_slot = TRUE;
         g_debug("%s: waiting for a re-authorization on process %d", call->method,

@@ -9,6 +9,7 @@
 #include "bus-stats.h"
 #include "errors.h"
 #include "handoff.h"
+#include "subuids.h"
 
 #include <pthread.h>
 
@@ -35,7 +36,7 @@ typedef struct {
 typedef struct {
         char *name;
         gboolean uid_known;
-        uid_t uid;
+        uid_t uid;           /* whose budgets it draws on (subuids.h) */
         GSList *waiting;     /* UidWait, while the lookup runs */
         guint64 unread;      /* reply bytes sent and not yet confirmed read */
         gboolean confirming; /* a question, a ping or a retry is pending */
@@ -334,8 +335,11 @@ static void uid_answered(GObject *source, GAsyncResult *res, gpointer user_data)
                 question_free(q);
                 return;
         }
-        guint32 uid;
-        g_variant_get(reply, "(u)", &uid);
+        guint32 bus_uid;
+        g_variant_get(reply, "(u)", &bus_uid);
+        /* Everything counted here is a budget: a subordinate uid's count
+         * with its owner's. */
+        uid_t uid = ptags_budget_uid(bus_uid);
         pthread_mutex_lock(&c->lock);
         /* A client that left meanwhile was removed and its waiters told. */
         Client *cl = g_hash_table_lookup(c->clients, name);
@@ -720,6 +724,10 @@ gboolean ptags_clients_check_unread(PtagsClients *c, const char *sender, uid_t u
 {
         pthread_mutex_lock(&c->lock);
         Client *cl = g_hash_table_lookup(c->clients, sender);
+        /* Checked where its bytes are counted (a caller's key may be from
+         * before /etc/subuid changed). */
+        if (cl != NULL && cl->uid_known)
+                uid = cl->uid;
         User *u = g_hash_table_lookup(c->users, GUINT_TO_POINTER(uid)); /* none: nothing unread */
         gboolean ok = TRUE;
 
@@ -736,7 +744,8 @@ gboolean ptags_clients_check_unread(PtagsClients *c, const char *sender, uid_t u
                  * refuse the others. */
                 g_set_error(error, PTAGS_ERROR, PTAGS_ERROR_LIMIT_EXCEEDED,
                             "%" G_GUINT64_FORMAT " bytes of replies to connections of uid %u "
-                            "are still unread, over the MaxUserUnreadReplyBytes limit of %u",
+                            "(its subordinate uids included) are still unread, over the "
+                            "MaxUserUnreadReplyBytes limit of %u",
                             u->unread, (unsigned)uid, c->limits->user_unread_reply_bytes);
                 ok = FALSE;
         } else if (all_users_hold_back(c, uid, u, 0)) {
@@ -861,7 +870,8 @@ gboolean ptags_clients_queue_expensive(PtagsClients *c, uid_t uid, PtagsClientRu
 
         if (u->expensive >= c->limits->expensive_calls) {
                 g_set_error(error, PTAGS_ERROR, PTAGS_ERROR_LIMIT_EXCEEDED,
-                            "uid %u already has %u reads queued or running, the "
+                            "uid %u (its subordinate uids included) already has %u reads queued "
+                            "or running, the "
                             "MaxExpensiveCalls limit; wait for their replies",
                             (unsigned)uid, u->expensive);
                 pthread_mutex_unlock(&c->lock);

@@ -29,10 +29,12 @@ PtagsClients *ptags_clients_new(GDBusConnection *bus, const PtagsLimits *limits)
 void ptags_clients_free(PtagsClients *c);
 
 /* Called once the uid of a connection is known; @error (transfer none) set
- * when it could not be learnt (the connection left). */
+ * when it could not be learnt (the connection left). Every uid here is the
+ * one whose per-uid budgets the connection draws on (subuids.h), fixed
+ * when it is learnt: the bus's, or the owner's of a subordinate uid. */
 typedef void (*PtagsClientUidFunc)(gpointer data, uid_t uid, const GError *error);
 
-/* Learn the uid behind @sender (asked of the bus once per connection).
+/* Learn the (budget) uid behind @sender (asked of the bus once per connection).
  * Main thread; @done may run before this returns. */
 void ptags_clients_get_uid(PtagsClients *c, const char *sender, PtagsClientUidFunc done,
                            gpointer data);

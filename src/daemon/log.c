@@ -13,6 +13,7 @@
 #include "errors.h"
 #include "log-writer.h"
 #include "page-writer.h"
+#include "subuids.h"
 
 #include <errno.h>
 #include <glib-unix.h>
@@ -438,12 +439,14 @@ static gboolean refusal_may_log(const PtagsLogContext *ctx, size_t records, guin
                                 gboolean *shared)
 {
         char key[16];
+        /* A subordinate uid's refusals draw on its owner's budget. */
+        uid_t budget = ptags_budget_uid(ctx->caller_uid);
 
         *suppressed = 0;
         *shared = FALSE;
         if (ctx->caller_uid == 0)
                 return TRUE;
-        g_snprintf(key, sizeof(key), "%u", (unsigned)ctx->caller_uid);
+        g_snprintf(key, sizeof(key), "%u", (unsigned)budget);
         G_LOCK(refusals);
         if (refusals == NULL) {
                 guint burst = PTAGS_REFUSAL_BURST_SECONDS * refusal_rate;
@@ -460,8 +463,9 @@ static gboolean refusal_may_log(const PtagsLogContext *ctx, size_t records, guin
         if (!may && *suppressed == 1)
                 g_warning("uid %u is refused more often than its refusals may be logged "
                           "(MaxRefusalRecords: %u records a second, %u for all uids); its "
-                          "further refusals are counted, not logged",
-                          (unsigned)ctx->caller_uid, rate, PTAGS_REFUSAL_ALL_UIDS * rate);
+                          "further refusals%s are counted, not logged",
+                          (unsigned)budget, rate, PTAGS_REFUSAL_ALL_UIDS * rate,
+                          budget != ctx->caller_uid ? ", and its subordinate uids'," : "");
         return may;
 }
 
@@ -472,12 +476,14 @@ static char *refusal_message(const char *message, const PtagsLogContext *ctx, gu
 {
         if (suppressed == 0)
                 return g_strdup(message);
+        uid_t budget = ptags_budget_uid(ctx->caller_uid);
+        const char *theirs = budget != ctx->caller_uid ? " and its subordinate uids" : "";
         if (shared)
                 return g_strdup_printf("%s (%u earlier refusals of uids sharing one budget "
-                                       "with uid %u were not logged)",
-                                       message, suppressed, (unsigned)ctx->caller_uid);
-        return g_strdup_printf("%s (%u earlier refusals of uid %u were not logged)", message,
-                               suppressed, (unsigned)ctx->caller_uid);
+                                       "with uid %u%s were not logged)",
+                                       message, suppressed, (unsigned)budget, theirs);
+        return g_strdup_printf("%s (%u earlier refusals of uid %u%s were not logged)", message,
+                               suppressed, (unsigned)budget, theirs);
 }
 
 /* PTAGS_RESULT and the words of a refusal. Only a caller leaving the bus

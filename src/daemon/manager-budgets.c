@@ -9,6 +9,7 @@
 #include "call.h"
 #include "manager-budgets.h"
 #include "page-writer.h"
+#include "subuids.h"
 
 /* What one signal's lines take on the wire, at most: the command bytes, the
  * value and '=', and 8 bytes of length, NUL and padding per string. */
@@ -105,9 +106,10 @@ gboolean change_check_budgets(Call *call, BudgetsStage stage, GError **error)
         }
         if (others + after > limit) {
                 g_set_error(error, PTAGS_ERROR, PTAGS_ERROR_LIMIT_EXCEEDED,
-                            "the processes of uid %u would hold %" G_GUINT64_FORMAT " bytes of "
-                            "tags and values, over the %s limit of %u",
-                            (unsigned)uid, others + after, property, limit);
+                            "the processes of uid %u (its subordinate uids included) would "
+                            "hold %" G_GUINT64_FORMAT " bytes of tags and values, over the %s "
+                            "limit of %u",
+                            (unsigned)ptags_budget_uid(uid), others + after, property, limit);
                 return FALSE;
         }
         /* The target will hold @after (it is in others' sums) once this

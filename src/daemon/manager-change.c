@@ -604,8 +604,9 @@ static void change_authorize(Call *call)
         call_cancel_if_caller_leaves(call);
         gboolean interactive = (g_dbus_message_get_flags(call->message) &
                                 G_DBUS_MESSAGE_FLAGS_ALLOW_INTERACTIVE_AUTHORIZATION) != 0;
-        ptags_authority_check_all_async(call->svc->authority, call->sender, call->caller->uid,
-                                        checks, interactive, call->cancellable, authorized, call);
+        ptags_authority_check_all_async(call->svc->authority, call->sender,
+                                        call->caller->budget_uid, checks, interactive,
+                                        call->cancellable, authorized, call);
 }
 
 /* Runs in the caller's turn (see change_start). */
@@ -658,7 +659,7 @@ static void change_start(Call *call)
         if (call->in_bus_thread)
                 change_read_and_plan(call);
         else
-                call_take_turn(call, call->caller->uid, change_read_and_plan);
+                call_take_turn(call, call->caller->budget_uid, change_read_and_plan);
 }
 
 /* AddTag, RemoveTag, SetValue and SetKeep: one line made of @line_prefix,

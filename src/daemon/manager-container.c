@@ -12,6 +12,7 @@
 #include "args.h"
 #include "call.h"
 #include "registry.h"
+#include "subuids.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -334,12 +335,16 @@ static void register_commit(Call *call)
                 register_fail(call, rule_error(e, &f, pid, a->contid));
                 return;
         }
-        guint held = ptags_registry_count_for_uid(svc->registry, caller->uid);
+        /* Counted afresh, as the registry's owners are mapped: nothing taken
+         * here is given back later. */
+        uid_t budget = ptags_budget_uid(caller->uid);
+        guint held = ptags_registry_count_for_budget(svc->registry, budget);
         if (existing == NULL && held >= max_per_uid) {
                 register_fail(call, g_error_new(PTAGS_ERROR, PTAGS_ERROR_LIMIT_EXCEEDED,
-                                                "uid %u already holds %u live containers, the "
+                                                "uid %u (its subordinate uids included) "
+                                                "already holds %u live containers, the "
                                                 "limit MaxContainersPerUid",
-                                                (unsigned)caller->uid, held));
+                                                (unsigned)budget, held));
                 return;
         }
         if (!ptags_log_audit_ready(&error) || !ptags_log_writer_has_room(&error)) {
@@ -455,8 +460,8 @@ static void authorize_one(Call *call, const char *action, PolkitDetails *details
         call_cancel_if_caller_leaves(call);
 
         g_ptr_array_add(checks, ptags_check_new(action, details, label));
-        ptags_authority_check_all_async(call->svc->authority, sender, call->caller->uid, checks,
-                                        interactive, call->cancellable, done, call);
+        ptags_authority_check_all_async(call->svc->authority, sender, call->caller->budget_uid,
+                                        checks, interactive, call->cancellable, done, call);
 }
 
 /* Caller known, target pinned: the kernel's first two rules, then polkit

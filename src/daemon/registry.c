@@ -9,6 +9,7 @@
 
 #include "errors.h"
 #include "lineage.h"
+#include "subuids.h"
 
 #include <errno.h>
 #include <glib-unix.h>
@@ -177,15 +178,17 @@ PtagsContainer *ptags_registry_lookup(PtagsRegistry *r, guint64 contid)
         return g_hash_table_lookup(r->containers, &contid);
 }
 
-guint ptags_registry_count_for_uid(PtagsRegistry *r, uid_t uid)
+guint ptags_registry_count_for_budget(PtagsRegistry *r, uid_t budget_uid)
 {
         GHashTableIter it;
         gpointer value;
         guint n = 0;
 
         g_hash_table_iter_init(&it, r->containers);
-        while (g_hash_table_iter_next(&it, NULL, &value))
-                n += ((PtagsContainer *)value)->owner_uid == uid;
+        while (g_hash_table_iter_next(&it, NULL, &value)) {
+                uid_t owner = ((PtagsContainer *)value)->owner_uid;
+                n += owner != PTAGS_REGISTRY_OWNER_UNKNOWN && ptags_budget_uid(owner) == budget_uid;
+        }
         return n;
 }
 

@@ -79,8 +79,9 @@ gboolean ptags_registry_remove_file(const char *path, GError **error);
 
 /* (transfer none) NULL when @contid is not a live container. */
 PtagsContainer *ptags_registry_lookup(PtagsRegistry *r, guint64 contid);
-/* Live containers registered by @uid. */
-guint ptags_registry_count_for_uid(PtagsRegistry *r, uid_t uid);
+/* Live containers registered by the uids that draw on @budget_uid's
+ * budgets (subuids.h): itself and its subordinate uids. */
+guint ptags_registry_count_for_budget(PtagsRegistry *r, uid_t budget_uid);
 /* Every live container, sorted by ID. (transfer container) */
 GPtrArray *ptags_registry_list(PtagsRegistry *r);
 

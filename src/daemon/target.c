@@ -10,6 +10,7 @@
 #include "cgroup-units.h"
 #include "errors.h"
 #include "lineage.h"
+#include "subuids.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -820,6 +821,7 @@ static PtagsPeer *peer_new(uid_t uid)
 
         peer->ref_count = 1;
         peer->uid = uid;
+        peer->budget_uid = ptags_budget_uid(uid);
         peer->target.pidfd = -1;
         return peer;
 }
@@ -828,6 +830,7 @@ PtagsPeer *ptags_peer_new_unknown(const PtagsPeer *peer)
 {
         PtagsPeer *copy = peer_new(peer->uid);
 
+        copy->budget_uid = peer->budget_uid;
         copy->reported_pid = peer->reported_pid;
         copy->pid_namespace = peer->pid_namespace;
         return copy;

@@ -108,6 +108,9 @@ typedef enum {
 typedef struct {
         PtagsTarget target;
         uid_t uid;
+        /* Whose per-uid budgets its calls draw on (subuids.h), fixed when
+         * the peer is learned: what a call takes is given back to it. */
+        uid_t budget_uid;
         pid_t reported_pid; /* what the bus said, for messages and logs only */
         gboolean process_known;
         PtagsPrivilege proven; /* the process's when it was proven */

@@ -98,8 +98,8 @@ static void test_save_load_and_removal(void)
         g_assert_nonnull(ptags_registry_add(r, 5, PTAGS_CONTID_UNSET, &kept_t, 1000, &me, uuid,
                                             "web", ns, NULL));
         g_assert_nonnull(ptags_registry_add(r, 6, 5, &ended_t, 1000, &me, NULL, NULL, NULL, NULL));
-        g_assert_cmpuint(ptags_registry_count_for_uid(r, 1000), ==, 2);
-        g_assert_cmpuint(ptags_registry_count_for_uid(r, 0), ==, 0);
+        g_assert_cmpuint(ptags_registry_count_for_budget(r, 1000), ==, 2);
+        g_assert_cmpuint(ptags_registry_count_for_budget(r, 0), ==, 0);
         g_autoptr(GVariant) before =
                 g_variant_ref_sink(ptags_container_to_variant(ptags_registry_lookup(r, 5)));
         ptags_registry_free(r); /* a restart, as far as the file is concerned */

@@ -14,13 +14,14 @@ import re
 import shutil
 import signal
 import subprocess
+import tempfile
 import time
 import unittest
 
 import ptags_client
 from gi.repository import Gio, GLib
-from ptags_harness import (HeldThread, LIB_DIR, PYTHON, PtagsTestCase, rss_kib, second_user_uid,
-                           unprivileged_argv, wait_until)
+from ptags_harness import (NOBODY_UID, HeldThread, LIB_DIR, PYTHON, PtagsTestCase, rss_kib,
+                           second_user_uid, unprivileged_argv, wait_until)
 
 ADD = "org.ptags.tag.add"
 REMOVE = "org.ptags.tag.remove"
@@ -619,6 +620,61 @@ class PolkitCallTests(LimitWorld):
         # The budget is per call in flight: once they ended, there is room.
         client = self.world.spawn_client()
         self.assertOk(client.call("AddTag", "usb", [target, "after", False]))
+
+
+class SubordinateUidTests(LimitWorld):
+    """A user given subordinate uids (/etc/subuid) runs processes as each
+    of them, and on dbus-broker (which needs no passwd entry) reaches
+    ptagsd as each of them: every per-uid budget counted them one by one,
+    so one user held a share per uid of its range (65536 by default). Here
+    the second user is made nobody's subordinate uid (dbus-daemon, the bus
+    of these tests, takes only uids it can look up)."""
+
+    # The budgets are the service's, the same on both backends.
+    backends = ("bpf",)
+
+    def setUp(self):
+        fd, path = tempfile.mkstemp(prefix="ptags-subuid-")
+        os.write(fd, b"%d:%d:1\n" % (NOBODY_UID, second_user_uid()))
+        os.close(fd)
+        os.chmod(path, 0o644)
+        self.addCleanup(os.unlink, path)
+        self.world_options = {"daemon_args": ["--subuid-file=" + path,
+                                              "--max-polkit-calls=1",
+                                              "--max-process-bytes=2000",
+                                              "--max-user-bytes=3000"]}
+        super().setUp()
+
+    def test_subordinate_uids_share_their_owners_places_at_polkit(self):
+        target = self.world.spawn_target(unprivileged=True)
+        self.world.polkit.set_allowed([ADD])
+        self.world.polkit.set_hang([ADD])
+        owner = self.world.spawn_client()
+        owner.send("AddTag", "usb", [target, "app:owner", False])
+        self.world.polkit.wait_hanging(1)
+        subordinate = self.world.spawn_client(uid=second_user_uid())
+        reply = subordinate.call("AddTag", "usb", [target, "app:sub", False])
+        self.assertError(reply, "LimitExceeded")
+        self.assertIn("uid %d (its subordinate uids included)" % NOBODY_UID, reply.message)
+        self.assertIn("MaxPolkitCalls", reply.message)
+        self.world.polkit.set_hang([])
+        self.world.polkit.release()
+        self.assertOk(owner.receive(timeout=15))
+        # Once the owner's call is answered, the place is free again.
+        self.assertOk(subordinate.call("AddTag", "usb", [target, "app:sub", False]))
+
+    def test_subordinate_uids_tags_count_in_their_owners_bytes(self):
+        theirs = self.world.spawn_target(uid=second_user_uid())
+        mine = self.world.spawn_target(unprivileged=True)
+        self.assertOk(self.world.root_call("AddTag", "usb", [theirs, "a:" + "x" * 1500, False]))
+        reply = self.world.root_call("AddTag", "usb", [mine, "b:" + "y" * 1600, False])
+        self.assertError(reply, "LimitExceeded")
+        self.assertIn("the processes of uid %d (its subordinate uids included)" % NOBODY_UID,
+                      reply.message)
+        self.assertIn("MaxUserBytes", reply.message)
+        self.assertEqual(self.world.get_tags(mine), [])
+        # What fits in the owner's budget with its subordinate's is taken.
+        self.assertOk(self.world.root_call("AddTag", "usb", [mine, "b:" + "y" * 1400, False]))
 
 
 class UserUnreadTests(LimitWorld):

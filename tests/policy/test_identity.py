@@ -848,5 +848,41 @@ class ExecDuringWrite(PolicyTestCase):
         self.assertEqual(tags, ["app:kept"], "the exec's filtering was undone")
 
 
+
+class SubordinateUids(PolicyTestCase):
+    """A user's subordinate uids (/etc/subuid: nobody holds 200000-265535
+    here) reach ptagsd on dbus-broker, which needs no passwd entry, each
+    as a uid of its own; and every per-uid budget counted each of them
+    alone, so one user held 65536 shares. Here: the refusal records, which
+    any caller can cause. (dbus-daemon refuses uids it cannot look up.)"""
+
+    def setUp(self):
+        fd, path = tempfile.mkstemp(prefix="ptags-subuid-")
+        os.write(fd, b"nobody:200000:65536\n")
+        os.close(fd)
+        os.chmod(path, 0o644)
+        self.addCleanup(os.unlink, path)
+        # 1 record a second, in bursts of 16: 8 refusals of one change.
+        self.world_options = {"daemon_args": ["--subuid-file=" + path,
+                                              "--max-refusal-records=1"]}
+        super().setUp()
+
+    def test_subordinate_uids_share_their_owners_refusal_records(self):
+        target = self.world.spawn_target()
+        for uid in (200001, 200002):
+            client = self.world.spawn_client(uid=uid)
+            for i in range(5):
+                self.assertEqual(client.call("AddTag", "usb", [target, "app:x%d" % i, False]).error,
+                                 ERR + "NotAuthorized")
+        with open(self.world.daemon_log_path, errors="replace") as f:
+            log = f.read()
+        # Ten refusals, twenty records: past the owner's burst, which the
+        # two uids share; each alone stayed within its own.
+        self.assertIn("uid %d is refused more often than its refusals may be logged"
+                      % pwd.getpwnam("nobody").pw_uid, log)
+        self.assertIn("and its subordinate uids'", log)
+        self.assertNotIn("uid 200001 is refused", log)
+        self.assertNotIn("uid 200002 is refused", log)
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)

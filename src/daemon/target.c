@@ -204,11 +204,9 @@ void ptags_target_clear(PtagsTarget *t)
  * whole path), or NULL (also when longer than @max bytes). These files report no size
  * (g_file_get_contents would go through stdio), and only a read of nothing ends them: a seq_file
  * hands out whole records, so a shorter read is not the end. */
-static char *read_proc_text_max(int dir, const char *name, gsize max)
+/* What is left to read of @fd, or NULL past @max bytes or on an error. */
+static char *read_fd_text_max(int fd, gsize max)
 {
-        int fd = openat(dir, name, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-        if (fd < 0)
-                return NULL;
         gsize size = 4096, len = 0;
         char *text = g_malloc(size);
         for (;;) {
@@ -231,9 +229,18 @@ static char *read_proc_text_max(int dir, const char *name, gsize max)
                         break;
                 len += (gsize)n;
         }
-        close(fd);
         if (text != NULL)
                 text[len] = '\0';
+        return text;
+}
+
+static char *read_proc_text_max(int dir, const char *name, gsize max)
+{
+        int fd = openat(dir, name, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0)
+                return NULL;
+        char *text = read_fd_text_max(fd, max);
+        close(fd);
         return text;
 }
 
@@ -300,12 +307,13 @@ static gboolean in_our_user_namespace(pid_t pid)
  * there, so what /proc/PID/exe reads inside it is that user's word. No
  * process moves from such a namespace into one of root's, so one found in
  * root's after its link was read was in root's when it was read. */
-static gboolean mounts_are_roots(int dir)
+static gboolean mounts_are_roots(int dir, struct stat *mnt_ns)
 {
         struct stat ns;
         int mnt = openat(dir, "ns/mnt", O_RDONLY | O_CLOEXEC);
         int owner = mnt >= 0 ? ioctl(mnt, NS_GET_USERNS) : -1;
-        gboolean ours = owner >= 0 && fstat(owner, &ns) == 0 && is_our_user_namespace(&ns);
+        gboolean ours = owner >= 0 && fstat(owner, &ns) == 0 && is_our_user_namespace(&ns) &&
+                        fstat(mnt, mnt_ns) == 0;
 
         if (owner >= 0)
                 close(owner);
@@ -389,25 +397,132 @@ static char *file_system_place(const char *mountinfo, const char *path, guint64 
  * points), so this is far above any real system's. */
 #define MOUNTINFO_MAX_BYTES (32 * 1024 * 1024)
 
-static char *system_place(const char *path);
+/* ------------------------------------------------- the kept mount tables
+ *
+ * Reading a mount table makes the kernel print every mount of the
+ * namespace, and a change through polkit reads two of them twice (when
+ * asking and when looking again). So two tables are kept, and read again
+ * only once they change: pid 1's, the system's view that every verdict is
+ * checked against, and ptagsd's own. Each stays open: a mountinfo file
+ * tells through poll() that its namespace's mounts changed since it was
+ * last asked (holding it keeps that namespace, which lives as long as its
+ * process anyway). A target in the namespace and under the root of either
+ * sees that very table, so its verdict comes from the kept text, and is
+ * kept until either table changes; others have their own table read. */
+typedef struct {
+        const char *pid;  /* "1" or "self" */
+        int fd;           /* its mountinfo; -1: not open */
+        char *text;       /* NULL: unreadable */
+        gboolean known;   /* the namespace and root below could be read */
+        struct stat ns;   /* its mount namespace */
+        struct stat root; /* its root directory: mountinfo shows paths below it */
+        gint64 retry_us;  /* an unreadable table is tried again from then */
+} KeptTable;
+
+enum { TABLE_SYSTEM, TABLE_OWN, N_TABLES };
+static KeptTable kept_tables[N_TABLES] = {{"1", -1}, {"self", -1}};
+/* "TABLE MOUNT-ID PATH" -> whether the path names the same place on the
+ * system (GINT_TO_POINTER: 1 or 2); emptied when a table changes. */
+static GHashTable *exe_verdicts;
+#define EXE_VERDICTS_MAX 256
+static pthread_mutex_t mounts_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static gboolean same_file(const struct stat *a, const struct stat *b)
+{
+        return a->st_dev == b->st_dev && a->st_ino == b->st_ino;
+}
+
+/* The namespace and root of @t's process, read around opening its table:
+ * the same before and after, or unknown (under mounts_lock). */
+static gboolean table_identity(KeptTable *t, const struct stat *ns, const struct stat *root)
+{
+        char path[32];
+        struct stat ns2, root2;
+
+        snprintf(path, sizeof(path), "/proc/%s/ns/mnt", t->pid);
+        if (stat(path, &ns2) != 0 || !same_file(ns, &ns2))
+                return FALSE;
+        snprintf(path, sizeof(path), "/proc/%s/root", t->pid);
+        if (stat(path, &root2) != 0 || !same_file(root, &root2))
+                return FALSE;
+        t->ns = *ns;
+        t->root = *root;
+        return TRUE;
+}
+
+static void table_close(KeptTable *t)
+{
+        if (t->fd >= 0)
+                close(t->fd);
+        t->fd = -1;
+        g_clear_pointer(&t->text, g_free);
+        t->known = FALSE;
+}
+
+/* Bring @t up to date: TRUE when its text may differ from the last time
+ * (under mounts_lock). */
+static gboolean table_refresh(KeptTable *t)
+{
+        if (t->fd >= 0) {
+                struct pollfd p = {.fd = t->fd, .events = POLLPRI};
+                if (poll(&p, 1, 0) == 0 || (p.revents & (POLLPRI | POLLERR | POLLNVAL)) == 0)
+                        return FALSE;
+                g_clear_pointer(&t->text, g_free);
+                if (!(p.revents & POLLNVAL) && lseek(t->fd, 0, SEEK_SET) == 0)
+                        t->text = read_fd_text_max(t->fd, MOUNTINFO_MAX_BYTES);
+                if (t->text == NULL)
+                        table_close(t);
+                return TRUE;
+        }
+        gint64 now = g_get_monotonic_time();
+        if (now < t->retry_us)
+                return FALSE;
+        char path[32];
+        struct stat ns, root;
+        snprintf(path, sizeof(path), "/proc/%s/ns/mnt", t->pid);
+        gboolean identity = stat(path, &ns) == 0;
+        snprintf(path, sizeof(path), "/proc/%s/root", t->pid);
+        identity = identity && stat(path, &root) == 0;
+        snprintf(path, sizeof(path), "/proc/%s/mountinfo", t->pid);
+        t->fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        t->text = t->fd >= 0 ? read_fd_text_max(t->fd, MOUNTINFO_MAX_BYTES) : NULL;
+        if (t->text == NULL) {
+                table_close(t);
+                t->retry_us = now + G_USEC_PER_SEC;
+                return TRUE;
+        }
+        t->known = identity && table_identity(t, &ns, &root);
+        return TRUE;
+}
+
+/* Whether @path, on mount @mount_id in the table @theirs, names the same
+ * place on the same file system in the system's table @systems. */
+static gboolean places_agree(const char *theirs, const char *systems, const char *path,
+                             guint64 mount_id)
+{
+        g_autofree char *place = file_system_place(theirs, path, mount_id);
+        g_autofree char *system = place != NULL ? file_system_place(systems, path, 0) : NULL;
+        return system != NULL && strcmp(place, system) == 0;
+}
 
 /* Whether @path, the target's exe link as read (a path in its own mount
- * namespace, whose /proc/PID is @dir), names the same place on the same
- * file system in pid 1's view, the system's. A namespace of root's may
- * still hold a user's program mounted over a trusted path (setuid sandbox
- * helpers make such namespaces); the program may even lie on a mount of
- * another namespace, run through a descriptor. So the mount the program
- * lies on is taken by its id (statx, answered without asking the file
- * system), must be in the target's table and cover the path; and the
- * system's table must put the path at the same place. A service's own
- * namespace, with parts of the system mounted again read-only, names the
- * same places. Where pid 1's table cannot be read, ptagsd's own is used
- * (the unit's: /tmp is its own there). */
-static gboolean exe_is_the_systems(int dir, const char *path)
+ * namespace, whose /proc/PID is @dir and whose mount namespace is @ns),
+ * names the same place on the same file system in pid 1's view, the
+ * system's. A namespace of root's may still hold a user's program mounted
+ * over a trusted path (setuid sandbox helpers make such namespaces); the
+ * program may even lie on a mount of another namespace, run through a
+ * descriptor. So the mount the program lies on is taken by its id (statx,
+ * answered without asking the file system), must be in the target's table
+ * and cover the path; and the system's table must put the path at the same
+ * place. A service's own namespace, with parts of the system mounted again
+ * read-only, names the same places. Where pid 1's table cannot be read,
+ * ptagsd's own is used (the unit's: /tmp is its own there). */
+static gboolean exe_is_the_systems(int dir, const struct stat *ns, const char *path)
 {
         static const char deleted[] = " (deleted)";
         gsize len = strlen(path);
         struct statx stx;
+        struct stat root;
 
         if (path[0] != '/' || (len >= sizeof(deleted) - 1 &&
                                strcmp(path + len - (sizeof(deleted) - 1), deleted) == 0))
@@ -415,12 +530,47 @@ static gboolean exe_is_the_systems(int dir, const char *path)
         if (statx(dir, "exe", AT_STATX_DONT_SYNC, STATX_MNT_ID, &stx) != 0 ||
             !(stx.stx_mask & STATX_MNT_ID))
                 return FALSE;
-        g_autofree char *theirs_text = read_proc_text_max(dir, "mountinfo", MOUNTINFO_MAX_BYTES);
-        if (theirs_text == NULL)
+        gboolean root_known = fstatat(dir, "root", &root, 0) == 0;
+
+        pthread_mutex_lock(&mounts_lock);
+        gboolean changed = FALSE;
+        for (guint i = 0; i < N_TABLES; i++)
+                changed |= table_refresh(&kept_tables[i]);
+        if (exe_verdicts == NULL)
+                exe_verdicts = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+        if (changed || g_hash_table_size(exe_verdicts) >= EXE_VERDICTS_MAX)
+                g_hash_table_remove_all(exe_verdicts);
+        const KeptTable *sys = kept_tables[TABLE_SYSTEM].text != NULL ? &kept_tables[TABLE_SYSTEM]
+                               : kept_tables[TABLE_OWN].text != NULL  ? &kept_tables[TABLE_OWN]
+                                                                      : NULL;
+        if (sys == NULL) {
+                pthread_mutex_unlock(&mounts_lock);
                 return FALSE;
-        g_autofree char *theirs = file_system_place(theirs_text, path, stx.stx_mnt_id);
-        g_autofree char *systems = theirs != NULL ? system_place(path) : NULL;
-        return systems != NULL && strcmp(theirs, systems) == 0;
+        }
+        for (guint i = 0; root_known && i < N_TABLES; i++) {
+                const KeptTable *t = &kept_tables[i];
+                if (!t->known || !same_file(ns, &t->ns) || !same_file(&root, &t->root))
+                        continue;
+                g_autofree char *key = g_strdup_printf("%u %" G_GUINT64_FORMAT " %s", i,
+                                                       (guint64)stx.stx_mnt_id, path);
+                int verdict = GPOINTER_TO_INT(g_hash_table_lookup(exe_verdicts, key));
+                if (verdict == 0) {
+                        verdict = places_agree(t->text, sys->text, path, stx.stx_mnt_id) ? 1 : 2;
+                        g_hash_table_insert(exe_verdicts, g_steal_pointer(&key),
+                                            GINT_TO_POINTER(verdict));
+                }
+                pthread_mutex_unlock(&mounts_lock);
+                return verdict == 1;
+        }
+        g_autofree char *system = file_system_place(sys->text, path, 0);
+        pthread_mutex_unlock(&mounts_lock);
+        if (system == NULL)
+                return FALSE;
+        /* Another namespace, or another root: its own table, read now. */
+        g_autofree char *theirs_text = read_proc_text_max(dir, "mountinfo", MOUNTINFO_MAX_BYTES);
+        g_autofree char *place =
+                theirs_text != NULL ? file_system_place(theirs_text, path, stx.stx_mnt_id) : NULL;
+        return place != NULL && strcmp(place, system) == 0;
 }
 
 static char *read_proc_text(pid_t pid, const char *name)
@@ -638,31 +788,6 @@ char *ptags_user_name(uid_t uid, gint64 now)
         return name;
 }
 
-/* The system's mount table (pid 1's, else ptagsd's own), read at most once
- * a second: under kept_lock. */
-static char *system_mounts;
-static gint64 system_mounts_until;
-
-/* Where @path lies in the system's mount table (see file_system_place). */
-static char *system_place(const char *path)
-{
-        gint64 now = g_get_monotonic_time();
-
-        pthread_mutex_lock(&kept_lock);
-        if (system_mounts_until <= now) {
-                g_free(system_mounts);
-                system_mounts =
-                        read_proc_text_max(AT_FDCWD, "/proc/1/mountinfo", MOUNTINFO_MAX_BYTES);
-                if (system_mounts == NULL)
-                        system_mounts = read_proc_text_max(AT_FDCWD, "/proc/self/mountinfo",
-                                                           MOUNTINFO_MAX_BYTES);
-                system_mounts_until = now + KEPT_FACT_US;
-        }
-        char *place = system_mounts != NULL ? file_system_place(system_mounts, path, 0) : NULL;
-        pthread_mutex_unlock(&kept_lock);
-        return place;
-}
-
 static char *pid1_cgroup(gint64 now)
 {
         char *text = NULL;
@@ -730,7 +855,8 @@ static gboolean process_info_read(const PtagsTarget *t, PtagsProcessInfo *info, 
                  * names the same file on the system. */
                 if (n >= 0 && (size_t)n < sizeof(exe)) {
                         exe[n] = '\0';
-                        if (mounts_are_roots(dir) && exe_is_the_systems(dir, exe))
+                        struct stat mnt_ns;
+                        if (mounts_are_roots(dir, &mnt_ns) && exe_is_the_systems(dir, &mnt_ns, exe))
                                 info->exe = g_strdup(exe);
                 }
                 info->cgroup = read_proc_text_at(dir, "cgroup");

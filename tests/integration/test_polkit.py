@@ -8,6 +8,7 @@
 
 import os
 import shutil
+import subprocess
 import sys
 import time
 import unittest
@@ -188,6 +189,39 @@ class PolkitDetailsTests(PtagsTestCase):
         self.assertError(self.client.call("AddTag", "usb", [proc.pid, "app:cam", False]),
                          "NotAuthorized")
         self.assertEqual(self.only_check()["details"].get("target-exe"), sleep)
+
+    def test_exe_is_judged_again_once_the_mounts_change(self):
+        """The mount tables behind target-exe are kept, and read again
+        only once the kernel says their namespace's mounts changed: a
+        program told at one check is not told at the next once a mount
+        hides its path on the system, and is told again once it is gone."""
+        with open("/proc/1/mountinfo") as f1, open("/proc/self/mountinfo") as f2:
+            if f1.read() != f2.read():
+                self.fail("pid 1 must share this test's mount namespace: the mount below "
+                          "stands for a change of the system's mounts")
+        bindir = os.path.join(self.world.tmp, "bin")
+        os.mkdir(bindir, 0o755)
+        prog = os.path.join(bindir, "prog")
+        shutil.copy(tool("sleep"), prog)
+        os.chmod(prog, 0o755)
+        proc = self.world.spawn("target", UNPRIVILEGED + [prog, "600"])
+        wait_until(lambda: os.readlink("/proc/%d/exe" % proc.pid) == prog, 10,
+                   "target %d to run %s" % (proc.pid, prog))
+
+        def told():
+            self.world.polkit.clear_checks()
+            self.assertError(self.client.call("AddTag", "usb", [proc.pid, "app:cam", False]),
+                             "NotAuthorized")
+            return self.only_check()["details"].get("target-exe")
+
+        self.assertEqual(told(), prog)
+        self.assertEqual(told(), prog)
+        subprocess.run([tool("mount"), "-t", "tmpfs", "-o", "mode=755", "tmpfs", bindir],
+                       check=True, timeout=10)
+        self.addCleanup(subprocess.run, [tool("umount"), "-l", bindir], timeout=10)
+        self.assertIsNone(told(), "a path another file system now holds")
+        subprocess.run([tool("umount"), bindir], check=True, timeout=10)
+        self.assertEqual(told(), prog)
 
     def test_target_text_that_is_not_utf8_is_unknown(self):
         """A user names their program with bytes that are not UTF-8; its

@@ -12,6 +12,7 @@
 #include <pwd.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* No real /etc/subuid comes near this (a line per user); past it the file
@@ -152,10 +153,19 @@ uid_t ptags_subuid_table_budget_uid(const PtagsSubuidTable *t, uid_t uid)
 
 /* ------------------------------------------------------- the service's */
 
+/* How often a lookup may look whether the file changed (one stat()):
+ * shadow's tools write it anew and rename it over the old one. A watch
+ * (GFileMonitor) would do without, but costs ptagsd half a MiB. */
+#define LOOK_EVERY_US G_USEC_PER_SEC
+
 static pthread_mutex_t table_lock = PTHREAD_MUTEX_INITIALIZER;
 static PtagsSubuidTable *table; /* under table_lock */
+static char *look_path;         /* under table_lock: the file, NULL when none */
+static struct stat looked;      /* under table_lock: the file at the last look */
+static gboolean looked_exists;  /* under table_lock */
+static gint64 next_look_us;     /* under table_lock */
+static guint reload_idle;       /* under table_lock: a read asked of the main loop */
 static char *table_path;        /* main thread */
-static GFileMonitor *monitor;   /* main thread */
 static GCancellable *reloading; /* main thread: a read under way */
 static gboolean reload_again;   /* main thread: the file changed during it */
 
@@ -258,11 +268,32 @@ static void reload(void)
         g_task_run_in_thread(task, read_in_thread);
 }
 
-static void file_changed(GFileMonitor *m, GFile *file, GFile *other, GFileMonitorEvent event,
-                         gpointer data)
+static gboolean reload_now(gpointer data)
 {
-        if (event != G_FILE_MONITOR_EVENT_ATTRIBUTE_CHANGED)
+        pthread_mutex_lock(&table_lock);
+        reload_idle = 0;
+        pthread_mutex_unlock(&table_lock);
+        if (table_path != NULL)
                 reload();
+        return G_SOURCE_REMOVE;
+}
+
+/* The file as it is now into looked (under table_lock): TRUE when it is
+ * not as it was. */
+static gboolean look(void)
+{
+        struct stat st;
+        gboolean exists = stat(look_path, &st) == 0;
+        gboolean changed = exists != looked_exists ||
+                           (exists && (st.st_dev != looked.st_dev || st.st_ino != looked.st_ino ||
+                                       st.st_size != looked.st_size ||
+                                       st.st_mtim.tv_sec != looked.st_mtim.tv_sec ||
+                                       st.st_mtim.tv_nsec != looked.st_mtim.tv_nsec ||
+                                       st.st_ctim.tv_sec != looked.st_ctim.tv_sec ||
+                                       st.st_ctim.tv_nsec != looked.st_ctim.tv_nsec));
+        looked = st;
+        looked_exists = exists;
+        return changed;
 }
 
 void ptags_subuids_start(const char *path)
@@ -272,6 +303,11 @@ void ptags_subuids_start(const char *path)
         if (path == NULL || *path == '\0')
                 return;
         table_path = g_strdup(path);
+        pthread_mutex_lock(&table_lock);
+        look_path = g_strdup(path);
+        look(); /* before reading: a change made meanwhile is read again */
+        next_look_us = g_get_monotonic_time() + LOOK_EVERY_US;
+        pthread_mutex_unlock(&table_lock);
         PtagsSubuidTable *t = read_table(path, &error);
         if (t == NULL)
                 g_warning("cannot read %s: every uid draws on its own budgets until it can be "
@@ -280,14 +316,6 @@ void ptags_subuids_start(const char *path)
         else
                 g_debug("%s: %u ranges of subordinate uids", path, ptags_subuid_table_ranges(t));
         table_replace(t);
-        /* Shadow's tools replace the file by renaming a new one over it. */
-        g_autoptr(GFile) file = g_file_new_for_path(path);
-        monitor = g_file_monitor_file(file, G_FILE_MONITOR_WATCH_MOVES, NULL, &error);
-        if (monitor == NULL)
-                g_warning("cannot watch %s: changes to it count once ptagsd restarts: %s", path,
-                          error->message);
-        else
-                g_signal_connect(monitor, "changed", G_CALLBACK(file_changed), NULL);
 }
 
 void ptags_subuids_stop(void)
@@ -296,14 +324,26 @@ void ptags_subuids_stop(void)
                 g_cancellable_cancel(reloading);
         g_clear_object(&reloading);
         reload_again = FALSE;
-        g_clear_object(&monitor);
         g_clear_pointer(&table_path, g_free);
+        pthread_mutex_lock(&table_lock);
+        if (reload_idle != 0)
+                g_source_remove(reload_idle);
+        reload_idle = 0;
+        g_clear_pointer(&look_path, g_free);
+        pthread_mutex_unlock(&table_lock);
         table_replace(NULL);
 }
 
 uid_t ptags_budget_uid(uid_t uid)
 {
+        gint64 now = g_get_monotonic_time();
+
         pthread_mutex_lock(&table_lock);
+        if (look_path != NULL && now >= next_look_us) {
+                next_look_us = now + LOOK_EVERY_US;
+                if (look() && reload_idle == 0)
+                        reload_idle = g_idle_add(reload_now, NULL);
+        }
         uid_t budget = ptags_subuid_table_budget_uid(table, uid);
         pthread_mutex_unlock(&table_lock);
         return budget;

@@ -38,8 +38,8 @@ uid_t ptags_subuid_table_budget_uid(const PtagsSubuidTable *t, uid_t uid);
 guint ptags_subuid_table_ranges(const PtagsSubuidTable *t);
 
 /* The service's table: read from @path now (an empty one when @path is
- * NULL, "" or missing), and again in a thread whenever the file changes.
- * Main thread. */
+ * NULL, "" or missing), and again, in a thread, once a lookup finds the
+ * file changed (lookups look at most once a second). Main thread. */
 void ptags_subuids_start(const char *path);
 void ptags_subuids_stop(void);
 /* ptags_subuid_table_budget_uid() in the service's table. Any thread. */

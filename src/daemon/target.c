@@ -402,13 +402,15 @@ static char *file_system_place(const char *mountinfo, const char *path, guint64 
  * Reading a mount table makes the kernel print every mount of the
  * namespace, and a change through polkit reads two of them twice (when
  * asking and when looking again). So two tables are kept, and read again
- * only once they change: pid 1's, the system's view that every verdict is
- * checked against, and ptagsd's own. Each stays open: a mountinfo file
- * tells through poll() that its namespace's mounts changed since it was
- * last asked (holding it keeps that namespace, which lives as long as its
- * process anyway). A target in the namespace and under the root of either
- * sees that very table, so its verdict comes from the kept text, and is
- * kept until either table changes; others have their own table read. */
+ * only once they change (or are a quarter of a second old): pid 1's, the
+ * system's view that every verdict is checked against, and ptagsd's own.
+ * Each stays open: a mountinfo file tells through poll() that its
+ * namespace's mounts changed since it was last asked (holding it keeps
+ * that namespace, which lives as long as its process anyway). A table
+ * shows the mounts below the root of its own process: a target in the
+ * namespace and under the root of either sees that very table, so its
+ * verdict comes from the kept text, and is kept until either table is
+ * read again; others have their own table read. */
 typedef struct {
         const char *pid;  /* "1" or "self" */
         int fd;           /* its mountinfo; -1: not open */
@@ -417,7 +419,13 @@ typedef struct {
         struct stat ns;   /* its mount namespace */
         struct stat root; /* its root directory: mountinfo shows paths below it */
         gint64 retry_us;  /* an unreadable table is tried again from then */
+        gint64 read_us;   /* when it was read */
 } KeptTable;
+
+/* A rename of a directory above a mount point changes the table's text but
+ * is not a change poll() reports: a table is read again at least this
+ * often. (pid 1's was once read once a second by the clock alone.) */
+#define KEPT_TABLE_MAX_AGE_US (250 * G_TIME_SPAN_MILLISECOND)
 
 enum { TABLE_SYSTEM, TABLE_OWN, N_TABLES };
 static KeptTable kept_tables[N_TABLES] = {{"1", -1}, {"self", -1}};
@@ -463,18 +471,17 @@ static void table_close(KeptTable *t)
  * (under mounts_lock). */
 static gboolean table_refresh(KeptTable *t)
 {
+        gint64 now = g_get_monotonic_time();
+
         if (t->fd >= 0) {
                 struct pollfd p = {.fd = t->fd, .events = POLLPRI};
-                if (poll(&p, 1, 0) == 0 || (p.revents & (POLLPRI | POLLERR | POLLNVAL)) == 0)
+                if (now - t->read_us < KEPT_TABLE_MAX_AGE_US &&
+                    (poll(&p, 1, 0) == 0 || (p.revents & (POLLPRI | POLLERR | POLLNVAL)) == 0))
                         return FALSE;
-                g_clear_pointer(&t->text, g_free);
-                if (!(p.revents & POLLNVAL) && lseek(t->fd, 0, SEEK_SET) == 0)
-                        t->text = read_fd_text_max(t->fd, MOUNTINFO_MAX_BYTES);
-                if (t->text == NULL)
-                        table_close(t);
-                return TRUE;
+                /* Opened afresh: its process may have moved to another
+                 * namespace or root, which the open file would not follow. */
+                table_close(t);
         }
-        gint64 now = g_get_monotonic_time();
         if (now < t->retry_us)
                 return FALSE;
         char path[32];
@@ -492,6 +499,7 @@ static gboolean table_refresh(KeptTable *t)
                 return TRUE;
         }
         t->known = identity && table_identity(t, &ns, &root);
+        t->read_us = now;
         return TRUE;
 }
 

@@ -31,7 +31,9 @@ typedef struct {
 } Range;
 
 struct _PtagsSubuidTable {
-        GArray *ranges; /* Range, sorted, disjoint */
+        GArray *ranges;       /* Range, sorted, disjoint */
+        guint skipped;        /* lines left out */
+        guint unknown_owners; /* of them, for an owner the user database did not know */
 };
 
 /* A decimal uid without sign, spaces or excess; FALSE otherwise. */
@@ -57,8 +59,10 @@ static gint range_by_first(gconstpointer a, gconstpointer b)
         return x->first < y->first ? -1 : x->first > y->first;
 }
 
-/* One line "OWNER:FIRST:COUNT" into @r; FALSE when it does not parse. */
-static gboolean parse_line(const char *line, PtagsUserLookup lookup, Range *r)
+typedef enum { LINE_OK, LINE_BAD, LINE_UNKNOWN_OWNER } LineResult;
+
+/* One line "OWNER:FIRST:COUNT" into @r. */
+static LineResult parse_line(const char *line, PtagsUserLookup lookup, Range *r)
 {
         g_auto(GStrv) f = g_strsplit(line, ":", 0);
         guint64 owner, first, count;
@@ -67,17 +71,17 @@ static gboolean parse_line(const char *line, PtagsUserLookup lookup, Range *r)
             !parse_u32(f[2], G_MAXUINT32, &count) || count == 0 ||
             first + count - 1 > (guint64)G_MAXUINT32 - 1 || /* (uid_t)-1 is no uid */
             first == 0)                                     /* nor is root anyone's */
-                return FALSE;
+                return LINE_BAD;
         if (!parse_u32(f[0], G_MAXUINT32 - 1, &owner)) {
                 uid_t uid;
                 if (lookup == NULL || !lookup(f[0], &uid) || uid == (uid_t)-1)
-                        return FALSE;
+                        return LINE_UNKNOWN_OWNER;
                 owner = uid;
         }
         r->first = r->origin = (guint32)first;
         r->last = (guint32)(first + count - 1);
         r->budget = (uid_t)owner;
-        return TRUE;
+        return LINE_OK;
 }
 
 PtagsSubuidTable *ptags_subuid_table_parse(const char *text, PtagsUserLookup lookup, guint *skipped)
@@ -86,17 +90,19 @@ PtagsSubuidTable *ptags_subuid_table_parse(const char *text, PtagsUserLookup loo
         g_autoptr(GArray) all = g_array_new(FALSE, FALSE, sizeof(Range));
         g_auto(GStrv) lines = g_strsplit(text != NULL ? text : "", "\n", 0);
 
-        *skipped = 0;
         for (guint i = 0; lines[i] != NULL; i++) {
                 const char *line = lines[i];
                 Range r;
                 if (line[0] == '\0' || line[0] == '#')
                         continue;
-                if (parse_line(line, lookup, &r))
+                LineResult result = parse_line(line, lookup, &r);
+                if (result == LINE_OK)
                         g_array_append_val(all, r);
                 else
-                        ++*skipped;
+                        t->skipped++;
+                t->unknown_owners += result == LINE_UNKNOWN_OWNER;
         }
+        *skipped = t->skipped;
         /* Sorted by first uid (the earlier line first among equals), each
          * range cut to the uids no range before it holds. */
         g_array_sort(all, range_by_first);
@@ -125,6 +131,11 @@ void ptags_subuid_table_free(PtagsSubuidTable *t)
 guint ptags_subuid_table_ranges(const PtagsSubuidTable *t)
 {
         return t != NULL ? t->ranges->len : 0;
+}
+
+guint ptags_subuid_table_unknown_owners(const PtagsSubuidTable *t)
+{
+        return t != NULL ? t->unknown_owners : 0;
 }
 
 uid_t ptags_subuid_table_budget_uid(const PtagsSubuidTable *t, uid_t uid)
@@ -203,12 +214,38 @@ static PtagsSubuidTable *read_table(const char *path, GError **error)
                             "%s: over %u bytes, or not text", path, SUBUID_FILE_MAX_BYTES);
                 return NULL;
         }
-        PtagsSubuidTable *t = ptags_subuid_table_parse(text, user_lookup, &skipped);
-        if (skipped > 0)
-                g_warning("%s: %u lines left out: not OWNER:FIRST:COUNT, an unknown owner, "
-                          "or a range past the last uid",
-                          path, skipped);
-        return t;
+        return ptags_subuid_table_parse(text, user_lookup, &skipped);
+}
+
+/* A user database that does not know an owner yet (sssd still starting,
+ * say) is asked again this often. */
+#define UNKNOWN_OWNER_RETRY_SECONDS 60
+
+static guint warned_skipped; /* main thread: lines left out, as last told */
+static guint unknown_retry;  /* main thread: the next read for unknown owners */
+
+static void reload(void);
+
+static gboolean retry_unknown(gpointer data)
+{
+        unknown_retry = 0;
+        reload();
+        return G_SOURCE_REMOVE;
+}
+
+/* Tell of @t's left-out lines when their number changed, and read the file
+ * again later while the user database does not know an owner. */
+static void table_read(const PtagsSubuidTable *t)
+{
+        if (t->skipped != warned_skipped && t->skipped > 0)
+                g_warning("%s: %u lines left out (%u for an owner the user database does not "
+                          "know): not OWNER:FIRST:COUNT, an empty range, one holding uid 0 or "
+                          "one past the last uid",
+                          table_path, t->skipped, t->unknown_owners);
+        warned_skipped = t->skipped;
+        if (t->unknown_owners > 0 && unknown_retry == 0)
+                unknown_retry =
+                        g_timeout_add_seconds(UNKNOWN_OWNER_RETRY_SECONDS, retry_unknown, NULL);
 }
 
 static void table_replace(PtagsSubuidTable *t)
@@ -231,8 +268,6 @@ static void read_in_thread(GTask *task, gpointer source, gpointer data, GCancell
                 g_task_return_pointer(task, t, (GDestroyNotify)ptags_subuid_table_free);
 }
 
-static void reload(void);
-
 static void reloaded(GObject *source, GAsyncResult *res, gpointer data)
 {
         g_autoptr(GError) error = NULL;
@@ -244,6 +279,7 @@ static void reloaded(GObject *source, GAsyncResult *res, gpointer data)
         if (t != NULL) {
                 g_info("%s read again: %u ranges of subordinate uids", table_path,
                        ptags_subuid_table_ranges(t));
+                table_read(t);
                 table_replace(t);
         } else {
                 g_warning("cannot read %s again, the ranges read before stay: %s", table_path,
@@ -315,6 +351,8 @@ void ptags_subuids_start(const char *path)
                           path, error->message);
         else
                 g_debug("%s: %u ranges of subordinate uids", path, ptags_subuid_table_ranges(t));
+        if (t != NULL)
+                table_read(t);
         table_replace(t);
 }
 
@@ -324,6 +362,8 @@ void ptags_subuids_stop(void)
                 g_cancellable_cancel(reloading);
         g_clear_object(&reloading);
         reload_again = FALSE;
+        g_clear_handle_id(&unknown_retry, g_source_remove);
+        warned_skipped = 0;
         g_clear_pointer(&table_path, g_free);
         pthread_mutex_lock(&table_lock);
         if (reload_idle != 0)

@@ -36,6 +36,9 @@ void ptags_subuid_table_free(PtagsSubuidTable *t);
  * range, and for 0). @t may be NULL. */
 uid_t ptags_subuid_table_budget_uid(const PtagsSubuidTable *t, uid_t uid);
 guint ptags_subuid_table_ranges(const PtagsSubuidTable *t);
+/* Lines left out for an owner @lookup did not know (the service asks the
+ * user database again later: it may not be up yet). */
+guint ptags_subuid_table_unknown_owners(const PtagsSubuidTable *t);
 
 /* The service's table: read from @path now (an empty one when @path is
  * NULL, "" or missing), and again, in a thread, once a lookup finds the

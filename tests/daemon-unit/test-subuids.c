@@ -101,6 +101,8 @@ static void test_bad_lines_are_left_out(void)
                                     &skipped);
 
         g_assert_cmpuint(skipped, ==, 11);
+        /* carol, and "4294967295" (no uid, so taken for a name) */
+        g_assert_cmpuint(ptags_subuid_table_unknown_owners(t), ==, 2);
         g_assert_cmpuint(ptags_subuid_table_ranges(t), ==, 1);
         g_assert_cmpuint(ptags_subuid_table_budget_uid(t, 4294967294u), ==, 1001);
         g_assert_cmpuint(ptags_subuid_table_budget_uid(t, 200005), ==, 200005);

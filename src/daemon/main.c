@@ -262,7 +262,7 @@ int main(int argc, char **argv)
         mallopt(M_ARENA_MAX, 1);
         g_autofree char *backend_name = NULL;
         g_autofree char *proc_root = NULL;
-        g_autofree char *subuid_file = g_strdup("/etc/subuid");
+        g_autofree char *subuid_file = NULL; /* GOption would not free a default */
         gint polkit_timeout = DEFAULT_POLKIT_TIMEOUT;
         gint max_containers = PTAGS_CONTAINERS_PER_UID_DEFAULT;
         gboolean verbose = FALSE;
@@ -380,7 +380,7 @@ int main(int argc, char **argv)
         ptags_log_set_refusal_budget(limits.refusal_records);
         /* Before anyone can call, after the capabilities are dropped (its
          * file watch starts a thread). */
-        ptags_subuids_start(subuid_file);
+        ptags_subuids_start(subuid_file != NULL ? subuid_file : "/etc/subuid");
         /* Exported before the name is owned, so the first call finds it. */
         d.service = ptags_service_new(bus, d.backend, d.authority, &limits, &error);
         if (d.service == NULL) {

@@ -60,9 +60,9 @@ gboolean ptags_authority_take_slot(PtagsAuthority *a, uid_t uid, GError **error)
 void ptags_authority_give_slot(PtagsAuthority *a, uid_t uid);
 
 /* Authorize every check of @checks (array of PtagsCheck*) for the bus name
- * @sender (drawing on @uid's budgets, subuids.h), concurrently; the first denial fails the whole batch and
- * cancels the rest. @interactive: the method call allowed interactive authorization. Errors:
- * NotAuthorized (denied, polkit missing/failing/too slow), LimitExceeded
+ * @sender (drawing on @uid's budgets, subuids.h), concurrently; the first denial fails the whole
+ * batch and cancels the rest. @interactive: the method call allowed interactive authorization.
+ * Errors: NotAuthorized (denied, polkit missing/failing/too slow), LimitExceeded
  * (@uid has MaxPolkitCalls batches waiting already),
  * org.freedesktop.DBus.Error.InteractiveAuthorizationRequired, or
  * G_IO_ERROR_CANCELLED when @cancellable fired (the caller left). */

@@ -622,7 +622,7 @@ class PolkitCallTests(LimitWorld):
         self.assertOk(client.call("AddTag", "usb", [target, "after", False]))
 
 
-class SubordinateUidTests(LimitWorld):
+class SubordinateUidWorld(LimitWorld):
     """A user given subordinate uids (/etc/subuid) runs processes as each
     of them, and on dbus-broker (which needs no passwd entry) reaches
     ptagsd as each of them: every per-uid budget counted them one by one,
@@ -632,6 +632,7 @@ class SubordinateUidTests(LimitWorld):
 
     # The budgets are the service's, the same on both backends.
     backends = ("bpf",)
+    budgets = ["--max-polkit-calls=1", "--max-process-bytes=2000", "--max-user-bytes=3000"]
 
     def setUp(self):
         fd, path = tempfile.mkstemp(prefix="ptags-subuid-")
@@ -639,11 +640,12 @@ class SubordinateUidTests(LimitWorld):
         os.close(fd)
         os.chmod(path, 0o644)
         self.addCleanup(os.unlink, path)
-        self.world_options = {"daemon_args": ["--subuid-file=" + path,
-                                              "--max-polkit-calls=1",
-                                              "--max-process-bytes=2000",
-                                              "--max-user-bytes=3000"]}
+        self.world_options = {"daemon_args": ["--subuid-file=" + path] + self.budgets}
         super().setUp()
+
+
+class SubordinateUidTests(SubordinateUidWorld):
+    backends = ("bpf",)
 
     def test_subordinate_uids_share_their_owners_places_at_polkit(self):
         target = self.world.spawn_target(unprivileged=True)
@@ -675,6 +677,42 @@ class SubordinateUidTests(LimitWorld):
         self.assertEqual(self.world.get_tags(mine), [])
         # What fits in the owner's budget with its subordinate's is taken.
         self.assertOk(self.world.root_call("AddTag", "usb", [mine, "b:" + "y" * 1400, False]))
+
+
+class SubordinateUidUnreadTests(SubordinateUidWorld):
+    """The same for the replies a user's connections leave unread (counted
+    per connection as the bus names its uid, apart from the callers)."""
+
+    backends = ("bpf",)
+    budgets = ["--max-unread-reply-bytes=67108864", "--max-user-unread-reply-bytes=65536",
+               "--max-expensive-calls=1024"]
+
+    def test_subordinate_uids_share_their_owners_unread_replies(self):
+        w = self.world
+        target = w.spawn_target()
+        self.assertOk(w.root_call("Apply", "uas", [
+            target, ["+app:%02d:%s" % (i, "x" * 90) for i in range(60)]]))  # about 6 KB a reply
+        # nobody asks for 2.4 MB of replies and stops reading them.
+        flood = spawn_flood(w, "GetTags", "u", [target], calls=400, warm=True)
+        os.kill(flood.pid, signal.SIGSTOP)
+        try:
+            subordinate = w.spawn_client(uid=second_user_uid())
+            refused = []
+
+            def is_refused():
+                reply = subordinate.call("GetTags", "u", [target])
+                refused[:] = [reply] if reply.error is not None else []
+                return bool(refused)
+            wait_until(is_refused, 15, "the subordinate uid's read to be refused")
+            self.assertError(refused[0], "LimitExceeded")
+            self.assertIn("connections of uid %d (its subordinate uids included)" % NOBODY_UID,
+                          refused[0].message)
+        finally:
+            os.kill(flood.pid, signal.SIGCONT)
+        json.loads(flood.stdout.readline())
+        # Once nobody's client read its replies, there is room again.
+        wait_until(lambda: subordinate.call("GetTags", "u", [target]).error is None, 15,
+                   "the subordinate uid's read to be answered")
 
 
 class UserUnreadTests(LimitWorld):

@@ -21,11 +21,14 @@ import ptags_client
 # How soon a restarted ptagsd must be back on the bus (median of the
 # restarts). The bpf backend first has libbpf read and parse the kernel's
 # BTF (5.5 MB on the CI machines: 35-55 ms) to load its programs, and reads
-# back a set table that grows through the test: 150 ms there, 100 ms on the
-# kernel's attr files. A daemon built with ASan or TSan starts its runtime
-# and checks every access: twice the time.
-RESTART_MEDIAN_S = ((0.15 if os.environ.get("PTAGS_BACKEND") == "bpf" else 0.1)
-                    * (2 if DAEMON_SANITIZED else 1))
+# back a set table that grows through the test: 150 ms there. On the
+# kernel's attr files a restart takes 20-30 ms alone, but start-up scans
+# every process for container IDs, and a test running beside this one may
+# have a thousand: 110 ms was seen so (the scan alone 117 ms), so 150 ms
+# there too. A daemon built with ASan or TSan starts its runtime and checks
+# every access: twice the time. A wait that crept into start-up still
+# shows: it is the median of 24 restarts.
+RESTART_MEDIAN_S = 0.15 * (2 if DAEMON_SANITIZED else 1)
 
 ADD = "org.ptags.tag.add"
 NOT_AUTHORIZED = "org.ptags.Error.NotAuthorized"

@@ -84,7 +84,7 @@ static LineResult parse_line(const char *line, PtagsUserLookup lookup, Range *r)
         return LINE_OK;
 }
 
-PtagsSubuidTable *ptags_subuid_table_parse(const char *text, PtagsUserLookup lookup, guint *skipped)
+PtagsSubuidTable *ptags_subuid_table_parse(const char *text, PtagsUserLookup lookup)
 {
         PtagsSubuidTable *t = g_new0(PtagsSubuidTable, 1);
         g_autoptr(GArray) all = g_array_new(FALSE, FALSE, sizeof(Range));
@@ -102,7 +102,6 @@ PtagsSubuidTable *ptags_subuid_table_parse(const char *text, PtagsUserLookup loo
                         t->skipped++;
                 t->unknown_owners += result == LINE_UNKNOWN_OWNER;
         }
-        *skipped = t->skipped;
         /* Sorted by first uid (the earlier line first among equals), each
          * range cut to the uids no range before it holds. */
         g_array_sort(all, range_by_first);
@@ -131,6 +130,11 @@ void ptags_subuid_table_free(PtagsSubuidTable *t)
 guint ptags_subuid_table_ranges(const PtagsSubuidTable *t)
 {
         return t != NULL ? t->ranges->len : 0;
+}
+
+guint ptags_subuid_table_skipped(const PtagsSubuidTable *t)
+{
+        return t != NULL ? t->skipped : 0;
 }
 
 guint ptags_subuid_table_unknown_owners(const PtagsSubuidTable *t)
@@ -171,12 +175,13 @@ uid_t ptags_subuid_table_budget_uid(const PtagsSubuidTable *t, uid_t uid)
 
 static pthread_mutex_t table_lock = PTHREAD_MUTEX_INITIALIZER;
 static PtagsSubuidTable *table; /* under table_lock */
-static char *look_path;         /* under table_lock: the file, NULL when none */
+/* The file, NULL when none: set and cleared by the main thread under
+ * table_lock, which other threads read it under. */
+static char *table_path;
 static struct stat looked;      /* under table_lock: the file at the last look */
 static gboolean looked_exists;  /* under table_lock */
 static gint64 next_look_us;     /* under table_lock */
 static guint reload_idle;       /* under table_lock: a read asked of the main loop */
-static char *table_path;        /* main thread */
 static GCancellable *reloading; /* main thread: a read under way */
 static gboolean reload_again;   /* main thread: the file changed during it */
 
@@ -200,12 +205,11 @@ static PtagsSubuidTable *read_table(const char *path, GError **error)
 {
         g_autofree char *text = NULL;
         gsize len = 0;
-        guint skipped = 0;
         g_autoptr(GError) local = NULL;
 
         if (!g_file_get_contents(path, &text, &len, &local)) {
                 if (g_error_matches(local, G_FILE_ERROR, G_FILE_ERROR_NOENT))
-                        return ptags_subuid_table_parse("", NULL, &skipped);
+                        return ptags_subuid_table_parse("", NULL);
                 g_propagate_error(error, g_steal_pointer(&local));
                 return NULL;
         }
@@ -214,7 +218,7 @@ static PtagsSubuidTable *read_table(const char *path, GError **error)
                             "%s: over %u bytes, or not text", path, SUBUID_FILE_MAX_BYTES);
                 return NULL;
         }
-        return ptags_subuid_table_parse(text, user_lookup, &skipped);
+        return ptags_subuid_table_parse(text, user_lookup);
 }
 
 /* A user database that does not know an owner yet (sssd still starting,
@@ -319,7 +323,7 @@ static gboolean reload_now(gpointer data)
 static gboolean look(void)
 {
         struct stat st;
-        gboolean exists = stat(look_path, &st) == 0;
+        gboolean exists = stat(table_path, &st) == 0;
         gboolean changed = exists != looked_exists ||
                            (exists && (st.st_dev != looked.st_dev || st.st_ino != looked.st_ino ||
                                        st.st_size != looked.st_size ||
@@ -338,21 +342,20 @@ void ptags_subuids_start(const char *path)
 
         if (path == NULL || *path == '\0')
                 return;
-        table_path = g_strdup(path);
         pthread_mutex_lock(&table_lock);
-        look_path = g_strdup(path);
+        table_path = g_strdup(path);
         look(); /* before reading: a change made meanwhile is read again */
         next_look_us = g_get_monotonic_time() + LOOK_EVERY_US;
         pthread_mutex_unlock(&table_lock);
         PtagsSubuidTable *t = read_table(path, &error);
-        if (t == NULL)
+        if (t == NULL) {
                 g_warning("cannot read %s: every uid draws on its own budgets until it can be "
                           "read: %s",
                           path, error->message);
-        else
+        } else {
                 g_debug("%s: %u ranges of subordinate uids", path, ptags_subuid_table_ranges(t));
-        if (t != NULL)
                 table_read(t);
+        }
         table_replace(t);
 }
 
@@ -364,12 +367,11 @@ void ptags_subuids_stop(void)
         reload_again = FALSE;
         g_clear_handle_id(&unknown_retry, g_source_remove);
         warned_skipped = 0;
-        g_clear_pointer(&table_path, g_free);
         pthread_mutex_lock(&table_lock);
         if (reload_idle != 0)
                 g_source_remove(reload_idle);
         reload_idle = 0;
-        g_clear_pointer(&look_path, g_free);
+        g_clear_pointer(&table_path, g_free);
         pthread_mutex_unlock(&table_lock);
         table_replace(NULL);
 }
@@ -379,7 +381,7 @@ uid_t ptags_budget_uid(uid_t uid)
         gint64 now = g_get_monotonic_time();
 
         pthread_mutex_lock(&table_lock);
-        if (look_path != NULL && now >= next_look_us) {
+        if (table_path != NULL && now >= next_look_us) {
                 next_look_us = now + LOOK_EVERY_US;
                 if (look() && reload_idle == 0)
                         reload_idle = g_idle_add(reload_now, NULL);

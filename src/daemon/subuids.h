@@ -26,16 +26,17 @@ typedef gboolean (*PtagsUserLookup)(const char *name, uid_t *uid);
 
 /* The ranges of @text, in /etc/subuid's format. Owners are uids or names
  * (@lookup). A line that does not parse, or names an unknown owner, an
- * empty range, one holding uid 0 or one past the last uid, is left out and
- * counted in *@skipped. A uid in two ranges belongs to the one that starts first.
- * (transfer full: ptags_subuid_table_free) */
-PtagsSubuidTable *ptags_subuid_table_parse(const char *text, PtagsUserLookup lookup,
-                                           guint *skipped);
+ * empty range, one holding uid 0 or one past the last uid, is left out
+ * (ptags_subuid_table_skipped). A uid in two ranges belongs to the one that
+ * starts first. (transfer full: ptags_subuid_table_free) */
+PtagsSubuidTable *ptags_subuid_table_parse(const char *text, PtagsUserLookup lookup);
 void ptags_subuid_table_free(PtagsSubuidTable *t);
 /* The uid whose budgets @uid draws on in @t (@uid itself outside every
  * range, and for 0). @t may be NULL. */
 uid_t ptags_subuid_table_budget_uid(const PtagsSubuidTable *t, uid_t uid);
 guint ptags_subuid_table_ranges(const PtagsSubuidTable *t);
+/* The lines left out. */
+guint ptags_subuid_table_skipped(const PtagsSubuidTable *t);
 /* Lines left out for an owner @lookup did not know (the service asks the
  * user database again later: it may not be up yet). */
 guint ptags_subuid_table_unknown_owners(const PtagsSubuidTable *t);

@@ -22,8 +22,10 @@ static gboolean lookup(const char *name, uid_t *uid)
 
 static PtagsSubuidTable *parse(const char *text, guint *skipped)
 {
-        guint dummy;
-        return ptags_subuid_table_parse(text, lookup, skipped != NULL ? skipped : &dummy);
+        PtagsSubuidTable *t = ptags_subuid_table_parse(text, lookup);
+        if (skipped != NULL)
+                *skipped = ptags_subuid_table_skipped(t);
+        return t;
 }
 
 static void test_owners(void)

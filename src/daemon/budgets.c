@@ -234,11 +234,12 @@ static void count(PtagsByteCache *cache, const CachedProcess *p)
         sum_add(cache, p->budget, p->bytes, TRUE);
 }
 
-/* @p's owner is @uid (between uncount() and count()). */
-static void set_owner(CachedProcess *p, uid_t uid)
+/* @p's owner is @uid, drawing on @budget's budgets (between uncount() and
+ * count()). */
+static void set_owner(CachedProcess *p, uid_t uid, uid_t budget)
 {
         p->uid = uid;
-        p->budget = ptags_budget_uid(uid);
+        p->budget = budget;
 }
 
 /* Every walk checks the kept sum of the uid asked about against one made by
@@ -281,7 +282,7 @@ void ptags_byte_cache_expect(PtagsByteCache *cache, pid_t pid, uid_t uid, guint6
         } else {
                 uncount(cache, p);
         }
-        set_owner(p, uid);
+        set_owner(p, uid, ptags_budget_uid(uid));
         p->bytes = bytes;
         count(cache, p);
 }
@@ -373,7 +374,7 @@ static int walk(PtagsBackend *backend, PtagsByteCache *cache, uid_t uid, gboolea
                         continue;
                 uncount(cache, p);
                 p->ino = st.st_ino;
-                set_owner(p, st.st_uid);
+                set_owner(p, st.st_uid, budget);
                 /* Exited meanwhile or unreadable: it holds nothing. */
                 p->bytes = held_bytes(backend, cache, (pid_t)pid, lists_read);
                 count(cache, p);

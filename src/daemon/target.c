@@ -200,11 +200,10 @@ void ptags_target_clear(PtagsTarget *t)
         t->pid = 0;
 }
 
-/* The whole text of NAME in @dir (an open /proc/PID, or AT_FDCWD for a
- * whole path), or NULL (also when longer than @max bytes). These files report no size
- * (g_file_get_contents would go through stdio), and only a read of nothing ends them: a seq_file
- * hands out whole records, so a shorter read is not the end. */
-/* What is left to read of @fd, or NULL past @max bytes or on an error. */
+/* What is left to read of @fd, a /proc file, or NULL past @max bytes or on
+ * an error. These files report no size (g_file_get_contents would go
+ * through stdio), and only a read of nothing ends them: a seq_file hands
+ * out whole records, so a shorter read is not the end. */
 static char *read_fd_text_max(int fd, gsize max)
 {
         gsize size = 4096, len = 0;
@@ -234,6 +233,8 @@ static char *read_fd_text_max(int fd, gsize max)
         return text;
 }
 
+/* The whole text of NAME in @dir (an open /proc/PID, or AT_FDCWD for a
+ * whole path), or NULL (also when longer than @max bytes). */
 static char *read_proc_text_max(int dir, const char *name, gsize max)
 {
         int fd = openat(dir, name, O_RDONLY | O_CLOEXEC | O_NOCTTY);

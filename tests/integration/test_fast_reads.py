@@ -14,7 +14,7 @@ import time
 import unittest
 
 from ptags_harness import HeldThread, PtagsTestCase, sleep_sleeps, wait_until
-from test_limits import spawn_flood
+from test_limits import stopped_reader_of_small_lists
 
 
 def proc_state(pid):
@@ -202,12 +202,7 @@ class FastReadBudgetTests(PtagsTestCase):
         """Replies sent from the bus thread count against the connection's
         unread budget like any other: a reader that asks for 400 small
         lists at once and stops reading is refused once 64 KiB are out."""
-        w = self.world
-        target = w.spawn_target()
-        self.assertOk(w.root_call("Apply", "uas", [
-            target, ["+app:%02d:%s" % (i, "x" * 90) for i in range(60)]]))  # about 6 KB a reply
-        flood = spawn_flood(w, "GetTags", "u", [target], calls=400, warm=True)
-        os.kill(flood.pid, signal.SIGSTOP)
+        flood = stopped_reader_of_small_lists(self.world)[1]
         time.sleep(1)
         os.kill(flood.pid, signal.SIGCONT)
         summary = json.loads(flood.stdout.readline())["replies"]

@@ -72,6 +72,20 @@ def spawn_flood(world, method, sig, args, calls, connections=1, no_reply=False, 
     return proc
 
 
+def stopped_reader_of_small_lists(world):
+    """A target holding 60 tags (about 6 KB a reply), and nobody's client
+    that asked for 400 of its lists at once and was then stopped (SIGSTOP)
+    before reading them. Returns (target, the flood's Popen)."""
+    target = world.spawn_target()
+    reply = world.root_call("Apply", "uas", [
+        target, ["+app:%02d:%s" % (i, "x" * 90) for i in range(60)]])
+    if not reply.ok:
+        raise AssertionError("cannot tag the target: %r" % (reply,))
+    flood = spawn_flood(world, "GetTags", "u", [target], calls=400, warm=True)
+    os.kill(flood.pid, signal.SIGSTOP)
+    return target, flood
+
+
 def timed_root_get_tags(world, pid, timeout_ms=10000):
     start = time.monotonic()
     reply = world.root_call("GetTags", "u", [pid], timeout_ms=timeout_ms)
@@ -689,12 +703,8 @@ class SubordinateUidUnreadTests(SubordinateUidWorld):
 
     def test_subordinate_uids_share_their_owners_unread_replies(self):
         w = self.world
-        target = w.spawn_target()
-        self.assertOk(w.root_call("Apply", "uas", [
-            target, ["+app:%02d:%s" % (i, "x" * 90) for i in range(60)]]))  # about 6 KB a reply
         # nobody asks for 2.4 MB of replies and stops reading them.
-        flood = spawn_flood(w, "GetTags", "u", [target], calls=400, warm=True)
-        os.kill(flood.pid, signal.SIGSTOP)
+        target, flood = stopped_reader_of_small_lists(w)
         try:
             subordinate = w.spawn_client(uid=second_user_uid())
             refused = []

@@ -170,7 +170,9 @@ static ptags_result run_keep(ptags_set *s, const ptags_cmd *cmd, bool keep, cons
         ptags_action action = keep ? PTAGS_ACTION_ADD : PTAGS_ACTION_SUB;
         ptags_change_kind kind = keep ? PTAGS_CHANGE_SET_KEEP : PTAGS_CHANGE_CLEAR_KEEP;
 
-        for (size_t i = 0; i < ptags_set_count(s); i++) {
+        size_t first, end;
+        ptags_set_pattern_range(s, cmd->arg, cmd->arg_len, &first, &end);
+        for (size_t i = first; i < end; i++) {
                 const ptags_entry *e = ptags_set_at(s, i);
                 if (e->keep == keep ||
                     !ptags_pattern_match(cmd->arg, cmd->arg_len, e->name, e->name_len))
@@ -191,15 +193,16 @@ static ptags_result run_keep(ptags_set *s, const ptags_cmd *cmd, bool keep, cons
 static ptags_result run_sub(ptags_set *s, const ptags_cmd *cmd, const ptags_writer *w,
                             ptags_change_sink sink, void *ctx)
 {
+        size_t first, end;
+        ptags_set_pattern_range(s, cmd->arg, cmd->arg_len, &first, &end);
         if (!cmd->global) {
-                size_t i;
-                if (!ptags_set_lookup(s, cmd->arg, cmd->arg_len, &i))
+                if (first == end)
                         return PTAGS_OK;
                 if (!allowed(w, PTAGS_ACTION_SUB, cmd->arg, cmd->arg_len))
                         return PTAGS_E_NOT_PERMITTED;
         }
         sub_ctx c = {.cmd = cmd, .w = w, .sink = sink, .sink_ctx = ctx};
-        return ptags_set_remove_if(s, drop_matching, &c);
+        return ptags_set_remove_if_range(s, first, end, drop_matching, &c);
 }
 
 /* The kernel's order: the set right (even for a missing tag), existence,

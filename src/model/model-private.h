@@ -32,6 +32,16 @@ void ptags_set_remove_at(ptags_set *s, size_t index);
  * far are gone, the rest are there. It must not be modified from @drop. */
 typedef ptags_result (*ptags_set_drop_fn)(const ptags_entry *e, void *ctx, bool *drop);
 ptags_result ptags_set_remove_if(ptags_set *s, ptags_set_drop_fn drop, void *ctx);
+/* The same for the entries [@first, @end) only (O(@end - @first) calls of
+ * @drop, and one move of the entries after them). */
+ptags_result ptags_set_remove_if_range(ptags_set *s, size_t first, size_t end,
+                                       ptags_set_drop_fn drop, void *ctx);
+/* The entries [*@first, *@end) that pattern @pat can match (O(log n)):
+ * the whole set for "", the tag itself for a tag, and for "PREFIX:*" the
+ * names starting with "PREFIX:", which are contiguous in the set's order.
+ * Every match lies in it; callers still test each entry. */
+void ptags_set_pattern_range(const ptags_set *s, const char *pat, size_t len, size_t *first,
+                             size_t *end);
 /* Exchange the contents of two sets (commit of an atomic batch). */
 void ptags_set_swap(ptags_set *a, ptags_set *b);
 

@@ -98,6 +98,29 @@ ptags_result ptags_plan_build(const ptags_set *current, const char *const *lines
                                         failed_line);
 }
 
+/* The tags line @cmd looks at in @s beyond its binary searches: those its
+ * pattern can match, for the lines that visit each (a '?' without '@'
+ * stops at the first). */
+static size_t line_looks(const ptags_set *s, const ptags_cmd *cmd)
+{
+        size_t first, end;
+
+        switch (cmd->kind) {
+        case PTAGS_CMD_SUB:
+        case PTAGS_CMD_SUB_KEEP:
+        case PTAGS_CMD_QUERY_KEEP:
+                break;
+        case PTAGS_CMD_ADD_KEEP:
+                if (cmd->global)
+                        break;
+                return 0;
+        default:
+                return 0;
+        }
+        ptags_set_pattern_range(s, cmd->arg, cmd->arg_len, &first, &end);
+        return end - first;
+}
+
 ptags_result ptags_plan_build_bounded(const ptags_set *current, const char *const *lines,
                                       const size_t *lens, size_t n, size_t max_changes,
                                       ptags_plan **out, size_t *failed_line)
@@ -117,6 +140,7 @@ ptags_result ptags_plan_build_bounded(const ptags_set *current, const char *cons
                 return PTAGS_E_NOMEM;
         }
         r = PTAGS_OK;
+        size_t looks = 0;
         for (size_t i = 0; i < n && r == PTAGS_OK; i++) {
                 size_t len = lens ? lens[i] : strlen(lines[i]);
                 ptags_cmd cmd;
@@ -124,6 +148,11 @@ ptags_result ptags_plan_build_bounded(const ptags_set *current, const char *cons
                 /* The kernel's order within a line: a bad '!' value fails
                  * after a missing tag, as for an unrestricted kernel writer. */
                 r = ptags_cmd_parse_kernel(lines[i], len, &cmd);
+                if (r == PTAGS_OK) {
+                        looks += line_looks(p->result, &cmd);
+                        if (looks > PTAGS_PLAN_MAX_LOOKS)
+                                r = PTAGS_E_BATCH_TOO_BROAD;
+                }
                 if (r == PTAGS_OK)
                         r = ptags_cmd_run(p->result, &cmd, NULL, record_change, p);
         }

@@ -51,6 +51,8 @@ typedef enum {
         PTAGS_E_BATCH_TOO_LARGE, /* E2BIG: an atomic batch resolving to more than
                                   * PTAGS_PLAN_MAX_CHANGES changes or
                                   * PTAGS_PLAN_MAX_BYTES bytes of change data */
+        PTAGS_E_BATCH_TOO_BROAD, /* E2BIG: an atomic batch whose patterns look at more
+                                  * than PTAGS_PLAN_MAX_LOOKS tags */
 } ptags_result;
 
 /* The kernel errno (positive) for @r; 0 for PTAGS_OK. */
@@ -302,6 +304,12 @@ typedef struct ptags_plan ptags_plan;
  * crossed the bound. Since: 0.1 */
 #define PTAGS_PLAN_MAX_CHANGES (4u * PTAGS_MAX_TAGS)
 #define PTAGS_PLAN_MAX_BYTES   (192u * 1024u * 1024u)
+/* Each pattern line looks at the tags its pattern can match (a binary
+ * search finds them), whether they change or not; past this many looks a
+ * plan fails with BATCH_TOO_BROAD at the line that crossed the bound, so
+ * that 4096 lines sweeping a full set cannot cost anyone seconds of work
+ * before they are authorized. Sixty-four sweeps of a full set fit. */
+#define PTAGS_PLAN_MAX_LOOKS (64u * PTAGS_MAX_TAGS)
 ptags_result ptags_plan_build(const ptags_set *current, const char *const *lines,
                               const size_t *lens, size_t n, ptags_plan **out, size_t *failed_line);
 /* ptags_plan_build, failing with BATCH_TOO_LARGE once the plan would hold

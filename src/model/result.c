@@ -25,6 +25,7 @@ int ptags_result_errno(ptags_result r)
         case PTAGS_E_NOMEM:
                 return ENOMEM;
         case PTAGS_E_BATCH_TOO_LARGE:
+        case PTAGS_E_BATCH_TOO_BROAD:
                 return E2BIG;
         }
         return EINVAL;
@@ -52,6 +53,7 @@ const char *ptags_result_name(ptags_result r)
         case PTAGS_E_NOMEM:
                 return "Failed";
         case PTAGS_E_BATCH_TOO_LARGE:
+        case PTAGS_E_BATCH_TOO_BROAD:
                 return "InvalidCommand";
         }
         return "Failed";
@@ -81,6 +83,9 @@ const char *ptags_result_message(ptags_result r)
         case PTAGS_E_BATCH_TOO_LARGE:
                 return "Batch too large: it resolves to more than 16000 changes or 192 MiB of "
                        "tags and values";
+        case PTAGS_E_BATCH_TOO_BROAD:
+                return "Batch too large: its patterns look at more than 256000 tags, whether "
+                       "they change or not";
         }
         return "Unknown error";
 }

@@ -244,9 +244,55 @@ bool ptags_set_equal(const ptags_set *a, const ptags_set *b)
         return true;
 }
 
+/* Whether live entry @i's name starts with the @len bytes at @prefix. */
+static bool has_prefix_at(const ptags_set *s, size_t i, const char *prefix, size_t len)
+{
+        const ptags_entry *e = slot(s, i);
+        return e->name_len >= len && memcmp(e->name, prefix, len) == 0;
+}
+
+void ptags_set_pattern_range(const ptags_set *s, const char *pat, size_t len, size_t *first,
+                             size_t *end)
+{
+        size_t n = live_count(s);
+        if (len == 0) {
+                *first = 0;
+                *end = n;
+                return;
+        }
+        if (!ptags_pattern_is_global(pat, len)) {
+                bool found = ptags_set_lookup(s, pat, len, first);
+                *end = *first + found;
+                return;
+        }
+        /* "PREFIX:*": the names starting with "PREFIX:" follow each other
+         * in byte-wise order, from the first name not below "PREFIX:". */
+        size_t prefix_len = len - 1, lo = 0, hi = n;
+        while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+                const ptags_entry *e = slot(s, mid);
+                if (name_cmp(e->name, e->name_len, pat, prefix_len) < 0)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        *first = lo;
+        hi = n;
+        while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+                if (has_prefix_at(s, mid, pat, prefix_len))
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        *end = lo;
+}
+
 bool ptags_set_matches(const ptags_set *s, const char *pat, size_t len, bool kept_only)
 {
-        for (size_t i = 0; i < live_count(s); i++) {
+        size_t first, end;
+        ptags_set_pattern_range(s, pat, len, &first, &end);
+        for (size_t i = first; i < end; i++) {
                 const ptags_entry *e = slot(s, i);
                 if ((!kept_only || e->keep) && ptags_pattern_match(pat, len, e->name, e->name_len))
                         return true;
@@ -300,9 +346,15 @@ void ptags_set_remove_at(ptags_set *s, size_t index)
 
 ptags_result ptags_set_remove_if(ptags_set *s, ptags_set_drop_fn drop, void *ctx)
 {
+        return ptags_set_remove_if_range(s, 0, s->count, drop, ctx);
+}
+
+ptags_result ptags_set_remove_if_range(ptags_set *s, size_t first, size_t end,
+                                       ptags_set_drop_fn drop, void *ctx)
+{
         ptags_result r = PTAGS_OK;
-        size_t out = 0;
-        for (size_t i = 0; i < s->count; i++) {
+        size_t out = first;
+        for (size_t i = first; i < end; i++) {
                 bool gone = false;
                 /* Live entries: [0, out) kept so far, [i, count) still to
                  * decide; @drop may read the set (a self-writer's rights). */
@@ -315,7 +367,9 @@ ptags_result ptags_set_remove_if(ptags_set *s, ptags_set_drop_fn drop, void *ctx
                 else
                         s->items[out++] = s->items[i];
         }
-        s->count = out;
+        /* The entries after the range close the gap. */
+        memmove(&s->items[out], &s->items[end], (s->count - end) * sizeof(ptags_entry));
+        s->count -= end - out;
         s->gap_at = 0;
         s->gap_len = 0;
         return r;

@@ -332,17 +332,21 @@ class BadInputTests(PtagsTestCase):
             ("ApplyFd 4097 lines", "ApplyFd", "has", [0, ["+x"] * 4097], "InvalidCommand"),
         ], fds_for=lambda label: [os.pidfd_open(self.target)] if "Fd" in label else [])
 
-    def test_too_many_tags(self):
-        # Fill the target to exactly 4000 tags in batches the daemon accepts.
+    def fill_target(self, keep=False):
+        """Fill the target to exactly 4000 tags in batches the daemon accepts."""
         have = len(self.world.get_tags(self.target))
         names = ["t:%04d" % i for i in range(4000 - have)]
+        add = "+@" if keep else "+"
         for i in range(0, len(names), 1000):
             self.assertOk(self.world.root_call(
-                "Apply", "uas", [self.target, ["+" + n for n in names[i:i + 1000]]],
+                "Apply", "uas", [self.target, [add + n for n in names[i:i + 1000]]],
                 timeout_ms=60000))
         self.assertEqual(len(self.world.get_tags(self.target)), 4000)
         self.signals.drain(0.1)
         self.signals.events.clear()
+
+    def test_too_many_tags(self):
+        self.fill_target()
         self.run_rows([
             ("AddTag 4001st", "AddTag", "usb", [self.target, "one:more", False], "TooManyTags"),
             ("Apply 4001st", "Apply", "uas", [self.target, ["-t:0000", "+x", "+y"]],
@@ -352,6 +356,31 @@ class BadInputTests(PtagsTestCase):
             ("keep flips past the plan bound", "Apply", "uas",
              [self.target, ["+@", "-@", "+@", "-@", "+@"]], "InvalidCommand"),
         ])
+
+    def test_pattern_lines_look_only_at_their_matches(self):
+        """A pattern line costs ptagsd the tags it can match, found by a
+        binary search: 4096 lines of prefixes the target does not hold plan
+        at once on a full process. Lines that look at matches without
+        changing them are bounded: past 64 sweeps of a full list the batch
+        fails with InvalidCommand before polkit is asked. Anyone may send
+        such a batch for any process, so each once kept ptagsd's main loop
+        busy for a quarter of a second, and a stream of them held up every
+        user's calls."""
+        self.fill_target(keep=True)
+        client = self.world.spawn_client()
+        misses = ["-zzz:*", "+@zzz:*", "-@zzz:*", "?@t:0001"] * 1024
+        self.assertOk(client.call("Apply", "uas", [self.target, misses]))
+        reply = client.call("Apply", "uas", [self.target, ["+@t:*"] * 65])
+        self.assertError(reply, "InvalidCommand")
+        self.assertIn("look at more than 256000 tags", reply.message)
+        self.assertIn("line 65", reply.message)
+        # Root's batches are bounded alike; 64 sweeps still pass.
+        self.assertError(self.world.root_call(
+            "Apply", "uas", [self.target, ["-@zzz:*"] + ["?@t:*"] * 65]), "InvalidCommand")
+        self.assertOk(self.world.root_call("Apply", "uas", [self.target, ["?@t:*"] * 64]))
+        self.assertEqual(len(self.world.get_tags(self.target)), 4000)
+        self.assertEqual(self.signals.drain(0.2), [], "a batch without changes was signalled")
+        self.assertTrue(self.world.daemon_alive())
 
 
 if __name__ == "__main__":

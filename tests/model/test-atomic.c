@@ -430,6 +430,94 @@ static void test_plan_bounded(void)
 /* A plan cut down to some of its changes: built again against the set,
  * each change keeping its input line; a change that no longer applies
  * without the ones cut away fails the whole. */
+/* Pattern lines cost the tags their pattern can match, not the whole set:
+ * 4096 lines of a prefix nobody holds plan at once over a full set. Lines
+ * that look at matches without changing them are bounded by
+ * PTAGS_PLAN_MAX_LOOKS (64 sweeps of a full set), at the crossing line. */
+static void test_plan_looks(void)
+{
+        ptags_set *full = test_set_with_n_tags(PTAGS_MAX_TAGS);
+        const char *misses[4096], *sweeps[65];
+        ptags_plan *plan = NULL;
+        size_t failed = 0;
+
+        for (size_t i = 0; i < G_N_ELEMENTS(misses); i++)
+                misses[i] = i % 4 == 0   ? "-zzz:*"
+                            : i % 4 == 1 ? "+@zzz:*"
+                            : i % 4 == 2 ? "-@zzz:*"
+                                         : "?t0001";
+        g_assert_cmpint(ptags_plan_build(full, misses, NULL, G_N_ELEMENTS(misses), &plan, &failed),
+                        ==, PTAGS_OK);
+        g_assert_cmpuint(ptags_plan_change_count(plan), ==, 0);
+        ptags_plan_free(plan);
+        plan = NULL;
+
+        /* The first line keeps all 4000 tags; the others find them kept. */
+        for (size_t i = 0; i < G_N_ELEMENTS(sweeps); i++)
+                sweeps[i] = "+@";
+        g_assert_cmpint(ptags_plan_build(full, sweeps, NULL, 64, &plan, &failed), ==, PTAGS_OK);
+        g_assert_cmpuint(ptags_plan_change_count(plan), ==, PTAGS_MAX_TAGS);
+        ptags_plan_free(plan);
+        plan = NULL;
+        g_assert_cmpint(ptags_plan_build(full, sweeps, NULL, 65, &plan, &failed), ==,
+                        PTAGS_E_BATCH_TOO_BROAD);
+        g_assert_null(plan);
+        g_assert_cmpuint(failed, ==, 64);
+        g_assert_cmpint(ptags_result_errno(PTAGS_E_BATCH_TOO_BROAD), ==, E2BIG);
+        g_assert_cmpstr(ptags_result_name(PTAGS_E_BATCH_TOO_BROAD), ==, "InvalidCommand");
+        /* The kernel's own write has no such bound. */
+        ptags_set *kernel = ptags_set_copy(full);
+        GString *batch = g_string_new(NULL);
+        for (size_t i = 0; i < 65; i++)
+                g_string_append(batch, "+@\n");
+        g_assert_cmpint(ptags_apply_kernel(kernel, batch->str, batch->len, NULL, NULL), ==,
+                        PTAGS_OK);
+        g_string_free(batch, TRUE);
+        ptags_set_free(kernel);
+        ptags_set_free(full);
+}
+
+/* Every pattern finds, removes and flips exactly the tags a plain test of
+ * each tag matches: the prefix's neighbours in byte order included. */
+static void test_pattern_ranges(void)
+{
+        static const char *const names =
+                "a\nap\nap:z\napp\napp:x\napp:y:z\napp:\xc3\xa9\napp;\napq:a\nb:c\nz:z\n";
+        static const char *const patterns[] = {"",    "app:*", "ap:*",  "a:*",   "app:y:*",
+                                               "app", "app:x", "zz:*",  "0:*",   "z:*",
+                                               "b:c", "apq:*", "app:;", "app:*x"};
+        for (size_t k = 0; k < G_N_ELEMENTS(patterns); k++) {
+                const char *pat = patterns[k];
+                size_t len = strlen(pat);
+                if (ptags_pattern_validate(pat, len, true) != PTAGS_OK)
+                        continue;
+                ptags_set *s = test_set_from_text(names);
+                size_t expected = 0;
+                for (size_t i = 0; i < ptags_set_count(s); i++) {
+                        const ptags_entry *e = ptags_set_at(s, i);
+                        expected += ptags_pattern_match(pat, len, e->name, e->name_len);
+                }
+                g_assert_cmpint(ptags_set_matches(s, pat, len, false), ==, expected > 0);
+                g_autofree char *sub = g_strconcat("-", pat, NULL);
+                g_autofree char *keep = g_strconcat("+@", pat, NULL);
+                const char *lines[] = {keep, sub};
+                ptags_plan *plan = NULL;
+                /* "+@TAG" adds a missing exact tag: one change more. */
+                gboolean adds = len > 0 && !ptags_pattern_is_global(pat, len) && expected == 0;
+                g_assert_cmpint(ptags_plan_build(s, lines, NULL, 2, &plan, NULL), ==, PTAGS_OK);
+                g_assert_cmpuint(ptags_plan_change_count(plan), ==, 2 * expected + 2 * adds);
+                const ptags_set *after = ptags_plan_result(plan);
+                g_assert_cmpuint(ptags_set_count(after), ==, ptags_set_count(s) - expected);
+                for (size_t i = 0; i < ptags_set_count(after); i++) {
+                        const ptags_entry *e = ptags_set_at(after, i);
+                        g_assert_false(ptags_pattern_match(pat, len, e->name, e->name_len));
+                        g_assert_false(e->keep);
+                }
+                ptags_plan_free(plan);
+                ptags_set_free(s);
+        }
+}
+
 static void test_plan_restrict(void)
 {
         ptags_set *current = test_set_from_text("app:a\n@app:b=1\n@app:c\nx\n");
@@ -478,6 +566,8 @@ int main(int argc, char **argv)
         g_test_add_func("/atomic/explicit-lengths", test_explicit_lengths);
         g_test_add_func("/atomic/tag-limit", test_tag_limit);
         g_test_add_func("/atomic/plan-bounds", test_plan_bounds);
+        g_test_add_func("/atomic/plan-looks", test_plan_looks);
+        g_test_add_func("/atomic/pattern-ranges", test_pattern_ranges);
         g_test_add_func("/atomic/plan-restrict", test_plan_restrict);
         g_test_add_func("/atomic/plan-bounded", test_plan_bounded);
         g_test_add_func("/atomic/rights-checked-per-change", test_rights_checked_per_change);

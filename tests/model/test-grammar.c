@@ -253,6 +253,7 @@ static void test_result_table(void)
                 {PTAGS_E_TOO_MANY_TAGS, ECANCELED, "TooManyTags"},
                 {PTAGS_E_NOMEM, ENOMEM, "Failed"},
                 {PTAGS_E_BATCH_TOO_LARGE, E2BIG, "InvalidCommand"},
+                {PTAGS_E_BATCH_TOO_BROAD, E2BIG, "InvalidCommand"},
         };
         for (size_t i = 0; i < G_N_ELEMENTS(rows); i++) {
                 g_assert_cmpint(ptags_result_errno(rows[i].r), ==, rows[i].err);

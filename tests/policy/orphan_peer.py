@@ -3,13 +3,17 @@
 # orphan_peer.py: a bus connection whose connecting process is gone. The process that connects
 # forks, prints its pid and unique name, and exits; the child keeps the socket and serves calls.
 #
-# Usage (run as the attacker's uid): orphan_peer.py BUS_ADDRESS [call-first [exec PROGRAM]]
+# Usage (run as the attacker's uid):
+#       orphan_peer.py BUS_ADDRESS [own NAME] [call-first] [exec PROGRAM [on-signal]]
 #    or: orphan_peer.py BUS_ADDRESS many N: N connections that say Hello, their names printed
 #   as one JSON list; they stay until stdin closes.
+#   own NAME: the connection owns the well-known NAME too (a service's name), asked for by the
+#   connector before anything else.
 #   call-first: the connector calls ptagsd (HasTag on itself) before it leaves, so ptagsd has
 #   already identified the connection's process once.
 #   exec PROGRAM: the connector does not leave but executes PROGRAM 600 (a setuid-root sleep in
 #   the tests), so the process ptagsd identified keeps running, as root.
+#   on-signal: it executes PROGRAM only once sent SIGUSR1, so that ptagsd may first forget it.
 # Protocol on stdin/stdout, one JSON object per line (as ptags_client.py):
 #   first line out (from the connector): {"pid": N, "unique_name": ":1.x"}
 #   request:  {"destination": [NAME, PATH, IFACE] | null, "method": M, "sig": S, "args": [...]}
@@ -19,6 +23,7 @@
 
 import json
 import os
+import signal
 import socket
 import sys
 
@@ -102,21 +107,35 @@ def main():
     if sys.argv[2:3] == ["many"]:
         many(sys.argv[1], int(sys.argv[3]))
         return
+    args, options = sys.argv[2:], {}
+    while args:
+        word = args.pop(0)
+        options[word] = args.pop(0) if word in ("own", "exec") else True
     peer = Peer(connect(sys.argv[1]))
     hello = peer.call(BUS, "Hello", "", [])
     if "ok" not in hello:
         raise SystemExit("Hello failed: %r" % hello)
-    if sys.argv[2:3] == ["call-first"]:
+    if "own" in options:
+        # DBUS_NAME_FLAG_DO_NOT_QUEUE; 1 is the primary owner.
+        owned = peer.call(BUS, "RequestName", "su", [options["own"], 4])
+        if owned.get("ok") != [1]:
+            raise SystemExit("RequestName failed: %r" % owned)
+    if "call-first" in options:
         first = peer.call(PTAGS, "HasTag", "us", [0, "app:x"])
         if "ok" not in first:
             raise SystemExit("the connector's own call failed: %r" % first)
     child = os.fork()
     if child != 0:
         # The connector: announce and leave; the child keeps the connection.
+        if "on-signal" in options:
+            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR1})
         print(json.dumps({"pid": os.getpid(), "unique_name": hello["ok"][0]}), flush=True)
-        if sys.argv[3:4] == ["exec"]:
+        if "exec" in options:
             peer.sock.close()
-            os.execv(sys.argv[4], [sys.argv[4], "600"])
+            if "on-signal" in options:
+                signal.sigwait({signal.SIGUSR1})
+                signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGUSR1})
+            os.execv(options["exec"], [options["exec"], "600"])
         os._exit(0)
     for line in sys.stdin:
         req = json.loads(line)

@@ -140,11 +140,18 @@ class PolicyWorld(ptags_harness.World):
     shipped_rule: install our 50-org.ptags.rules in polkit's vendor dir.
     with_daemon: start ptagsd (False leaves org.ptags.Manager unowned).
     daemon_capabilities: None (root's full set) or ['CAP_X', ...]: ptagsd
-      runs with exactly these, as systemd would run it from the unit."""
+      runs with exactly these, as systemd would run it from the unit.
+    service_policy: <policy> elements added to the bus config after ours,
+      as another service's system.d file would add them (letting its user
+      own its well-known name, say)."""
 
     def __init__(self, admin_rules=None, shipped_rule=True, with_daemon=True,
-                 daemon_capabilities=None, **kw):
-        super().__init__(bus_config=real_bus_config, polkit="external", **kw)
+                 daemon_capabilities=None, service_policy=None, **kw):
+        def bus_config(socket_path):
+            head, end, tail = real_bus_config(socket_path).rpartition("</busconfig>")
+            return head + (service_policy or "") + end + tail
+
+        super().__init__(bus_config=bus_config, polkit="external", **kw)
         self.admin_rules = dict(admin_rules or {})
         self.shipped_rule = shipped_rule
         self.with_daemon = with_daemon

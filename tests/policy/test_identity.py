@@ -12,6 +12,7 @@ import pwd
 import re
 import select
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -37,21 +38,36 @@ ERR = "org.ptags.Error."
 class OrphanPeer:
     """orphan_peer.py as @user: a connection whose connecting process has exited."""
 
-    def __init__(self, world, user="nobody", call_first=False, then_exec=None):
+    def __init__(self, world, user="nobody", call_first=False, then_exec=None, own=None,
+                 exec_when_told=False):
+        """own: a well-known name the connection owns too; exec_when_told:
+        the connector runs @then_exec only at exec_now()."""
         script = os.path.join(world.tmp, "orphan_peer.py")
         with open(os.path.join(HERE, "orphan_peer.py")) as src, open(script, "w") as dst:
             dst.write(src.read())
         os.chmod(script, 0o644)
         argv = setpriv_argv(pwd.getpwnam(user)) + [ptags_harness.PYTHON, "-I", script,
-                                                  world.address] + (["call-first"] if call_first else [])
+                                                  world.address]
+        if own is not None:
+            argv += ["own", own]
+        if call_first:
+            argv += ["call-first"]
         if then_exec is not None:
-            argv += ["exec", then_exec]
+            argv += ["exec", then_exec] + (["on-signal"] if exec_when_told else [])
+        self.then_exec = then_exec
         self.proc = world.spawn("orphan", argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
         first = json.loads(self._read_line(10))
         self.connector_pid, self.unique_name = first["pid"], first["unique_name"]
         # setpriv execs python, so the Popen is the connector itself.
         if then_exec is None:
             self.proc.wait(timeout=10)
+
+    def exec_now(self):
+        """The connector (made with exec_when_told) runs its program now;
+        returns once it does."""
+        os.kill(self.connector_pid, signal.SIGUSR1)
+        wait_until(lambda: os.readlink("/proc/%d/exe" % self.connector_pid) == self.then_exec,
+                   10, "the connector to run %s" % self.then_exec)
 
     def _read_line(self, timeout):
         ready, _, _ = select.select([self.proc.stdout], [], [], timeout)
@@ -271,6 +287,11 @@ polkit.addRule(function (action, subject) {
 """
 
 
+# A service's own bus policy (its system.d file): nobody owns its name.
+SERVICE_NAME = "org.example.CameraService"
+SERVICE_POLICY = '<policy user="nobody"><allow own="%s"/></policy>' % SERVICE_NAME
+
+
 class ConnectorRunsAnotherProgram(PolicyTestCase):
     """The process that opened a connection, proven by ptagsd, then
     executes a program an administrator's rule trusts by its target-exe,
@@ -286,17 +307,34 @@ class ConnectorRunsAnotherProgram(PolicyTestCase):
         self.camera_app = os.path.join(self.camera_dir, "camera-app")
         shutil.copy("/usr/bin/sleep", self.camera_app)
         os.chmod(self.camera_app, 0o755)
-        self.world_options = {"admin_rules": {"40-camera.rules": CAMERA_RULE % self.camera_app}}
+        self.world_options = {"admin_rules": {"40-camera.rules": CAMERA_RULE % self.camera_app},
+                              "service_policy": SERVICE_POLICY}
         super().setUp()
 
-    def connector_running_the_camera_app(self):
+    def connector_running_the_camera_app(self, **kw):
         """A connection ptagsd has proven, whose connector then ran the
-        camera app; its child serves the connection."""
-        peer = OrphanPeer(self.world, call_first=True, then_exec=self.camera_app)
+        camera app (at once, or at exec_now() with exec_when_told); its
+        child serves the connection."""
+        peer = OrphanPeer(self.world, call_first=True, then_exec=self.camera_app, **kw)
         self.addCleanup(peer.proc.kill)
-        wait_until(lambda: os.readlink("/proc/%d/exe" % peer.connector_pid) == self.camera_app,
-                   10, "the connector to run the camera app")
+        if not kw.get("exec_when_told"):
+            wait_until(lambda: os.readlink("/proc/%d/exe" % peer.connector_pid) ==
+                       self.camera_app, 10, "the connector to run the camera app")
         return peer, peer.connector_pid
+
+    def push_out_of_the_peer_cache(self):
+        """540 other connections, each looked up once (the bus allows 256 a
+        user), push every connection asked about before out of the 512
+        proven peers ptagsd keeps."""
+        w = self.world
+        script = os.path.join(w.tmp, "orphan_peer.py")
+        for user in ("nobody", "daemon", "bin"):
+            argv = setpriv_argv(pwd.getpwnam(user)) + [ptags_harness.PYTHON, "-I", script,
+                                                      w.address, "many", "180"]
+            proc = w.spawn("many", argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+            names = json.loads(proc.stdout.readline())
+            for name in names:
+                self.assertOk(w.root_call("PeerHasTag", "ss", [name, "app:x"]))
 
     def test_a_connector_that_runs_another_program_lends_nothing(self):
         w = self.world
@@ -319,16 +357,7 @@ class ConnectorRunsAnotherProgram(PolicyTestCase):
         peer, connector = self.connector_running_the_camera_app()
         self.assertError(w.root_call("PeerHasTag", "ss", [peer.unique_name, "app:x"]),
                          ERR + "NoSuchProcess")
-        # 540 other connections, each looked up once (the bus allows 256 a
-        # user), push it out of the proven peers' 512.
-        script = os.path.join(w.tmp, "orphan_peer.py")
-        for user in ("nobody", "daemon", "bin"):
-            argv = setpriv_argv(pwd.getpwnam(user)) + [ptags_harness.PYTHON, "-I", script,
-                                                      w.address, "many", "180"]
-            proc = w.spawn("many", argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-            names = json.loads(proc.stdout.readline())
-            for name in names:
-                self.assertOk(w.root_call("PeerHasTag", "ss", [name, "app:x"]))
+        self.push_out_of_the_peer_cache()
         self.assertError(w.root_call("PeerHasTag", "ss", [peer.unique_name, "app:x"]),
                          ERR + "NoSuchProcess")
         self.assertError(peer.call("AddTag", "usb", [0, "app:camera", False]),

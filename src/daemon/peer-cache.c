@@ -123,9 +123,23 @@ static void remember(PtagsPeerCache *cache, const char *name, PtagsPeer *peer)
         pthread_mutex_unlock(&cache->lock);
 }
 
+/* The cached @peer of @name as it stands now. The pidfd pins the proven
+ * process; once it has exited, run another program or gained a privilege
+ * (a setuid exec), the connection's process can never be proven again.
+ * (transfer full) */
+static PtagsPeer *cached_now(PtagsPeerCache *cache, const char *name, PtagsPeer *peer)
+{
+        if (peer->process_known && !ptags_peer_process_unchanged(peer)) {
+                PtagsPeer *gone = ptags_peer_new_unknown(peer);
+                remember(cache, name, gone);
+                return gone;
+        }
+        return ptags_peer_ref(peer);
+}
+
 typedef struct {
         PtagsPeerCache *cache;
-        char *name;
+        char *name; /* the unique name, once known */
 } Miss;
 
 static void looked_up(GObject *source, GAsyncResult *res, gpointer user_data)
@@ -138,10 +152,19 @@ static void looked_up(GObject *source, GAsyncResult *res, gpointer user_data)
         if (peer == NULL) {
                 g_task_return_error(task, error);
         } else {
-                /* A connection that left meanwhile stays cached until
-                 * evicted: harmless, as its name is never reused. */
-                if (miss->name[0] == ':')
+                /* Another lookup of the connection, by another of its
+                 * names, may have finished first: what it found stands,
+                 * as every call after it saw that. */
+                PtagsPeer *cached = g_hash_table_lookup(miss->cache->peers, miss->name);
+                if (cached != NULL) {
+                        ptags_peer_free(peer);
+                        peer = cached_now(miss->cache, miss->name, cached);
+                } else {
+                        /* A connection that left meanwhile stays cached
+                         * until evicted: harmless, as its name is never
+                         * reused. */
                         remember(miss->cache, miss->name, peer);
+                }
                 g_task_return_pointer(task, peer, (GDestroyNotify)ptags_peer_free);
         }
         g_object_unref(task);
@@ -153,32 +176,56 @@ static void miss_free(Miss *miss)
         g_free(miss);
 }
 
+/* The connection @task asks about is @unique_name (taken). */
+static void lookup_unique(GTask *task, char *unique_name)
+{
+        Miss *miss = g_task_get_task_data(task);
+        /* Only the main loop changes the table: no lock needed to read it here. */
+        PtagsPeer *peer = g_hash_table_lookup(miss->cache->peers, unique_name);
+
+        miss->name = unique_name;
+        if (peer != NULL) {
+                g_task_return_pointer(task, cached_now(miss->cache, unique_name, peer),
+                                      (GDestroyNotify)ptags_peer_free);
+                g_object_unref(task);
+                return;
+        }
+        ptags_peer_lookup_async(miss->cache->connection, unique_name, g_task_get_cancellable(task),
+                                looked_up, task);
+}
+
+static void owner_found(GObject *source, GAsyncResult *res, gpointer user_data)
+{
+        GTask *task = user_data;
+        GError *error = NULL;
+        char *owner = ptags_peer_owner_finish(res, &error);
+
+        if (owner == NULL) {
+                g_task_return_error(task, error);
+                g_object_unref(task);
+                return;
+        }
+        lookup_unique(task, owner);
+}
+
 void ptags_peer_cache_lookup_async(PtagsPeerCache *cache, const char *bus_name,
                                    GCancellable *cancellable, GAsyncReadyCallback callback,
                                    gpointer user_data)
 {
         GTask *task = g_task_new(NULL, cancellable, callback, user_data);
-        /* Only the main loop changes the table: no lock needed to read it here. */
-        PtagsPeer *peer = g_hash_table_lookup(cache->peers, bus_name);
+        Miss *miss = g_new0(Miss, 1);
 
-        if (peer != NULL) {
-                /* The pidfd pins the proven process; once it has exited, or
-                 * gained a privilege (a setuid exec), the connection's
-                 * process can never be proven again. */
-                if (peer->process_known && !ptags_peer_process_unchanged(peer)) {
-                        g_autoptr(PtagsPeer) gone = ptags_peer_new_unknown(peer);
-                        remember(cache, bus_name, gone);
-                        peer = gone;
-                }
-                g_task_return_pointer(task, ptags_peer_ref(peer), (GDestroyNotify)ptags_peer_free);
-                g_object_unref(task);
+        miss->cache = cache;
+        g_task_set_task_data(task, miss, (GDestroyNotify)miss_free);
+        if (bus_name[0] == ':') {
+                lookup_unique(task, g_strdup(bus_name));
                 return;
         }
-        Miss *miss = g_new0(Miss, 1);
-        miss->cache = cache;
-        miss->name = g_strdup(bus_name);
-        g_task_set_task_data(task, miss, (GDestroyNotify)miss_free);
-        ptags_peer_lookup_async(cache->connection, bus_name, cancellable, looked_up, task);
+        /* A well-known name stands for the connection owning it now, and
+         * is asked about as that connection: what was learned of it before
+         * (that its process ran another program since it was proven, say)
+         * holds whichever name a caller uses. */
+        ptags_peer_owner_async(cache->connection, bus_name, cancellable, owner_found, task);
 }
 
 PtagsPeer *ptags_peer_cache_lookup_finish(GAsyncResult *result, GError **error)

@@ -14,9 +14,11 @@ typedef struct _PtagsPeerCache PtagsPeerCache;
 PtagsPeerCache *ptags_peer_cache_new(GDBusConnection *connection);
 void ptags_peer_cache_free(PtagsPeerCache *cache);
 
-/* ptags_peer_lookup_async, answered without a bus round trip for a unique
- * name seen before. A cached caller whose process has exited since is
- * unknown from then on, as a fresh lookup would find. */
+/* The peer behind @bus_name: ptags_peer_lookup_async of the connection
+ * (a well-known name's owner first found with GetNameOwner), answered
+ * without that round trip for a connection seen before. A cached caller
+ * whose process has exited, run another program or gained a privilege
+ * since is unknown from then on, by whichever name it is asked about. */
 void ptags_peer_cache_lookup_async(PtagsPeerCache *cache, const char *bus_name,
                                    GCancellable *cancellable, GAsyncReadyCallback callback,
                                    gpointer user_data);

@@ -1198,18 +1198,6 @@ static void peer_forget_process(PtagsPeer *peer)
         peer->process_known = FALSE;
 }
 
-typedef struct {
-        char *bus_name;    /* as asked */
-        char *unique_name; /* of the connection that owned it */
-} PeerLookup;
-
-static void peer_lookup_free(PeerLookup *lookup)
-{
-        g_free(lookup->bus_name);
-        g_free(lookup->unique_name);
-        g_free(lookup);
-}
-
 /* The bus could not answer about @bus_name: the process behind it is unknown. */
 static void lookup_failed(GTask *task, const char *bus_name, const GError *error)
 {
@@ -1229,11 +1217,10 @@ static void credentials_done(GObject *source, GAsyncResult *res, gpointer user_d
         g_autoptr(GUnixFDList) fds = NULL;
         g_autoptr(GVariant) reply = g_dbus_connection_call_with_unix_fd_list_finish(
                 G_DBUS_CONNECTION(source), &fds, res, &error);
-        const PeerLookup *lookup = g_task_get_task_data(task);
-        const char *bus_name = lookup->bus_name;
+        const char *unique_name = g_task_get_task_data(task);
 
         if (reply == NULL) {
-                lookup_failed(task, bus_name, error);
+                lookup_failed(task, unique_name, error);
                 return;
         }
 
@@ -1242,7 +1229,7 @@ static void credentials_done(GObject *source, GAsyncResult *res, gpointer user_d
         gint32 fd_index = -1;
         if (!g_variant_lookup(creds, "UnixUserID", "u", &uid)) {
                 g_task_return_new_error(task, PTAGS_ERROR, PTAGS_ERROR_NO_SUCH_PROCESS,
-                                        "the bus does not know the user behind %s", bus_name);
+                                        "the bus does not know the user behind %s", unique_name);
                 return;
         }
 
@@ -1265,7 +1252,7 @@ static void credentials_done(GObject *source, GAsyncResult *res, gpointer user_d
                    ptags_target_pin_pid(&peer->target, peer->reported_pid, NULL) &&
                    /* Not one that started after the connection joined the
                     * bus: a later process that took the opener's pid. */
-                   ptags_bus_joins_may_have_opened(lookup->unique_name,
+                   ptags_bus_joins_may_have_opened(unique_name,
                                                    ptags_lineage_start_time(peer->reported_pid))) {
                 peer->pid_namespace = peer_pid_namespace(&peer->target);
                 peer->process_known = peer_process_proven(peer, FALSE, gids, n_gids);
@@ -1273,7 +1260,7 @@ static void credentials_done(GObject *source, GAsyncResult *res, gpointer user_d
         if (!peer->process_known) {
                 g_debug("the process behind %s (pid %d) is not provably its own: "
                         "treating it as unknown",
-                        bus_name, (int)peer->reported_pid);
+                        unique_name, (int)peer->reported_pid);
                 peer_forget_process(peer);
         }
         g_task_return_pointer(task, g_steal_pointer(&peer), (GDestroyNotify)ptags_peer_free);
@@ -1288,55 +1275,52 @@ GError *ptags_peer_unknown_error(const PtagsPeer *peer, const char *bus_name, co
                            what, bus_name, (int)peer->reported_pid);
 }
 
-static void ask_credentials(GTask *task)
-{
-        const PeerLookup *lookup = g_task_get_task_data(task);
-
-        g_dbus_connection_call_with_unix_fd_list(
-                G_DBUS_CONNECTION(g_task_get_source_object(task)), "org.freedesktop.DBus",
-                "/org/freedesktop/DBus", "org.freedesktop.DBus", "GetConnectionCredentials",
-                g_variant_new("(s)", lookup->unique_name), G_VARIANT_TYPE("(a{sv})"),
-                G_DBUS_CALL_FLAGS_NONE, -1, NULL, g_task_get_cancellable(task), credentials_done,
-                task);
-}
-
-static void owner_done(GObject *source, GAsyncResult *res, gpointer user_data)
-{
-        GTask *task = user_data;
-        PeerLookup *lookup = g_task_get_task_data(task);
-        g_autoptr(GError) error = NULL;
-        g_autoptr(GVariant) reply =
-                g_dbus_connection_call_finish(G_DBUS_CONNECTION(source), res, &error);
-
-        if (reply == NULL) {
-                lookup_failed(task, lookup->bus_name, error);
-                g_object_unref(task);
-                return;
-        }
-        g_variant_get(reply, "(s)", &lookup->unique_name);
-        ask_credentials(task);
-}
-
-void ptags_peer_lookup_async(GDBusConnection *connection, const char *bus_name,
+void ptags_peer_lookup_async(GDBusConnection *connection, const char *unique_name,
                              GCancellable *cancellable, GAsyncReadyCallback callback,
                              gpointer user_data)
 {
         GTask *task = g_task_new(connection, cancellable, callback, user_data);
-        PeerLookup *lookup = g_new0(PeerLookup, 1);
 
-        lookup->bus_name = g_strdup(bus_name);
-        g_task_set_task_data(task, lookup, (GDestroyNotify)peer_lookup_free);
-        if (bus_name[0] == ':') {
-                lookup->unique_name = g_strdup(bus_name);
-                ask_credentials(task);
+        g_task_set_task_data(task, g_strdup(unique_name), g_free);
+        g_dbus_connection_call_with_unix_fd_list(
+                connection, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
+                "GetConnectionCredentials", g_variant_new("(s)", unique_name),
+                G_VARIANT_TYPE("(a{sv})"), G_DBUS_CALL_FLAGS_NONE, -1, NULL, cancellable,
+                credentials_done, task);
+}
+
+static void owner_done(GObject *source, GAsyncResult *res, gpointer user_data)
+{
+        g_autoptr(GTask) task = user_data;
+        g_autoptr(GError) error = NULL;
+        g_autoptr(GVariant) reply =
+                g_dbus_connection_call_finish(G_DBUS_CONNECTION(source), res, &error);
+        char *owner = NULL;
+
+        if (reply == NULL) {
+                lookup_failed(task, g_task_get_task_data(task), error);
                 return;
         }
-        /* A well-known name: its owner's unique name, which tells when the
-         * owner joined the bus. */
+        g_variant_get(reply, "(s)", &owner);
+        g_task_return_pointer(task, owner, g_free);
+}
+
+void ptags_peer_owner_async(GDBusConnection *connection, const char *bus_name,
+                            GCancellable *cancellable, GAsyncReadyCallback callback,
+                            gpointer user_data)
+{
+        GTask *task = g_task_new(connection, cancellable, callback, user_data);
+
+        g_task_set_task_data(task, g_strdup(bus_name), g_free);
         g_dbus_connection_call(connection, "org.freedesktop.DBus", "/org/freedesktop/DBus",
                                "org.freedesktop.DBus", "GetNameOwner",
                                g_variant_new("(s)", bus_name), G_VARIANT_TYPE("(s)"),
                                G_DBUS_CALL_FLAGS_NONE, -1, cancellable, owner_done, task);
+}
+
+char *ptags_peer_owner_finish(GAsyncResult *result, GError **error)
+{
+        return g_task_propagate_pointer(G_TASK(result), error);
 }
 
 PtagsPeer *ptags_peer_lookup_finish(GAsyncResult *result, GError **error)

@@ -142,15 +142,25 @@ PtagsPeer *ptags_peer_ref(PtagsPeer *peer);
  * @what says what needed it. (transfer full) */
 GError *ptags_peer_unknown_error(const PtagsPeer *peer, const char *bus_name, const char *what);
 
-/* Resolve @bus_name on @connection through GetConnectionCredentials
- * (ProcessFD when the bus offers it, else pidfd_open on ProcessID and the
- * checks above). NameHasNoOwner becomes NoSuchProcess; an unknown process is
- * not an error here (see process_known). */
-void ptags_peer_lookup_async(GDBusConnection *connection, const char *bus_name,
+/* Resolve the connection @unique_name on @connection through
+ * GetConnectionCredentials (ProcessFD when the bus offers it, else
+ * pidfd_open on ProcessID and the checks above), from scratch: what was
+ * learned of the connection before is peer-cache.c's to weigh.
+ * NameHasNoOwner becomes NoSuchProcess; an unknown process is not an error
+ * here (see process_known). */
+void ptags_peer_lookup_async(GDBusConnection *connection, const char *unique_name,
                              GCancellable *cancellable, GAsyncReadyCallback callback,
                              gpointer user_data);
 /* (transfer full: ptags_peer_free) */
 PtagsPeer *ptags_peer_lookup_finish(GAsyncResult *result, GError **error);
+
+/* The unique name of the connection owning the well-known @bus_name now
+ * (GetNameOwner); NoSuchProcess when it has none or the bus cannot say. */
+void ptags_peer_owner_async(GDBusConnection *connection, const char *bus_name,
+                            GCancellable *cancellable, GAsyncReadyCallback callback,
+                            gpointer user_data);
+/* (transfer full: g_free) */
+char *ptags_peer_owner_finish(GAsyncResult *result, GError **error);
 /* Drops a reference. */
 void ptags_peer_free(PtagsPeer *peer);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(PtagsPeer, ptags_peer_free)

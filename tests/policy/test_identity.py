@@ -364,6 +364,28 @@ class ConnectorRunsAnotherProgram(PolicyTestCase):
                          ERR + "NoSuchProcess")
         self.assertEqual(w.get_tags(connector), [])
 
+    def test_a_well_known_name_is_asked_about_as_its_owner(self):
+        """A service asking by the well-known name its client owns got a
+        fresh proof of the name's owner each time: the connection whose
+        connector had run the camera app since it was proven was unknown
+        by its unique name, yet by its service name ptagsd proved the
+        camera app and answered with its tags."""
+        w = self.world
+        peer, connector = self.connector_running_the_camera_app(own=SERVICE_NAME)
+        self.assertOk(w.root_call("AddTag", "usb", [connector, "app:camera", False]))
+        owner = ptags_client.call(w.conn, "GetNameOwner", "s", [SERVICE_NAME],
+                                  bus_name="org.freedesktop.DBus", path="/org/freedesktop/DBus",
+                                  interface="org.freedesktop.DBus", timeout_ms=10000)
+        self.assertEqual(self.assertOk(owner)[0], peer.unique_name,
+                         "the connection does not own the service name: the test proves nothing")
+        # Asked first by the service name, then by the unique one, then by
+        # the service name again: unknown each time.
+        for i, name in enumerate((SERVICE_NAME, peer.unique_name, SERVICE_NAME)):
+            with self.subTest(i=i, name=name):
+                self.assertError(w.root_call("PeerHasTag", "ss", [name, "app:camera"]),
+                                 ERR + "NoSuchProcess")
+                self.assertError(w.root_call("GetPeerTags", "s", [name]), ERR + "NoSuchProcess")
+
 
 # nobody may add exe:slow only to python programs; the check takes 3 s.
 SLOW_EXE_RULE = """

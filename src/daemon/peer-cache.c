@@ -12,6 +12,14 @@
 /* Each entry whose process is known pins it with a pidfd: bounded well
  * below the file limit systemd gives services (1024), oldest dropped first. */
 #define PEER_CACHE_MAX 512
+/* A known entry pushed out of those 512 leaves what its process was proven
+ * running (its PtagsPrivilege, no pidfd) under the connection's name, with
+ * a bound of its own, above the connections a bus allows at once as below:
+ * when the connection is next asked about and proven afresh, a process
+ * that has run another program or gained a privilege since is unknown, as
+ * the entry's unchanged check would have found had it stayed. Checking it
+ * only when pushed out would not do: it may run another program after. */
+#define PEER_CACHE_PUSHED_OUT_MAX 4096
 /* An entry whose process is unknown pins nothing. Once a connection's
  * process ran another program or gained a privilege, the connection must
  * stay unknown while it lives: dropped with the entries above, it would be
@@ -29,8 +37,21 @@ struct _PtagsPeerCache {
         GHashTable *peers;    /* unique name -> PtagsPeer (a reference) */
         GQueue order;         /* names of known peers, oldest first (owned by the table) */
         GQueue unknown_order; /* names of unknown ones, the same */
+        /* Known entries pushed out: unique name -> PtagsPrivilege proven */
+        GHashTable *pushed_out;
+        GQueue pushed_out_order; /* its names, oldest first (owned by it) */
         guint subscription;
 };
+
+/* Drop what was kept of a known entry pushed out under @name. */
+static void forget_pushed_out(PtagsPeerCache *cache, const char *name)
+{
+        if (!g_hash_table_contains(cache->pushed_out, name))
+                return;
+        GList *link = g_queue_find_custom(&cache->pushed_out_order, name, (GCompareFunc)g_strcmp0);
+        g_queue_delete_link(&cache->pushed_out_order, link);
+        g_hash_table_remove(cache->pushed_out, name);
+}
 
 static void forget(PtagsPeerCache *cache, const char *name)
 {
@@ -42,6 +63,24 @@ static void forget(PtagsPeerCache *cache, const char *name)
         if (link != NULL)
                 g_queue_delete_link(queue, link);
         g_hash_table_remove(cache->peers, name);
+        forget_pushed_out(cache, name);
+}
+
+/* Make room by the oldest known entry, keeping what its process was proven
+ * running. */
+static void push_out_oldest(PtagsPeerCache *cache)
+{
+        g_autofree char *name = g_strdup(g_queue_peek_head(&cache->order));
+        PtagsPeer *peer = g_hash_table_lookup(cache->peers, name);
+        PtagsPrivilege *proven = g_new(PtagsPrivilege, 1);
+
+        *proven = peer->proven;
+        forget(cache, name);
+        while (g_queue_get_length(&cache->pushed_out_order) >= PEER_CACHE_PUSHED_OUT_MAX)
+                forget_pushed_out(cache, g_queue_peek_head(&cache->pushed_out_order));
+        char *key = g_strdup(name);
+        g_hash_table_insert(cache->pushed_out, key, proven);
+        g_queue_push_tail(&cache->pushed_out_order, key);
 }
 
 static void name_owner_changed(GDBusConnection *connection, const char *sender, const char *path,
@@ -70,6 +109,8 @@ PtagsPeerCache *ptags_peer_cache_new(GDBusConnection *connection)
                                              (GDestroyNotify)ptags_peer_free);
         g_queue_init(&cache->order);
         g_queue_init(&cache->unknown_order);
+        cache->pushed_out = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+        g_queue_init(&cache->pushed_out_order);
         cache->subscription = g_dbus_connection_signal_subscribe(
                 connection, "org.freedesktop.DBus", "org.freedesktop.DBus", "NameOwnerChanged",
                 "/org/freedesktop/DBus", NULL, G_DBUS_SIGNAL_FLAGS_NONE, name_owner_changed, cache,
@@ -84,6 +125,8 @@ void ptags_peer_cache_free(PtagsPeerCache *cache)
         g_dbus_connection_signal_unsubscribe(cache->connection, cache->subscription);
         g_queue_clear(&cache->order);
         g_queue_clear(&cache->unknown_order);
+        g_queue_clear(&cache->pushed_out_order);
+        g_hash_table_unref(cache->pushed_out);
         g_hash_table_unref(cache->peers);
         g_object_unref(cache->connection);
         pthread_mutex_destroy(&cache->lock);
@@ -115,8 +158,15 @@ static void remember(PtagsPeerCache *cache, const char *name, PtagsPeer *peer)
                 forget(cache, name);
         GQueue *queue = peer->process_known ? &cache->order : &cache->unknown_order;
         guint max = peer->process_known ? PEER_CACHE_MAX : PEER_CACHE_UNKNOWN_MAX;
-        while (g_queue_get_length(queue) >= max)
-                forget(cache, g_queue_peek_head(queue));
+        while (g_queue_get_length(queue) >= max) {
+                if (peer->process_known)
+                        push_out_oldest(cache);
+                else
+                        forget(cache, g_queue_peek_head(queue));
+        }
+        /* What was kept of an entry pushed out is weighed by now
+         * (looked_up) and gives way to the new entry. */
+        forget_pushed_out(cache, name);
         char *key = g_strdup(name);
         g_hash_table_insert(cache->peers, key, ptags_peer_ref(peer));
         g_queue_push_tail(queue, key);
@@ -160,6 +210,16 @@ static void looked_up(GObject *source, GAsyncResult *res, gpointer user_data)
                         ptags_peer_free(peer);
                         peer = cached_now(miss->cache, miss->name, cached);
                 } else {
+                        /* Proven afresh after being pushed out: as
+                         * unknown as the entry would have found it. */
+                        const PtagsPrivilege *before =
+                                g_hash_table_lookup(miss->cache->pushed_out, miss->name);
+                        if (before != NULL && peer->process_known &&
+                            !ptags_peer_runs_as_proven(peer, before)) {
+                                PtagsPeer *changed = ptags_peer_new_unknown(peer);
+                                ptags_peer_free(peer);
+                                peer = changed;
+                        }
                         /* A connection that left meanwhile stays cached
                          * until evicted: harmless, as its name is never
                          * reused. */

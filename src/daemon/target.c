@@ -1116,6 +1116,15 @@ static gboolean privilege_read(pid_t pid, PtagsPrivilege *out)
         return TRUE;
 }
 
+/* Whether a process that read as @then runs the same program as @now, with
+ * no privilege it did not have then. */
+static gboolean privilege_kept(const PtagsPrivilege *now, const PtagsPrivilege *then)
+{
+        return now->euid == then->euid && now->egid == then->egid &&
+               now->status_owner == then->status_owner && (now->caps & ~then->caps) == 0 &&
+               memcmp(now->exe_digest, then->exe_digest, 32) == 0;
+}
+
 gboolean ptags_peer_process_unchanged(const PtagsPeer *peer)
 {
         PtagsPrivilege now;
@@ -1124,11 +1133,15 @@ gboolean ptags_peer_process_unchanged(const PtagsPeer *peer)
                 return FALSE;
         if (peer->uid == 0)
                 return ptags_target_alive(&peer->target);
-        return privilege_read(peer->target.pid, &now) && now.euid == peer->proven.euid &&
-               now.egid == peer->proven.egid && now.status_owner == peer->proven.status_owner &&
-               (now.caps & ~peer->proven.caps) == 0 &&
-               memcmp(now.exe_digest, peer->proven.exe_digest, 32) == 0 &&
+        return privilege_read(peer->target.pid, &now) && privilege_kept(&now, &peer->proven) &&
                ptags_target_alive(&peer->target);
+}
+
+gboolean ptags_peer_runs_as_proven(const PtagsPeer *peer, const PtagsPrivilege *then)
+{
+        if (!peer->process_known)
+                return FALSE;
+        return peer->uid == 0 || privilege_kept(&peer->proven, then);
 }
 
 /* Whether the process pinned for @peer counts as the connection's, reading

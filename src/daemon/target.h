@@ -133,6 +133,10 @@ typedef struct {
  * unknown (ptags_peer_new_unknown). An exec of the same file is not seen.
  * Always TRUE for uid 0, which holds every right through the bus anyway. */
 gboolean ptags_peer_process_unchanged(const PtagsPeer *peer);
+/* The same check for a peer proven afresh (@peer, just looked up) against
+ * what its process read as when proven before (@then): TRUE when it runs
+ * the same program with no privilege it lacked then (always for uid 0). */
+gboolean ptags_peer_runs_as_proven(const PtagsPeer *peer, const PtagsPrivilege *then);
 
 /* A new peer like @peer, but whose process is unknown. (transfer full) */
 PtagsPeer *ptags_peer_new_unknown(const PtagsPeer *peer);

@@ -386,6 +386,32 @@ class ConnectorRunsAnotherProgram(PolicyTestCase):
                                  ERR + "NoSuchProcess")
                 self.assertError(w.root_call("GetPeerTags", "s", [name]), ERR + "NoSuchProcess")
 
+    def test_a_connection_pushed_out_of_the_cache_keeps_its_history(self):
+        """Of the proven connections, ptagsd keeps 512 (each pins its
+        process); one pushed out by newer ones was proven afresh at the
+        next call, as whatever program its connector ran by then. One
+        connector here ran the camera app before ptagsd let its connection
+        go, the other after; nobody asked about either in between."""
+        w = self.world
+        ran_before, connector_before = self.connector_running_the_camera_app()
+        ran_after, connector_after = self.connector_running_the_camera_app(exec_when_told=True)
+        self.push_out_of_the_peer_cache()
+        ran_after.exec_now()
+
+        # A service asks about the first (the camera app holds its tag).
+        self.assertOk(w.root_call("AddTag", "usb", [connector_before, "app:camera", False]))
+        self.assertError(w.root_call("PeerHasTag", "ss", [ran_before.unique_name, "app:camera"]),
+                         ERR + "NoSuchProcess")
+        self.assertError(w.root_call("GetPeerTags", "s", [ran_before.unique_name]),
+                         ERR + "NoSuchProcess")
+        # The second calls first, as the camera app, which the rule trusts.
+        self.assertError(ran_after.call("AddTag", "usb", [0, "app:camera", False]),
+                         ERR + "NoSuchProcess")
+        self.assertEqual(w.get_tags(connector_after), [])
+        self.assertOk(w.root_call("AddTag", "usb", [connector_after, "app:camera", False]))
+        self.assertError(w.root_call("PeerHasTag", "ss", [ran_after.unique_name, "app:camera"]),
+                         ERR + "NoSuchProcess")
+
 
 # nobody may add exe:slow only to python programs; the check takes 3 s.
 SLOW_EXE_RULE = """

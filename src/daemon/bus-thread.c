@@ -18,6 +18,7 @@
 #include "args.h"
 #include "budgets.h"
 #include "call.h"
+#include "errors.h"
 #include "names.h"
 #include "page-writer.h"
 #include "service.h"
@@ -101,36 +102,99 @@ struct _PtagsBusThread {
  * none of its changes runs here, or it could overtake an earlier call of
  * the same connection; other connections' calls never hold it back, as a
  * bus does not order calls of different connections either. Static, as
- * messages may outlive the bus thread's own state. */
+ * messages may outlive the bus thread's own state.
+ *
+ * The counts are also what bounds the messages ptagsd holds: GDBus reads
+ * whatever the bus delivers, and the main loop takes calls in turn, so
+ * without a bound at arrival a client (calls without a reply, which the
+ * bus does not limit) could queue gigabytes while the main loop is busy.
+ * A call is refused here when its connection has MaxConnectionCalls
+ * counted already, or MaxMessageBytes of them; and while the calls counted
+ * for everyone hold PASSED_TOTAL_MAX bytes, a call is let through only if
+ * it is small and its connection has none waiting (a client that awaits
+ * each reply keeps going), or if it is root's. */
+
+#define PASSED_TOTAL_MAX (64u * 1024u * 1024u)
+#define PASSED_SMALL     (64u * 1024u)
+
+typedef struct {
+        guint calls;
+        gsize bytes;
+} Passed;
+
+typedef struct {
+        char *sender;
+        gsize bytes;
+} PassedCall;
 
 static pthread_mutex_t passed_lock = PTHREAD_MUTEX_INITIALIZER;
-static GHashTable *passed; /* sender (owned) -> guint * count (owned) */
+static GHashTable *passed; /* sender (owned) -> Passed (owned) */
+static gsize passed_total; /* bytes of every counted call */
 static GQuark passed_quark;
 
 static void passed_done(gpointer data)
 {
-        char *sender = data;
+        PassedCall *call = data;
 
         pthread_mutex_lock(&passed_lock);
-        guint *n = g_hash_table_lookup(passed, sender);
-        if (n != NULL && --*n == 0)
-                g_hash_table_remove(passed, sender);
+        Passed *n = g_hash_table_lookup(passed, call->sender);
+        passed_total -= call->bytes;
+        if (n != NULL) {
+                n->bytes -= call->bytes;
+                if (--n->calls == 0)
+                        g_hash_table_remove(passed, call->sender);
+        }
         pthread_mutex_unlock(&passed_lock);
-        g_free(sender);
+        g_free(call->sender);
+        g_free(call);
 }
 
-/* Called for a method call the filter lets through. */
-static void pass(GDBusMessage *msg, const char *sender)
+/* Counts @msg, a method call of @bytes, under @sender, if the bounds above
+ * let it through; otherwise says which bound it would pass (transfer full:
+ * g_free) and counts nothing. */
+static char *pass(GDBusMessage *msg, const char *sender, gsize bytes, guint max_calls,
+                  gboolean root)
 {
+        char *refusal = NULL;
+
         pthread_mutex_lock(&passed_lock);
-        guint *n = g_hash_table_lookup(passed, sender);
-        if (n == NULL) {
-                n = g_new0(guint, 1);
-                g_hash_table_insert(passed, g_strdup(sender), n);
+        Passed *n = g_hash_table_lookup(passed, sender);
+        guint calls = n != NULL ? n->calls : 0;
+        gsize held = n != NULL ? n->bytes : 0;
+        if (calls >= max_calls)
+                refusal = g_strdup_printf("connection %s already has %u calls in progress, the "
+                                          "MaxConnectionCalls limit; wait for their replies",
+                                          sender, calls);
+        else if (calls > 0 && bytes > PTAGS_MAX_MESSAGE_BYTES - held)
+                refusal = g_strdup_printf(
+                        "connection %s already has %" G_GSIZE_FORMAT " bytes of calls in "
+                        "progress; with this one (%" G_GSIZE_FORMAT " bytes) they would pass the "
+                        "MaxMessageBytes limit of %u; wait for their replies",
+                        sender, held, bytes, PTAGS_MAX_MESSAGE_BYTES);
+        else if (!root && passed_total + bytes > PASSED_TOTAL_MAX &&
+                 (calls > 0 || bytes > PASSED_SMALL))
+                refusal = g_strdup_printf(
+                        "ptagsd holds %" G_GSIZE_FORMAT " bytes of calls waiting for it, %u at "
+                        "most; a call over %u bytes, or one from a connection with calls in "
+                        "progress, waits until they are answered; try again",
+                        passed_total, PASSED_TOTAL_MAX, PASSED_SMALL);
+        if (refusal == NULL) {
+                if (n == NULL) {
+                        n = g_new0(Passed, 1);
+                        g_hash_table_insert(passed, g_strdup(sender), n);
+                }
+                n->calls++;
+                n->bytes += bytes;
+                passed_total += bytes;
         }
-        ++*n;
         pthread_mutex_unlock(&passed_lock);
-        g_object_set_qdata_full(G_OBJECT(msg), passed_quark, g_strdup(sender), passed_done);
+        if (refusal == NULL) {
+                PassedCall *call = g_new(PassedCall, 1);
+                call->sender = g_strdup(sender);
+                call->bytes = bytes;
+                g_object_set_qdata_full(G_OBJECT(msg), passed_quark, call, passed_done);
+        }
+        return refusal;
 }
 
 /* Whether a call of @sender's is on its way to, or in flight on, the main loop. */
@@ -469,20 +533,28 @@ static gboolean carries_extra_fds(GDBusMessage *msg)
         return g_unix_fd_list_get_length(fds) > handles;
 }
 
-/* Refuse @msg at once (consumed): its descriptors are closed with it. */
-static void refuse_extra_fds(GDBusConnection *connection, GDBusMessage *msg)
+/* Refuse @msg at once (consumed, its descriptors closed with it) with
+ * @error and @text (consumed), unless it awaits no reply. */
+static void refuse(GDBusConnection *connection, GDBusMessage *msg, const char *error, char *text)
 {
         if ((g_dbus_message_get_flags(msg) & G_DBUS_MESSAGE_FLAGS_NO_REPLY_EXPECTED) == 0) {
-                g_autoptr(GDBusMessage) reply = g_dbus_message_new_method_error(
-                        msg, "org.freedesktop.DBus.Error.InvalidArgs",
-                        "%u file descriptors sent with %s; ptagsd takes one for each argument "
-                        "of type 'h' and no more",
-                        (guint)g_unix_fd_list_get_length(g_dbus_message_get_unix_fd_list(msg)),
-                        g_dbus_message_get_member(msg) ? g_dbus_message_get_member(msg) : "a call");
+                g_autoptr(GDBusMessage) reply =
+                        g_dbus_message_new_method_error_literal(msg, error, text);
                 g_dbus_connection_send_message(connection, reply, G_DBUS_SEND_MESSAGE_FLAGS_NONE,
                                                NULL, NULL);
         }
+        g_free(text);
         g_object_unref(msg);
+}
+
+static void refuse_extra_fds(GDBusConnection *connection, GDBusMessage *msg)
+{
+        refuse(connection, msg, "org.freedesktop.DBus.Error.InvalidArgs",
+               g_strdup_printf(
+                       "%u file descriptors sent with %s; ptagsd takes one for each argument "
+                       "of type 'h' and no more",
+                       (guint)g_unix_fd_list_get_length(g_dbus_message_get_unix_fd_list(msg)),
+                       g_dbus_message_get_member(msg) ? g_dbus_message_get_member(msg) : "a call"));
 }
 
 static gsize reply_size(GDBusMessage *msg)
@@ -507,7 +579,7 @@ static GDBusMessage *unread_refusal(GDBusMessage *reply, gsize bytes)
         g_dbus_message_set_serial(error, g_dbus_message_get_serial(reply));
         g_dbus_message_set_reply_serial(error, g_dbus_message_get_reply_serial(reply));
         g_dbus_message_set_destination(error, g_dbus_message_get_destination(reply));
-        g_dbus_message_set_error_name(error, "org.ptags.Error.LimitExceeded");
+        g_dbus_message_set_error_name(error, ptags_error_dbus_name(PTAGS_ERROR_LIMIT_EXCEEDED));
         g_dbus_message_set_body(error, g_variant_new("(s)", text));
         return error;
 }
@@ -564,6 +636,15 @@ static GDBusMessage *filter(GDBusConnection *connection, GDBusMessage *msg, gboo
                 refuse_extra_fds(connection, msg);
                 return NULL;
         }
+        /* No call of ptagsd's takes anything near this (Apply: 1 MiB). */
+        gsize bytes = reply_size(msg);
+        if (bytes > PTAGS_MAX_MESSAGE_BYTES) {
+                refuse(connection, msg, ptags_error_dbus_name(PTAGS_ERROR_LIMIT_EXCEEDED),
+                       g_strdup_printf("the call (%" G_GSIZE_FORMAT " bytes) is over the "
+                                       "MaxMessageBytes limit of %u",
+                                       bytes, PTAGS_MAX_MESSAGE_BYTES));
+                return NULL;
+        }
         gboolean done = FALSE;
         if (g_strcmp0(g_dbus_message_get_path(msg), PTAGS_OBJECT_PATH) == 0 &&
             g_strcmp0(g_dbus_message_get_interface(msg), PTAGS_INTERFACE) == 0) {
@@ -582,7 +663,14 @@ static GDBusMessage *filter(GDBusConnection *connection, GDBusMessage *msg, gboo
         if (!done) {
                 /* Any method call, of any interface: a later change of the
                  * same connection must not overtake it. */
-                pass(msg, sender);
+                g_autoptr(PtagsPeer) peer = ptags_peer_cache_get(bt->svc->peers, sender);
+                char *refusal = pass(msg, sender, bytes, bt->svc->limits.connection_calls,
+                                     peer != NULL && peer->uid == 0);
+                if (refusal != NULL) {
+                        refuse(connection, msg, ptags_error_dbus_name(PTAGS_ERROR_LIMIT_EXCEEDED),
+                               refusal);
+                        return NULL;
+                }
                 return msg;
         }
         g_object_unref(msg);

@@ -61,9 +61,16 @@ def spawn_flood(world, method, sig, args, calls, connections=1, no_reply=False, 
         if not os.path.exists(path):
             shutil.copy(os.path.join(LIB_DIR, name), path)
             os.chmod(path, 0o644)
+    args_json = json.dumps(args)
+    if len(args_json) > 65536:
+        path = tempfile.NamedTemporaryFile("w", dir=world.tmp, suffix=".json", delete=False)
+        with path:
+            path.write(args_json)
+        os.chmod(path.name, 0o644)
+        args_json = "@" + path.name
     argv = unprivileged_argv(uid, uid) + [
         PYTHON, "-I", os.path.join(world.tmp, "ptags_flood.py"), world.address, method, sig,
-        json.dumps(args), str(calls), str(connections)] + (["no-reply"] if no_reply else []) + (
+        args_json, str(calls), str(connections)] + (["no-reply"] if no_reply else []) + (
         ["warm"] if warm else [])
     proc = world.spawn("flood", argv, stdout=subprocess.PIPE)
     line = proc.stdout.readline()
@@ -951,6 +958,94 @@ class ConnectionCallTests(LimitWorld):
         self.assertLess(peak - before, 200)
         self.assertTrue(w.daemon_alive())
         self.assertOk(w.root_call("GetTags", "u", [target]))
+
+
+# About 3 MB of Apply lines: under MaxMessageBytes, over Apply's 1 MiB.
+BIG_LINES = ["#" + "c" * 3999] * 750
+
+
+class ArrivalBoundTests(PtagsTestCase):
+    """What ptagsd holds of calls that wait for its main loop is bounded
+    when they arrive: GDBus reads whatever the bus delivers, and calls sent
+    without awaiting a reply are bounded by no bus."""
+    # A stopped kernel fixture holds the main loop in a read of a list.
+    backends = ("ptags-lsm",)
+
+    def fixture_process(self):
+        return next(proc for label, proc in self.world._procs if label == "fixture")
+
+    def test_a_call_over_max_message_bytes_is_refused_on_arrival(self):
+        target = self.world.spawn_target()
+        client = self.world.spawn_client()
+        reply = client.call("Apply", "uas", [target, ["#" + "c" * 3999] * 1300])
+        self.assertError(reply, "LimitExceeded")
+        self.assertIn("MaxMessageBytes limit of 4194304", reply.message)
+        # Whatever the interface.
+        reply = client.call("Introspect", "s", ["x" * (5 << 20)], destination=(
+            ptags_client.BUS_NAME, ptags_client.OBJECT_PATH,
+            "org.freedesktop.DBus.Introspectable"))
+        self.assertError(reply, "LimitExceeded")
+        # 3 MB is over Apply's own limit, which names it.
+        self.assertError(client.call("Apply", "uas", [target, BIG_LINES]), "InvalidCommand")
+        self.assertEqual(self.world.get_tags(target), [])
+
+    def test_calls_queued_behind_a_busy_main_loop_are_bounded(self):
+        """A reviewer's attack: while ptagsd's main loop was busy, four
+        connections of nobody sent big calls without awaiting replies.
+        ptagsd's resident memory grew by every one of them (300 MB), and
+        the bus started refusing other users' calls to ptagsd. Here 30
+        connections send three calls of 3 MB each: one of each connection
+        fits its MaxMessageBytes, and 64 MiB of them fit what ptagsd lets
+        everyone queue."""
+        target = self.world.spawn_target()
+        self.assertOk(self.world.root_call("AddTag", "usb", [target, "app:a", False]))
+        fixture = self.fixture_process()
+        blocker = self.world.spawn_client()
+        base = rss_kib(self.world.daemon.pid)
+        fixture.send_signal(signal.SIGSTOP)
+        try:
+            # nobody's change reads the target's list on the main loop,
+            # which waits for the stopped fixture.
+            blocker.send("AddTag", "usb", [target, "app:b", False])
+            for _ in range(20):
+                stuck = ptags_client.call(self.world.conn, "Get", "ss",
+                                          [ptags_client.INTERFACE, "Version"],
+                                          interface="org.freedesktop.DBus.Properties",
+                                          timeout_ms=300)
+                if not stuck.ok:
+                    break
+            self.assertEqual(stuck.error, "local:Timeout was reached",
+                             "the main loop was not held: %r" % (stuck,))
+            # One connection may have MaxMessageBytes waiting: of two calls
+            # sent at once, the second is refused (its reply is read below).
+            pipeliner = spawn_flood(self.world, "Apply", "uas", [target, BIG_LINES], calls=2)
+            flood = spawn_flood(self.world, "Apply", "uas", [target, BIG_LINES], calls=3,
+                                connections=30, no_reply=True)
+            flood.wait(timeout=60)
+            samples = []
+            for _ in range(100):  # until ptagsd has read what the bus holds for it
+                samples.append(rss_kib(self.world.daemon.pid) - base)
+                if len(samples) >= 10 and max(samples[-5:]) - min(samples[-5:]) < 1024:
+                    break
+                time.sleep(0.1)
+            grown = samples[-1]
+            print("ptagsd grew by %d KiB with 270 MB sent" % grown)
+            # 270 MB were sent; 64 MiB of them may wait.
+            limit = (96 << 10) * (3 if daemon_has_asan(self.world) else 1)
+            self.assertLess(grown, limit, "ptagsd grew by %d KiB" % grown)
+            # A call that awaits its reply is told, by name, once too much waits.
+            late = self.world.spawn_client()
+            reply = late.call("Apply", "uas", [target, BIG_LINES], timeout_ms=5000)
+            self.assertError(reply, "LimitExceeded")
+        finally:
+            fixture.send_signal(signal.SIGCONT)
+        # The calls that waited go on (polkit refuses nobody; 3 MB is over
+        # Apply's own limit).
+        self.assertError(blocker.receive(), "NotAuthorized")
+        self.assertEqual(json.loads(pipeliner.stdout.readline())["replies"], {
+            "org.ptags.Error.InvalidCommand": 1, "org.ptags.Error.LimitExceeded": 1})
+        self.assertEqual(self.world.get_tags(target), [("app:a", False, "")])
+        self.assertTrue(self.world.daemon_alive())
 
 
 if __name__ == "__main__":

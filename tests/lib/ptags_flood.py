@@ -4,6 +4,7 @@
 # ptagsd at once over one or more connections, without waiting for replies.
 #
 # Usage: ptags_flood.py ADDRESS METHOD SIG ARGS_JSON CALLS [CONNECTIONS] [FLAG...]
+# ARGS_JSON: the arguments as JSON, or @FILE holding them.
 # FLAG: no-reply (fire and forget), warm (each connection first makes one
 # call and waits for its reply, so ptagsd knows the connection beforehand).
 # Prints {"sent": N} once every call is on its way (the test may then SIGSTOP
@@ -26,6 +27,9 @@ import ptags_client  # noqa: E402
 
 def main():
     address, method, sig, args_json, calls = sys.argv[1:6]
+    if args_json.startswith("@"):  # arguments too long for a command line
+        with open(args_json[1:]) as f:
+            args_json = f.read()
     connections = int(sys.argv[6]) if len(sys.argv) > 6 else 1
     flags = sys.argv[7:]
     no_reply = "no-reply" in flags

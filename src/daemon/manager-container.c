@@ -263,7 +263,7 @@ static GError *rule_error(int e, const ptags_contid_facts *f, pid_t pid, guint64
         case ENOTUNIQ:
                 return g_error_new(PTAGS_ERROR, PTAGS_ERROR_CONTAINER_ID_IN_USE,
                                    "argument contid: %" G_GUINT64_FORMAT
-                                   " is in use by a container the caller did not register",
+                                   " is in use by a container registered by another process",
                                    contid);
         }
         return g_error_new(PTAGS_ERROR, PTAGS_ERROR_FAILED, "unexpected verdict %s", g_strerror(e));

@@ -168,6 +168,11 @@ class ContainerCommandTests(ContainerCtlTestCase):
              "org.ptags.Error.InvalidContainerId"),
             (["container", "register", str(target), "10"], INVALID,
              "org.ptags.Error.AlreadyRegistered"),
+            # Each ptagsctl is a process of its own, so another registrant:
+            # it cannot add a process to the container an earlier one made.
+            (["container", "register", str(self.target()), "9"], INVALID,
+             "9 is in use by a container registered by another process "
+             "(org.ptags.Error.ContainerIdInUse)"),
             (["container", "register", str(self.target()), "5", "--name", "bad\x01name"],
              INVALID, "org.freedesktop.DBus.Error.InvalidArgs"),
             # Latin-1: no D-Bus string, so ptagsctl refuses it itself.

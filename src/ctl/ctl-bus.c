@@ -652,7 +652,8 @@ static int on_container_removed(sd_bus_message *m, void *userdata, sd_bus_error 
         return 0;
 }
 
-int ctl_monitor(sd_bus *bus, const CtlMonitorHandlers *handlers, void *userdata)
+int ctl_monitor(sd_bus *bus, const CtlMonitorHandlers *handlers, void *userdata,
+                sd_bus_error *error)
 {
         MonitorData data = {handlers, userdata, 0};
         static const struct {
@@ -673,6 +674,14 @@ int ctl_monitor(sd_bus *bus, const CtlMonitorHandlers *handlers, void *userdata)
                 if (r < 0)
                         return r;
         }
+        /* A match alone asks nothing of ptagsd: with no ptagsd on the bus,
+         * nor one the bus can start, the monitor would wait for ever. A
+         * call, as every other command makes, starts it or fails. */
+        char *version = NULL;
+        r = get_string_property(bus, "Version", &version, error);
+        free(version);
+        if (r < 0)
+                return r;
         handlers->ready(userdata);
         for (;;) {
                 r = sd_bus_process(bus, NULL);

@@ -125,11 +125,13 @@ typedef struct {
 } CtlMonitorHandlers;
 
 /* Subscribes to TagsChanged, ContainerRegistered and ContainerRemoved from
- * the owner of org.ptags.Manager, calls @handlers->ready once the
- * subscriptions are in place, then the handler of every signal. Returns
- * only on failure, e.g. -ECONNRESET when the bus goes away, or what a
- * handler returned to end it. */
-int ctl_monitor(sd_bus *bus, const CtlMonitorHandlers *handlers, void *userdata);
+ * the owner of org.ptags.Manager, makes sure ptagsd is there (a call to
+ * it, which the bus may answer by starting it; its failure is in @error),
+ * calls @handlers->ready, then the handler of every signal. Returns only
+ * on failure, e.g. -ECONNRESET when the bus goes away, or what a handler
+ * returned to end it. */
+int ctl_monitor(sd_bus *bus, const CtlMonitorHandlers *handlers, void *userdata,
+                sd_bus_error *error);
 
 void ctl_tag_list_clear(CtlTagList *list);
 void ctl_processes_free(CtlProcess *processes, size_t n);

@@ -593,14 +593,17 @@ static int cmd_monitor(sd_bus *bus, char **args)
                 .container_registered = monitor_container_registered,
                 .container_removed = monitor_container_removed,
         };
+        sd_bus_error error = SD_BUS_ERROR_NULL;
         int write_error = 0;
-        /* Runs until interrupted; returning means the bus went away, or
-         * standard output did. */
-        int r = ctl_monitor(bus, &handlers, &write_error);
+        /* Runs until interrupted; returning means ptagsd was not there, the
+         * bus went away, or standard output did. */
+        int r = ctl_monitor(bus, &handlers, &write_error, &error);
 
         if (write_error != 0)
                 return write_failed(write_error);
-        return ctl_call_failed(_("Cannot monitor tag changes"), r < 0 ? r : -ECONNRESET, NULL);
+        r = ctl_call_failed(_("Cannot monitor tag changes"), r < 0 ? r : -ECONNRESET, &error);
+        sd_bus_error_free(&error);
+        return r;
 }
 
 static CtlContainerOptions container_options(void)

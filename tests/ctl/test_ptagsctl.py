@@ -672,6 +672,26 @@ class UsageTests(CtlTestCase):
         self.assertExit(run(self.world, "status"), UNREACHABLE)
         self.world.daemon = None  # stopped on purpose
 
+    def run_bounded(self, *args, **kw):
+        """run(), failing the test rather than waiting past 20 s."""
+        try:
+            return run(self.world, *args, timeout=20, **kw)
+        except subprocess.TimeoutExpired:
+            self.fail("ptagsctl %s still waits after 20 s" % " ".join(args))
+
+    def test_monitor_without_ptagsd_is_unreachable(self):
+        """monitor asks for ptagsd before it waits for changes, as every
+        other command asks before it prints: with no ptagsd on the bus (nor
+        one the bus could start) it fails with 6, not wait for signals that
+        no one will send."""
+        self.world.daemon.terminate()
+        self.world.daemon.wait(timeout=30)
+        self.world.daemon = None  # stopped on purpose
+        for json_mode in ([], ["--json"]):
+            with self.subTest(json=json_mode):
+                out = self.run_bounded(*json_mode, "monitor")
+                self.assertExit(out, UNREACHABLE, "org.freedesktop.DBus.Error.ServiceUnknown")
+                self.assertNotIn("Monitoring", out.stderr)
 
     def test_daemon_that_never_answers_is_unreachable(self):
         """A ptagsd that hangs, or dies before it answers, cannot be
@@ -732,11 +752,15 @@ class UsageTests(CtlTestCase):
             with self.subTest(error=name):
                 stub = self.world.spawn("stand-in", [PYTHON, "-c", script, self.world.address,
                                                      name], stdout=subprocess.PIPE)
-                self.assertEqual(stub.stdout.readline().strip(), b"ready")
-                out = run(self.world, "list", "1")
-                self.assertExit(out, UNREACHABLE, name)
-                stub.kill()
-                stub.wait()
+                try:
+                    self.assertEqual(stub.stdout.readline().strip(), b"ready")
+                    # monitor too: it calls ptagsd's name, which the bus starts.
+                    for command in (["list", "1"], ["monitor"]):
+                        out = self.run_bounded(*command)
+                        self.assertExit(out, UNREACHABLE, name)
+                finally:
+                    stub.kill()
+                    stub.wait()
 
 
 class ReadmeTests(CtlTestCase):

@@ -93,9 +93,11 @@ static void print_escaped(FILE *out, const char *s, bool keep_spaces)
                 size_t n;
                 long c = utf8_next(p, &n);
 
-                /* D-Bus strings are valid UTF-8; anything else is not shown raw. */
+                /* D-Bus strings are valid UTF-8: a byte that is not (in an
+                 * argument or line ptagsctl refuses) is shown as itself,
+                 * never as a U+FFFD the text could really hold. */
                 if (c < 0)
-                        fputs("\\u{FFFD}", out);
+                        fprintf(out, "\\x{%02X}", *p);
                 else if (c == '\\' || (c == ' ' && !keep_spaces) || is_hidden(c))
                         fprintf(out, "\\u{%04lX}", c);
                 else

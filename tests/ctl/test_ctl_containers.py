@@ -177,7 +177,7 @@ class ContainerCommandTests(ContainerCtlTestCase):
              INVALID, "org.freedesktop.DBus.Error.InvalidArgs"),
             # Latin-1: no D-Bus string, so ptagsctl refuses it itself.
             (["container", "register", str(self.target()), "5", "--name", "caf\udce9"],
-             INVALID, "'caf\\u{FFFD}' is not valid UTF-8"),
+             INVALID, "'caf\\x{E9}' is not valid UTF-8"),
             # Gone before ptagsctl holds a pidfd: nothing is asked (see below).
             (["container", "register", str(self.world.dead_pid()), "5"], NO_PROCESS,
              "No such process"),

@@ -444,7 +444,8 @@ class ChangeTests(CtlTestCase):
     def test_text_that_is_not_utf8_is_refused_naming_the_line(self):
         """D-Bus strings are UTF-8: a Latin-1 line or argument is input
         ptagsctl refuses (3) naming the line or argument, shown escaped,
-        not a failure of sd-bus (7)."""
+        not a failure of sd-bus (7). Each byte that is not UTF-8 is shown
+        as itself, \\x{XX}, never as a U+FFFD the text may really hold."""
         pid = self.target(["+app:a"])
         path = os.path.join(self.world.tmp, "latin1")
         with open(path, "wb") as f:
@@ -453,7 +454,7 @@ class ChangeTests(CtlTestCase):
             for out in (run(self.world, "apply", str(pid), path),
                         run(self.world, "apply", str(pid), stdin=batch)):
                 self.assertExit(out, INVALID)
-                self.assertIn('line 2 ("+app:cam\\u{FFFD}ra") is not valid UTF-8', out.stderr)
+                self.assertIn('line 2 ("+app:cam\\x{E9}ra") is not valid UTF-8', out.stderr)
         # "\udce9" is the byte 0xe9 (Latin-1 for "\u00e9") in argv.
         for argv in (["add", str(pid), "app:cam\udce9ra"], ["add", str(pid), "app:b=\udce9"],
                      ["set", str(pid), "app:a", "caf\udce9"], ["remove", str(pid), "\udce9"],
@@ -463,8 +464,13 @@ class ChangeTests(CtlTestCase):
             with self.subTest(argv=argv):
                 out = run(self.world, *argv)
                 self.assertExit(out, INVALID, "is not valid UTF-8")
-                self.assertIn("\\u{FFFD}", out.stderr)
-        self.assertEqual(self.world.get_tags(pid), [("app:a", False, "")])
+                self.assertIn("\\x{E9}", out.stderr)
+                self.assertNotIn("FFFD", out.stderr)
+        # A real U+FFFD prints as itself; the bytes 0xff, and 0xc3 cut short
+        # (the start of a two-byte sequence), do not pass for it.
+        out = run(self.world, "add", str(pid), "app:\ufffd\udcff\udcc3x")
+        self.assertExit(out, INVALID)
+        self.assertIn("'app:\ufffd\\x{FF}\\x{C3}x' is not valid UTF-8", out.stderr)
 
     def test_monitor_sees_another_clients_change(self):
         pid = self.target()

@@ -59,9 +59,20 @@ static int open_bus(sd_bus **ret)
 {
         int r = ctl_bus_open(arg.address, arg.ask_password, ret);
 
-        if (r < 0) {
+        if (r < 0 && arg.address == NULL) {
                 fprintf(stderr, "ptagsctl: %s: %s\n", _("Cannot connect to the system bus"),
                         strerror(-r));
+                return EXIT_UNREACHABLE;
+        }
+        if (r < 0) {
+                /* The bus the user named, malformed or empty included: sd-bus
+                 * tells those apart from a bus that is not there only by an
+                 * errno, so they are unreachable too, the address named. */
+                char *shown = ctl_escape(arg.address);
+                fputs("ptagsctl: ", stderr);
+                fprintf(stderr, _("Cannot connect to the bus at '%s'"), shown ? shown : "?");
+                fprintf(stderr, ": %s\n", strerror(-r));
+                free(shown);
                 return EXIT_UNREACHABLE;
         }
         return EXIT_OK;

@@ -668,7 +668,15 @@ class UsageTests(CtlTestCase):
                                                                   "echo", "RAN"]):
             out = run(self.world, "--address=unix:path=/nonexistent/socket", *command,
                       address=False)
-            self.assertExit(out, UNREACHABLE)
+            self.assertExit(out, UNREACHABLE, "Cannot connect to the bus at "
+                            "'unix:path=/nonexistent/socket': ")
+        # An address that is no address (empty, say, from an unset
+        # variable) cannot be reached either; the message names it.
+        for address in ("garbage", "", "unix:frobnicate=1"):
+            with self.subTest(address=address):
+                out = run(self.world, "--address=" + address, "list", "1", address=False)
+                self.assertExit(out, UNREACHABLE, "Cannot connect to the bus at '%s': "
+                                % address)
         # A bad command line is a usage error whether or not there is a bus.
         out = run(self.world, "--address=unix:path=/nonexistent/socket", "list", "abc",
                   address=False)

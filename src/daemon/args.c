@@ -13,6 +13,75 @@
 /* Long lines are shortened in messages so errors stay readable. */
 #define LABEL_MAX_CHARS 64
 
+/* The noncharacter whose UTF-8 form starts at @p (@left bytes remain), or
+ * 0. Looked at byte by byte, so no text is decoded whole: U+FDD0..U+FDEF
+ * are EF B7 90..AF, U+FFFE and U+FFFF are EF BF BE and EF BF BF, and
+ * U+nFFFE and U+nFFFF are F0..F4, then a byte whose low 4 bits are all
+ * set, then BF, then BE or BF. */
+static gunichar noncharacter_at(const guchar *p, gsize left)
+{
+        if (p[0] == 0xEF && left >= 3) {
+                if (p[1] == 0xB7 && p[2] >= 0x90 && p[2] <= 0xAF)
+                        return 0xFDD0 + (p[2] - 0x90u);
+                if (p[1] == 0xBF && (p[2] == 0xBE || p[2] == 0xBF))
+                        return 0xFFFE + (p[2] - 0xBEu);
+        } else if (p[0] >= 0xF0 && p[0] <= 0xF4 && left >= 4) {
+                if ((p[1] & 0x0F) == 0x0F && p[2] == 0xBF && (p[3] == 0xBE || p[3] == 0xBF))
+                        return ((gunichar)(p[0] & 0x07) << 18 | (gunichar)(p[1] & 0x3F) << 12 |
+                                0xFFFE) +
+                               (p[3] - 0xBEu);
+        }
+        return 0;
+}
+
+gunichar ptags_noncharacter_in(const char *text, gsize len)
+{
+        const guchar *p = (const guchar *)text;
+
+        /* Every noncharacter's first byte is EF or F0..F4. */
+        for (gsize i = 0; i < len; i++) {
+                if (p[i] < 0xEF)
+                        continue;
+                gunichar c = noncharacter_at(p + i, len - i);
+                if (c != 0)
+                        return c;
+        }
+        return 0;
+}
+
+char *ptags_sendable_text(const char *text, gsize len)
+{
+        if (ptags_noncharacter_in(text, len) == 0)
+                return NULL;
+
+        GString *out = g_string_sized_new(len);
+        const guchar *p = (const guchar *)text;
+        for (gsize i = 0; i < len;) {
+                gunichar c = p[i] >= 0xEF ? noncharacter_at(p + i, len - i) : 0;
+                if (c != 0) {
+                        g_string_append_c(out, '\x1a');
+                        i += c > 0xFFFF ? 4 : 3;
+                } else {
+                        g_string_append_c(out, text[i++]);
+                }
+        }
+        return g_string_free(out, FALSE);
+}
+
+GVariant *ptags_entry_to_variant(const ptags_entry *e)
+{
+        /* A tag holding a noncharacter came from another kernel writer (or
+         * from ptagsd before it refused them): sent as it is, it would break
+         * every sd-bus client's read of any reply or signal carrying it. */
+        g_autofree char *name = ptags_sendable_text(e->name, e->name_len);
+        g_autofree char *value = ptags_sendable_text(e->value, e->value_len);
+        GVariant *fields[3] = {g_variant_new_string(name != NULL ? name : e->name),
+                               g_variant_new_boolean(e->keep),
+                               g_variant_new_string(value != NULL ? value : e->value)};
+
+        return g_variant_new_tuple(fields, 3);
+}
+
 GVariant *ptags_set_to_variant(const ptags_set *set)
 {
         size_t n = set != NULL ? ptags_set_count(set) : 0;
@@ -20,13 +89,8 @@ GVariant *ptags_set_to_variant(const ptags_set *set)
 
         /* Built directly: a builder parses its format string per tag, which
          * was most of the cost of a cheap read. */
-        for (size_t i = 0; i < n; i++) {
-                const ptags_entry *e = ptags_set_at(set, i);
-                GVariant *fields[3] = {g_variant_new_string(e->name),
-                                       g_variant_new_boolean(e->keep),
-                                       g_variant_new_string(e->value)};
-                items[i] = g_variant_new_tuple(fields, 3);
-        }
+        for (size_t i = 0; i < n; i++)
+                items[i] = ptags_entry_to_variant(ptags_set_at(set, i));
         return g_variant_new_array(G_VARIANT_TYPE("(sbs)"), items, n);
 }
 
@@ -166,6 +230,42 @@ gboolean ptags_lines_check_limits(const char *const *lines, GError **error)
         return TRUE;
 }
 
+/* What a noncharacter in text at @arg (@len bytes) is refused as: that
+ * text otherwise bad. A pattern is a pattern only with a '*' in it, else an
+ * exact tag, as ptags_pattern_validate judges it. */
+static ptags_result pattern_error(const char *arg, size_t len)
+{
+        return memchr(arg, '*', len) != NULL ? PTAGS_E_INVALID_PATTERN : PTAGS_E_INVALID_TAG;
+}
+
+/* The first noncharacter in @line, parsed as @cmd, in *@c (0: none), and
+ * what it is refused as: the error its tag, pattern, value or comment gets
+ * when otherwise bad. */
+static ptags_result line_noncharacter(const char *line, const ptags_cmd *cmd, gunichar *c)
+{
+        switch (cmd->kind) {
+        case PTAGS_CMD_NOP:
+                *c = ptags_noncharacter_in(line, strlen(line));
+                return PTAGS_E_INVALID_COMMAND;
+        case PTAGS_CMD_ADD:
+                *c = ptags_noncharacter_in(cmd->arg, cmd->arg_len);
+                return PTAGS_E_INVALID_TAG;
+        case PTAGS_CMD_SET:
+                if ((*c = ptags_noncharacter_in(cmd->arg, cmd->arg_len)) != 0)
+                        return PTAGS_E_INVALID_TAG;
+                *c = ptags_noncharacter_in(cmd->value, cmd->value_len);
+                return PTAGS_E_INVALID_VALUE;
+        default:
+                *c = ptags_noncharacter_in(cmd->arg, cmd->arg_len);
+                return pattern_error(cmd->arg, cmd->arg_len);
+        }
+}
+
+/* Why ptagsd refuses the noncharacter @c, after the text that holds it. */
+#define NONCHARACTER_WHY                                                                           \
+        "U+%04X is a Unicode noncharacter, which ptagsd takes in no tag, value, pattern or "       \
+        "line (D-Bus clients built on sd-bus could not receive it)"
+
 gboolean ptags_lines_validate(const char *const *lines, GError **error)
 {
         if (!ptags_lines_check_limits(lines, error))
@@ -187,6 +287,16 @@ gboolean ptags_lines_validate(const char *const *lines, GError **error)
                                     ptags_result_message(r));
                         return FALSE;
                 }
+                /* The kernel takes noncharacters, so the model's grammar
+                 * does too: refused here, at ptagsd's door. */
+                gunichar c = 0;
+                r = line_noncharacter(lines[i], &cmd, &c);
+                if (c != 0) {
+                        g_autofree char *label = ptags_line_label(i, lines[i]);
+                        g_set_error(error, PTAGS_ERROR, ptags_error_from_result(r),
+                                    "%s: " NONCHARACTER_WHY, label, c);
+                        return FALSE;
+                }
         }
         return TRUE;
 }
@@ -202,12 +312,29 @@ static gboolean arg_ok(ptags_result r, const char *name, const char *text, GErro
         return FALSE;
 }
 
+/* FALSE with "argument NAME (\"TEXT\"): why" when @text holds a
+ * noncharacter, with the error @r (what the same text otherwise bad gets). */
+static gboolean arg_has_no_noncharacter(ptags_result r, const char *name, const char *text,
+                                        GError **error)
+{
+        gunichar c = ptags_noncharacter_in(text, strlen(text));
+
+        if (c == 0)
+                return TRUE;
+        g_autofree char *shown = ptags_shorten(text);
+        g_set_error(error, PTAGS_ERROR, ptags_error_from_result(r),
+                    "argument %s (\"%s\"): " NONCHARACTER_WHY, name, shown, c);
+        return FALSE;
+}
+
 gboolean ptags_query_pattern_parse(const char *pattern, gboolean *kept_only, char **body,
                                    GError **error)
 {
         gboolean kept = pattern[0] == '@';
         const char *rest = pattern + (kept ? 1 : 0);
-        if (!arg_ok(ptags_pattern_validate(rest, strlen(rest), true), "pattern", pattern, error))
+        size_t len = strlen(rest);
+        if (!arg_ok(ptags_pattern_validate(rest, len, true), "pattern", pattern, error) ||
+            !arg_has_no_noncharacter(pattern_error(rest, len), "pattern", pattern, error))
                 return FALSE;
         *kept_only = kept;
         *body = g_strdup(rest);
@@ -246,9 +373,14 @@ gboolean ptags_check_change_arg(const char *arg_name, const char *arg, const cha
                             arg_name, text);
                 return FALSE;
         }
-        ptags_result r = strcmp(arg_name, "tag") == 0 ? ptags_tag_validate(arg, len)
-                                                      : ptags_pattern_validate(arg, len, true);
+        gboolean is_tag = strcmp(arg_name, "tag") == 0;
+        ptags_result r =
+                is_tag ? ptags_tag_validate(arg, len) : ptags_pattern_validate(arg, len, true);
         return arg_ok(r, arg_name, arg, error) &&
                (value == NULL ||
-                arg_ok(ptags_value_validate(value, strlen(value)), "value", value, error));
+                arg_ok(ptags_value_validate(value, strlen(value)), "value", value, error)) &&
+               arg_has_no_noncharacter(is_tag ? PTAGS_E_INVALID_TAG : pattern_error(arg, len),
+                                       arg_name, arg, error) &&
+               (value == NULL ||
+                arg_has_no_noncharacter(PTAGS_E_INVALID_VALUE, "value", value, error));
 }

@@ -14,7 +14,24 @@
 #define PTAGS_APPLY_MAX_LINES 4096u
 #define PTAGS_APPLY_MAX_BYTES (1024u * 1024u)
 
-/* The a(sbs) form of a tag list. (transfer floating) */
+/* The first Unicode noncharacter (U+FDD0..U+FDEF, or U+nFFFE or U+nFFFF
+ * in any plane n) in UTF-8 @text of @len bytes, or 0 when it holds none.
+ * The kernel takes them, but sd-bus (systemd 252 and later alike) refuses
+ * any message whose strings hold one, so ptagsd neither accepts nor sends
+ * them. */
+gunichar ptags_noncharacter_in(const char *text, gsize len);
+
+/* @text (@len bytes) as ptagsd sends it: NULL when it holds no
+ * noncharacter, else a copy with each one written as U+001A (SUBSTITUTE),
+ * a character no tag, value or command line may hold, so the copy cannot
+ * be taken for any real tag or value. (transfer full) */
+char *ptags_sendable_text(const char *text, gsize len);
+
+/* The (sbs) form of one tag, its texts sendable (see above). (transfer
+ * floating) */
+GVariant *ptags_entry_to_variant(const ptags_entry *e);
+
+/* The a(sbs) form of a tag list, its texts sendable. (transfer floating) */
 GVariant *ptags_set_to_variant(const ptags_set *set);
 
 /* UTF-8 @text (@len bytes) as a message shows it, so that it cannot pass

@@ -5,6 +5,7 @@
 #define G_LOG_DOMAIN "ptagsd-manager"
 
 #include "errors.h"
+#include "args.h"
 #include "budgets.h"
 #include "call.h"
 #include "manager-budgets.h"
@@ -135,6 +136,16 @@ char **change_signal_lines(Call *call)
                                                 ptags_plan_change_count(call->plan)));
         } else {
                 lines = ptags_plan_lines(call->plan);
+                /* A pattern line ptagsd took may have matched a tag that
+                 * holds a noncharacter: its line is sent as the tag is. */
+                for (guint i = 0; i < lines->len; i++) {
+                        char *line = g_ptr_array_index(lines, i);
+                        char *sendable = ptags_sendable_text(line, strlen(line));
+                        if (sendable != NULL) {
+                                g_free(line);
+                                lines->pdata[i] = sendable;
+                        }
+                }
         }
         g_ptr_array_add(lines, NULL);
         g_ptr_array_set_free_func(lines, NULL);

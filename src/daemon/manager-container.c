@@ -133,6 +133,18 @@ static gboolean parse_info(ContainerArgs *a, GVariant *info, GError **error)
                                             NAME_MAX_BYTES);
                                 return FALSE;
                         }
+                        /* Nor noncharacters: sd-bus refuses every message
+                         * holding one, and the name rides along in
+                         * ListContainers, GetContainer and the signal. */
+                        gunichar nonchar = ptags_noncharacter_in(name, strlen(name));
+                        if (nonchar != 0) {
+                                g_set_error(error, G_DBUS_ERROR, G_DBUS_ERROR_INVALID_ARGS,
+                                            "argument info: name holds U+%04X, a Unicode "
+                                            "noncharacter, which D-Bus clients built on sd-bus "
+                                            "could not receive",
+                                            nonchar);
+                                return FALSE;
+                        }
                         g_free(a->name);
                         a->name = g_strdup(name);
                 } else {

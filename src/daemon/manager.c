@@ -208,10 +208,7 @@ static GVariant *matching_tags(FoundList *list, const ptags_set *tags, guint64 *
                     !ptags_pattern_match(list->pattern, len, e->name, e->name_len))
                         continue;
                 *bytes += e->name_len + e->value_len + PTAGS_WIRE_TAG_OVERHEAD;
-                GVariant *fields[3] = {g_variant_new_string(e->name),
-                                       g_variant_new_boolean(e->keep),
-                                       g_variant_new_string(e->value)};
-                g_ptr_array_add(items, g_variant_new_tuple(fields, 3));
+                g_ptr_array_add(items, ptags_entry_to_variant(e));
         }
         if (items->len == 0)
                 return NULL;

@@ -7,6 +7,7 @@
 #include "registry.h"
 #include "lsm-intent.h"
 
+#include "args.h"
 #include "errors.h"
 #include "lineage.h"
 #include "subuids.h"
@@ -737,8 +738,13 @@ GVariant *ptags_container_to_variant(const PtagsContainer *c)
                 g_variant_builder_add(&b, "{sv}", "uuid",
                                       g_variant_new_fixed_array(G_VARIANT_TYPE_BYTE, c->uuid,
                                                                 sizeof(c->uuid), 1));
-        if (c->name != NULL)
-                g_variant_builder_add(&b, "{sv}", "name", g_variant_new_string(c->name));
+        if (c->name != NULL) {
+                /* A name saved before ptagsd refused noncharacters is sent
+                 * as tags are: each one as U+001A. */
+                g_autofree char *sendable = ptags_sendable_text(c->name, strlen(c->name));
+                g_variant_builder_add(&b, "{sv}", "name",
+                                      g_variant_new_string(sendable != NULL ? sendable : c->name));
+        }
         g_variant_builder_add(&b, "{sv}", "leader", g_variant_new_uint32((guint32)c->leader));
         g_variant_builder_add(&b, "{sv}", "owner", g_variant_new_uint32((guint32)c->owner_uid));
         g_variant_builder_add(&b, "{sv}", "owner-pid", g_variant_new_uint32((guint32)c->owner_pid));

@@ -472,6 +472,40 @@ class ChangeTests(CtlTestCase):
         self.assertExit(out, INVALID)
         self.assertIn("'app:\ufffd\\x{FF}\\x{C3}x' is not valid UTF-8", out.stderr)
 
+    def test_a_noncharacter_written_to_the_kernel_breaks_no_reply(self):
+        """A kernel writer other than ptagsd gives a process a tag holding a
+        noncharacter: sd-bus clients could then read neither that process's
+        tags, nor anyone FindTagged, nor the signal of its next change.
+        ptagsd sends each noncharacter as U+001A, which no tag or value
+        holds, so the entry is seen and never taken for another."""
+        pid = self.target(["+app:a"])
+        path = os.path.join(self.world.mount, str(pid), "attr", "ptags")
+        fd = os.open(path, os.O_WRONLY)
+        try:
+            os.write(fd, "+app:x\ufdd0\n!app:a=v\U0010ffff\n".encode())
+        finally:
+            os.close(fd)
+        want = [("app:a", False, "v\x1a"), ("app:x\x1a", False, "")]
+        self.assertEqual(run_json(self, self.world, "list", str(pid))["tags"], tags_json(want))
+        out = run(self.world, "list", str(pid))
+        self.assertExit(out, OK)
+        self.assertIn("app:x\\u{001A}", out.stdout)
+        found = run_json(self, self.world, "find")["processes"]
+        self.assertIn({"pid": pid, "tags": tags_json(want)}, found)
+        found = run_json(self, self.world, "find", "app:*")["processes"]
+        self.assertIn({"pid": pid, "tags": tags_json(want)}, found)
+        self.assertExit(run(self.world, "check", str(pid), "app:a"), OK)
+        with ctl_run.monitor(self.world, True, text=True) as mon:
+            self.assertIn("Monitoring", mon.stderr.readline())
+            self.assertOk(self.world.root_call("AddTag", "usb", [pid, "app:b", False]))
+            self.assertOk(self.world.root_call("RemoveTag", "us", [pid, "app:*"]))
+            events = [json.loads(mon.stdout.readline()), json.loads(mon.stdout.readline())]
+        self.assertEqual(events[0]["lines"], ["+app:b"])
+        self.assertEqual(events[0]["tags"], tags_json(sorted(want + [("app:b", False, "")])))
+        self.assertEqual(sorted(events[1]["lines"]), ["-app:a", "-app:b", "-app:x\x1a"])
+        self.assertEqual(events[1]["tags"], [])
+        self.assertEqual(self.world.get_tags(pid), [])
+
     def test_monitor_sees_another_clients_change(self):
         pid = self.target()
         for json_mode in (False, True):

@@ -85,6 +85,38 @@ def rows_bad_lines(t):
     ]
 
 
+def rows_noncharacters(t):
+    """Unicode noncharacters are valid UTF-8, and the kernel takes them, but
+    sd-bus refuses every message whose strings hold one: a tag holding one
+    broke every later reply and signal carrying its process's tags (for
+    FindTagged, every caller's). So ptagsd refuses them in what it is
+    given, with the error the same text gets when otherwise bad."""
+    rows = []
+    for c in ("\ufdd0", "\ufdef", "\ufffe", "\uffff", "\U0001fffe", "\U0010ffff"):
+        name = "U+%04X" % ord(c)
+        rows += [
+            ("AddTag " + name, "AddTag", "usb", [t, "u:" + c + "x", False], "InvalidTag"),
+            ("SetValue tag " + name, "SetValue", "uss", [t, "u:" + c, "v"], "InvalidTag"),
+            ("SetValue value " + name, "SetValue", "uss", [t, "app:a", "v" + c],
+             "InvalidValue"),
+            ("RemoveTag tag " + name, "RemoveTag", "us", [t, "app:a" + c], "InvalidTag"),
+            ("RemoveTag pattern " + name, "RemoveTag", "us", [t, c + ":*"], "InvalidPattern"),
+            ("SetKeep " + name, "SetKeep", "usb", [t, "app:" + c + ":*", True],
+             "InvalidPattern"),
+            ("HasTag " + name, "HasTag", "us", [t, "@app:a" + c], "InvalidTag"),
+            ("FindTagged " + name, "FindTagged", "s", ["app:" + c + ":*"], "InvalidPattern"),
+            ("PeerHasTag " + name, "PeerHasTag", "ss", ["org.freedesktop.DBus", "x" + c],
+             "InvalidTag"),
+            ("Apply + " + name, "Apply", "uas", [t, ["+ok", "+u:" + c]], "InvalidTag"),
+            ("Apply ! value " + name, "Apply", "uas", [t, ["!app:a=" + c]], "InvalidValue"),
+            ("Apply - pattern " + name, "Apply", "uas", [t, ["-" + c + ":*"]],
+             "InvalidPattern"),
+            ("Apply ? " + name, "Apply", "uas", [t, ["?app:a" + c]], "InvalidTag"),
+            ("Apply comment " + name, "Apply", "uas", [t, ["# " + c]], "InvalidCommand"),
+        ]
+    return rows
+
+
 class BadInputTests(PtagsTestCase):
     def setUp(self):
         super().setUp()
@@ -130,6 +162,28 @@ class BadInputTests(PtagsTestCase):
 
     def test_bad_lines(self):
         self.run_rows(rows_bad_lines(self.target))
+
+    def test_noncharacters(self):
+        rows = rows_noncharacters(self.target)
+        self.run_rows(rows, fds_for=None)
+        # The message names the character, escaped: no error carries one.
+        reply = self.world.root_call("AddTag", "usb", [self.target, "u:\ufdd0x", False])
+        self.assertIn('"u:\\u{FDD0}x"', reply.message)
+        self.assertIn("U+FDD0", reply.message)
+        self.assertNotIn("\ufdd0", reply.message)
+        # ApplyFd too.
+        pidfd = os.pidfd_open(self.target)
+        try:
+            reply = self.world.root_call("ApplyFd", "has", [0, ["+u:\ufffe"]], fds=[pidfd])
+        finally:
+            os.close(pidfd)
+        self.assertError(reply, "InvalidTag")
+        # Their neighbours are characters like any other.
+        for c in ("\ufdcf", "\ufdf0", "\ufffd", "\U0010fffd"):
+            with self.subTest(ok="U+%04X" % ord(c)):
+                self.assertOk(self.world.root_call("AddTag", "usb", [self.bystander, "n:" + c,
+                                                                     False]))
+                self.assertIn(("n:" + c, False, ""), self.world.get_tags(self.bystander))
 
     def test_long_values(self):
         if self.world.backend != "ptags-lsm":

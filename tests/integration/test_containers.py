@@ -215,6 +215,13 @@ class ContainerTests(ContainerTestCase):
         self.assertError(self.register(target, 102, name="\u009b2Jweb"), invalid)
         self.assertError(self.register(target, 102, name="web\u0085"), invalid)
         self.assertError(self.register(target, 102, name="x" * 257), invalid)
+        # Noncharacters: sd-bus refuses every message holding one, so a
+        # name with one broke ListContainers, GetContainer and the signal.
+        for c in ("\ufdd0", "\ufdef", "\ufffe", "\U0001ffff", "\U0010ffff"):
+            with self.subTest(name="U+%04X" % ord(c)):
+                reply = self.register(target, 102, name="x" + c)
+                self.assertError(reply, invalid)
+                self.assertIn("noncharacter", reply.message)
         reply = self.world.root_call("RegisterContainer", "uta{sv}",
                                      [target, 102, {"colour": GLib.Variant("s", "red")}])
         self.assertError(reply, invalid)

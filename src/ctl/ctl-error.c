@@ -106,11 +106,18 @@ int ctl_call_failed(const char *what, int r, const sd_bus_error *error)
 
 int ctl_check_utf8(const char *what, const char *given)
 {
-        if (ctl_utf8_valid(given))
+        bool valid = ctl_utf8_valid(given);
+        long nonchar = valid ? ctl_noncharacter(given) : 0;
+
+        if (valid && nonchar == 0)
                 return EXIT_OK;
         /* Not raw: the bytes are not text, and the user chose them. */
         char *shown = ctl_escape(given);
-        int r = ctl_invalid(what, _("'%s' is not valid UTF-8"), shown ? shown : "?");
+        int r = valid ? ctl_invalid(what,
+                                    _("'%s' holds U+%04lX, a Unicode noncharacter, which "
+                                      "ptagsd does not take"),
+                                    shown ? shown : "?", nonchar)
+                      : ctl_invalid(what, _("'%s' is not valid UTF-8"), shown ? shown : "?");
         free(shown);
         return r;
 }

@@ -35,7 +35,9 @@ int ctl_invalid(const char *what, const char *fmt, ...) __attribute__((format(pr
 
 /* Text the command line gives for a D-Bus string (@given; "@what: " is
  * said first): EXIT_OK, or EXIT_INVALID after saying, with the text shown
- * escaped, that it is not valid UTF-8, as no D-Bus string can be. */
+ * escaped, that it is not valid UTF-8, as no D-Bus string can be, or that
+ * it holds a Unicode noncharacter, which sd-bus does not send and ptagsd
+ * does not take. */
 int ctl_check_utf8(const char *what, const char *given);
 
 /* A decimal pid, or "self" (pid 0 on the bus: ptagsctl's own process)

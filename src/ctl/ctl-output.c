@@ -145,6 +145,18 @@ bool ctl_utf8_valid(const char *s)
         return true;
 }
 
+long ctl_noncharacter(const char *s)
+{
+        for (const unsigned char *p = (const unsigned char *)s; *p;) {
+                size_t n;
+                long c = utf8_next(p, &n);
+                if ((c >= 0xfdd0 && c <= 0xfdef) || (c >= 0 && (c & 0xfffe) == 0xfffe))
+                        return c;
+                p += n;
+        }
+        return 0;
+}
+
 CtlTable *ctl_table_new(size_t n_columns, const char *const *headers)
 {
         CtlTable *t = calloc(1, sizeof(*t));

@@ -32,6 +32,10 @@ void ctl_print_comment(FILE *out, const char *s);
 char *ctl_escape(const char *s);
 /* Whether @s is valid UTF-8, as every D-Bus string must be. */
 bool ctl_utf8_valid(const char *s);
+/* The first Unicode noncharacter (U+FDD0..U+FDEF, U+nFFFE, U+nFFFF) in
+ * valid UTF-8 @s, or 0: sd-bus sends no string holding one, and ptagsd
+ * takes none. */
+long ctl_noncharacter(const char *s);
 
 /* JSON writers; strings are escaped as RFC 8259 asks, and the characters
  * ctl_print_escaped() escapes as \uXXXX too. */

@@ -508,6 +508,16 @@ static int read_lines(const char *path, char ***ret)
                         free(text);
                         ctl_strv_free(lines);
                         return r;
+                } else if (ctl_noncharacter(lines[n - 1]) != 0) {
+                        char *shown = ctl_escape(lines[n - 1]);
+                        int r = ctl_invalid(path,
+                                            _("line %zu (\"%s\") holds U+%04lX, a Unicode "
+                                              "noncharacter, which ptagsd does not take"),
+                                            n, shown ? shown : "?", ctl_noncharacter(lines[n - 1]));
+                        free(shown);
+                        free(text);
+                        ctl_strv_free(lines);
+                        return r;
                 }
                 p += len + 1;
         }

@@ -472,6 +472,37 @@ class ChangeTests(CtlTestCase):
         self.assertExit(out, INVALID)
         self.assertIn("'app:\ufffd\\x{FF}\\x{C3}x' is not valid UTF-8", out.stderr)
 
+    def test_noncharacters_are_refused_as_bad_input(self):
+        """sd-bus refuses to send a string holding a Unicode noncharacter:
+        that was "Invalid argument" (7). It is input ptagsctl refuses (3),
+        naming the character; its neighbours are sent as usual."""
+        pid = self.target(["+app:a"])
+        path = os.path.join(self.world.tmp, "nonchar")
+        with open(path, "w", encoding="utf-8") as f:
+            f.write("+app:ok\n+app:\ufdd0\n")
+        with open(path, "rb") as batch:
+            for out in (run(self.world, "apply", str(pid), path),
+                        run(self.world, "apply", str(pid), stdin=batch)):
+                self.assertExit(out, INVALID)
+                self.assertIn('line 2 ("+app:\\u{FDD0}")', out.stderr)
+                self.assertIn("U+FDD0", out.stderr)
+        for c in ("\ufdd0", "\ufdef", "\ufffe", "\uffff", "\U0001fffe", "\U0010ffff"):
+            for argv in (["add", str(pid), "u:" + c], ["add", str(pid), "app:b=" + c],
+                         ["set", str(pid), "app:a", "v" + c], ["remove", str(pid), c + ":*"],
+                         ["keep", str(pid), "app:" + c], ["unkeep", str(pid), "app:" + c],
+                         ["check", str(pid), c], ["find", "app:" + c + ":*"],
+                         ["exec", "--tag", "app:" + c, "--", "echo", "RAN"]):
+                with self.subTest(argv=argv):
+                    out = run(self.world, *argv)
+                    self.assertExit(out, INVALID, "U+%04X" % ord(c))
+                    self.assertIn("noncharacter", out.stderr)
+                    self.assertNotIn(c, out.stderr)
+        self.assertEqual(self.world.get_tags(pid), [("app:a", False, "")])
+        for c in ("\ufdcf", "\ufdf0", "\ufffd", "\U0010fffd"):
+            with self.subTest(ok="U+%04X" % ord(c)):
+                self.assertExit(run(self.world, "add", str(pid), "n:" + c), OK)
+        self.assertEqual(len(self.world.get_tags(pid)), 5)
+
     def test_a_noncharacter_written_to_the_kernel_breaks_no_reply(self):
         """A kernel writer other than ptagsd gives a process a tag holding a
         noncharacter: sd-bus clients could then read neither that process's

@@ -253,9 +253,14 @@ class ContainerTests(ContainerTestCase):
         self.assertError(twice, invalid)
         self.assertIn('"name" given twice', twice.message)
         many = self.world.root_call("RegisterContainer", "uta{sv}",
-                                    [target, 102, [("name", GLib.Variant("s", "x" * 256))] * 20000])
+                                    [target, 102, [("name", GLib.Variant("s", "x" * 256))] * 10000])
         self.assertError(many, invalid)
-        self.assertIn("20000 entries", many.message)
+        self.assertIn("10000 entries", many.message)
+        # Past MaxMessageBytes the call is refused as it arrives.
+        more = self.world.root_call("RegisterContainer", "uta{sv}",
+                                    [target, 102, [("name", GLib.Variant("s", "x" * 256))] * 20000])
+        self.assertError(more, "LimitExceeded")
+        self.assertIn("MaxMessageBytes", more.message)
         self.assertEqual(self.contid_of(target), UNSET)
         self.assertOk(self.register(target, 102, name="x" * 256, uuid=b"\x01" * 16))
 

@@ -62,6 +62,7 @@
 
 #include <errno.h>
 #include <linux/capability.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -392,15 +393,17 @@ static gboolean takes_away_only(const ptags_plan *plan)
 }
 
 /* Whether @allowed has change @c (the same kind on the same tag). */
-static gboolean plan_has(const ptags_plan *allowed, const ptags_change *c)
+/* Changes in the order of their kind, then their tag's bytes. */
+static int change_cmp(const void *a, const void *b)
 {
-        for (size_t j = 0; j < ptags_plan_change_count(allowed); j++) {
-                const ptags_change *a = ptags_plan_change_at(allowed, j);
-                if (a->kind == c->kind && a->tag_len == c->tag_len &&
-                    memcmp(a->tag, c->tag, c->tag_len) == 0)
-                        return TRUE;
-        }
-        return FALSE;
+        const ptags_change *x = *(const ptags_change *const *)a;
+        const ptags_change *y = *(const ptags_change *const *)b;
+
+        if (x->kind != y->kind)
+                return x->kind < y->kind ? -1 : 1;
+        if (x->tag_len != y->tag_len)
+                return x->tag_len < y->tag_len ? -1 : 1;
+        return memcmp(x->tag, y->tag, x->tag_len);
 }
 
 /* Plan a removal-only call again, keeping only the changes polkit allowed:
@@ -415,11 +418,18 @@ static gboolean change_plan_within(Call *call, const ptags_plan *allowed, GError
          * for nothing, or they could make the call too large to apply. */
         if (!change_plan_only(call, FALSE, error))
                 return FALSE;
-        size_t n = ptags_plan_change_count(call->plan);
+        /* Each change looked up among the allowed ones, sorted: both plans
+         * may hold thousands of changes. */
+        size_t n = ptags_plan_change_count(call->plan), m = ptags_plan_change_count(allowed);
+        g_autofree const ptags_change **sorted = g_new(const ptags_change *, m + 1);
+        for (size_t j = 0; j < m; j++)
+                sorted[j] = ptags_plan_change_at(allowed, j);
+        qsort(sorted, m, sizeof(*sorted), change_cmp);
         g_autofree bool *keep = g_new(bool, n + 1);
         gboolean all = TRUE;
         for (size_t i = 0; i < n; i++) {
-                keep[i] = plan_has(allowed, ptags_plan_change_at(call->plan, i));
+                const ptags_change *c = ptags_plan_change_at(call->plan, i);
+                keep[i] = bsearch(&c, sorted, m, sizeof(*sorted), change_cmp) != NULL;
                 all = all && keep[i];
         }
         if (all)

@@ -367,8 +367,10 @@ ptags_result ptags_set_remove_if_range(ptags_set *s, size_t first, size_t end,
                 else
                         s->items[out++] = s->items[i];
         }
-        /* The entries after the range close the gap. */
-        memmove(&s->items[out], &s->items[end], (s->count - end) * sizeof(ptags_entry));
+        /* The entries after the range close the gap (items is NULL while
+         * the set is empty, and memmove takes no NULL). */
+        if (out < end && end < s->count)
+                memmove(&s->items[out], &s->items[end], (s->count - end) * sizeof(ptags_entry));
         s->count -= end - out;
         s->gap_at = 0;
         s->gap_len = 0;

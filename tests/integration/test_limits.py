@@ -1030,9 +1030,11 @@ class ArrivalBoundTests(PtagsTestCase):
                 time.sleep(0.1)
             grown = samples[-1]
             print("ptagsd grew by %d KiB with 270 MB sent" % grown)
-            # 270 MB were sent; 64 MiB of them may wait.
-            limit = (96 << 10) * (3 if daemon_has_asan(self.world) else 1)
-            self.assertLess(grown, limit, "ptagsd grew by %d KiB" % grown)
+            # 270 MB were sent; 64 MiB of them may wait. (ASan keeps what
+            # is freed, the refused calls too, in a quarantine of 256 MiB:
+            # there the refusals below show the bounds.)
+            if not daemon_has_asan(self.world):
+                self.assertLess(grown, 96 << 10, "ptagsd grew by %d KiB" % grown)
             # A call that awaits its reply is told, by name, once too much waits.
             late = self.world.spawn_client()
             reply = late.call("Apply", "uas", [target, BIG_LINES], timeout_ms=5000)

@@ -515,6 +515,18 @@ static void test_pattern_ranges(void)
                 }
                 ptags_plan_free(plan);
                 ptags_set_free(s);
+
+                /* An empty set has no entries to range over at all. */
+                ptags_set *empty = ptags_set_new();
+                g_assert_false(ptags_set_matches(empty, pat, len, false));
+                g_assert_cmpint(ptags_plan_build(empty, lines, NULL, 2, &plan, NULL), ==, PTAGS_OK);
+                g_assert_cmpuint(ptags_plan_change_count(plan), ==,
+                                 len > 0 && !ptags_pattern_is_global(pat, len) ? 2 : 0);
+                ptags_plan_free(plan);
+                g_autofree char *batch = g_strconcat(sub, "\n", NULL);
+                g_assert_cmpint(ptags_apply_kernel(empty, batch, strlen(batch), NULL, NULL), ==,
+                                PTAGS_OK);
+                ptags_set_free(empty);
         }
 }
 

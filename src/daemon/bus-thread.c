@@ -197,6 +197,43 @@ static char *pass(GDBusMessage *msg, const char *sender, gsize bytes, guint max_
         return refusal;
 }
 
+void ptags_bus_thread_call_done(GDBusMessage *msg)
+{
+        if (passed_quark != 0)
+                g_object_set_qdata(G_OBJECT(msg), passed_quark, NULL);
+}
+
+/* What a value holds in ptagsd's memory as GDBus parsed it, added to
+ * @so_far: its bytes, and PTAGS_VALUE_COST for each value in it (GDBus makes
+ * one GVariant of each, but one of a whole array of fixed-size numbers).
+ * Counting stops once past @max, so a huge body is not walked whole. */
+#define PTAGS_VALUE_COST 48u
+
+static gsize value_cost(GVariant *v, gsize so_far, gsize max)
+{
+        const char *type = g_variant_get_type_string(v);
+
+        so_far += PTAGS_VALUE_COST;
+        if (!g_variant_is_container(v) ||
+            (type[0] == 'a' && strchr("ybnqiuxtdh", type[1]) && type[1] != '\0'))
+                return so_far + g_variant_get_size(v);
+        gsize n = g_variant_n_children(v);
+        for (gsize i = 0; i < n && so_far <= max; i++) {
+                GVariant *child = g_variant_get_child_value(v, i);
+                so_far = value_cost(child, so_far, max);
+                g_variant_unref(child);
+        }
+        return so_far;
+}
+
+/* What method call @msg holds, as value_cost counts it, past @max once it
+ * holds more. */
+static gsize call_cost(GDBusMessage *msg, gsize max)
+{
+        GVariant *body = g_dbus_message_get_body(msg);
+        return PTAGS_WIRE_HEADER_OVERHEAD + (body != NULL ? value_cost(body, 0, max) : 0);
+}
+
 /* Whether a call of @sender's is on its way to, or in flight on, the main loop. */
 static gboolean has_passed(const char *sender)
 {
@@ -636,13 +673,15 @@ static GDBusMessage *filter(GDBusConnection *connection, GDBusMessage *msg, gboo
                 refuse_extra_fds(connection, msg);
                 return NULL;
         }
-        /* No call of ptagsd's takes anything near this (Apply: 1 MiB). */
-        gsize bytes = reply_size(msg);
+        /* No call of ptagsd's takes anything near this (Apply: 1 MiB and
+         * 4096 lines). */
+        gsize bytes = call_cost(msg, PTAGS_MAX_MESSAGE_BYTES);
         if (bytes > PTAGS_MAX_MESSAGE_BYTES) {
                 refuse(connection, msg, ptags_error_dbus_name(PTAGS_ERROR_LIMIT_EXCEEDED),
-                       g_strdup_printf("the call (%" G_GSIZE_FORMAT " bytes) is over the "
-                                       "MaxMessageBytes limit of %u",
-                                       bytes, PTAGS_MAX_MESSAGE_BYTES));
+                       g_strdup_printf("the call would take more than %u bytes of memory (its "
+                                       "bytes and %u for each value in it), the MaxMessageBytes "
+                                       "limit",
+                                       PTAGS_MAX_MESSAGE_BYTES, PTAGS_VALUE_COST));
                 return NULL;
         }
         gboolean done = FALSE;

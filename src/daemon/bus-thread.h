@@ -16,3 +16,8 @@ PtagsBusThread *ptags_bus_thread_new(PtagsService *svc);
 /* Stop, waiting (on the main loop) until the bus thread is done with it,
  * and let go of the main loop's lock. */
 void ptags_bus_thread_free(PtagsBusThread *bt);
+
+/* Stops counting @msg, a call passed to the main loop, as in progress for
+ * the bounds on arrival: called just before its reply is sent, so a client
+ * that sends its next call as soon as it reads the reply finds it gone. */
+void ptags_bus_thread_call_done(GDBusMessage *msg);

@@ -7,6 +7,8 @@
 
 #include "call.h"
 
+#include "bus-thread.h"
+
 #include "args.h"
 #include "errors.h"
 #include "page-writer.h"
@@ -23,6 +25,7 @@ Call *call_new(PtagsService *svc, GDBusMethodInvocation *invocation)
         /* Counted from arrival, before anything is pinned or looked up: the
          * bus bounds only the calls that await a reply. */
         if (live >= svc->limits.connection_calls) {
+                ptags_bus_thread_call_done(g_dbus_method_invocation_get_message(invocation));
                 g_dbus_method_invocation_return_error(
                         invocation, PTAGS_ERROR, PTAGS_ERROR_LIMIT_EXCEEDED,
                         "connection %s already has %u calls in progress, the "
@@ -122,6 +125,7 @@ static void call_send_reply(Call *call, GDBusMessage *reply)
 void call_fail(Call *call, GError *error)
 {
         g_debug("%s from %s failed: %s", call->method, call->sender, error->message);
+        ptags_bus_thread_call_done(call->message);
         if (call->invocation != NULL) {
                 g_dbus_method_invocation_return_gerror(call->invocation, error);
         } else if (call_wants_reply(call)) {
@@ -143,6 +147,7 @@ void call_return(Call *call, GVariant *value)
                 g_variant_ref_sink(value);
                 (void)g_variant_get_size(value);
         }
+        ptags_bus_thread_call_done(call->message);
         if (call->invocation != NULL) {
                 g_dbus_method_invocation_return_value(call->invocation, value);
         } else if (call_wants_reply(call)) {

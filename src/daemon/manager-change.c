@@ -56,6 +56,7 @@
 #include "log.h"
 #include "log-writer.h"
 #include "args.h"
+#include "bus-thread.h"
 #include "call.h"
 #include "manager-budgets.h"
 #include "page-writer.h"
@@ -755,6 +756,7 @@ static gboolean args_ok(GDBusMethodInvocation *inv, GError *error)
 {
         if (error == NULL)
                 return TRUE;
+        ptags_bus_thread_call_done(g_dbus_method_invocation_get_message(inv));
         g_dbus_method_invocation_return_gerror(inv, error);
         g_error_free(error);
         return FALSE;

@@ -8,6 +8,7 @@
 #include "manager.h"
 
 #include "args.h"
+#include "bus-thread.h"
 #include "call.h"
 #include "config.h"
 #include "errors.h"
@@ -94,6 +95,7 @@ static Call *read_call_new(PtagsService *svc, GDBusMethodInvocation *inv, GError
         if (error == NULL && pattern != NULL)
                 ptags_query_pattern_parse(pattern, &kept_only, &body, &error);
         if (error != NULL) {
+                ptags_bus_thread_call_done(g_dbus_method_invocation_get_message(inv));
                 g_dbus_method_invocation_return_gerror(inv, error);
                 g_error_free(error);
                 return NULL;

@@ -222,8 +222,11 @@ static void looked_up(GObject *source, GAsyncResult *res, gpointer user_data)
                         }
                         /* A connection that left meanwhile stays cached
                          * until evicted: harmless, as its name is never
-                         * reused. */
-                        remember(miss->cache, miss->name, peer);
+                         * reused. Only unique names are forgotten when
+                         * their owner leaves (the bus's own name is not
+                         * one), so only they are kept. */
+                        if (miss->name[0] == ':')
+                                remember(miss->cache, miss->name, peer);
                 }
                 g_task_return_pointer(task, peer, (GDestroyNotify)ptags_peer_free);
         }

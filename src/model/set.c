@@ -208,13 +208,12 @@ bool ptags_set_has_pieces(const ptags_set *s, const char *a, size_t a_len, const
         return false;
 }
 
-bool ptags_set_has_prefix_pieces(const ptags_set *s, const char *a, size_t a_len, const char *b,
-                                 size_t b_len)
+/* The first live entry whose name is not below the concatenation of the
+ * pieces (the count when there is none). */
+static size_t first_not_below(const ptags_set *s, const char *const piece[3],
+                              const size_t piece_len[3])
 {
-        const char *piece[3] = {a, b, ""};
-        const size_t piece_len[3] = {a_len, b_len, 0};
         size_t lo = 0, hi = live_count(s);
-        /* The first name not below a|b starts with it if any name does. */
         while (lo < hi) {
                 size_t mid = lo + (hi - lo) / 2;
                 const ptags_entry *m = slot(s, mid);
@@ -223,6 +222,16 @@ bool ptags_set_has_prefix_pieces(const ptags_set *s, const char *a, size_t a_len
                 else
                         hi = mid;
         }
+        return lo;
+}
+
+bool ptags_set_has_prefix_pieces(const ptags_set *s, const char *a, size_t a_len, const char *b,
+                                 size_t b_len)
+{
+        const char *piece[3] = {a, b, ""};
+        const size_t piece_len[3] = {a_len, b_len, 0};
+        /* The first name not below a|b starts with it if any name does. */
+        size_t lo = first_not_below(s, piece, piece_len);
         if (lo == live_count(s))
                 return false;
         const ptags_entry *e = slot(s, lo);
@@ -267,17 +276,11 @@ void ptags_set_pattern_range(const ptags_set *s, const char *pat, size_t len, si
         }
         /* "PREFIX:*": the names starting with "PREFIX:" follow each other
          * in byte-wise order, from the first name not below "PREFIX:". */
-        size_t prefix_len = len - 1, lo = 0, hi = n;
-        while (lo < hi) {
-                size_t mid = lo + (hi - lo) / 2;
-                const ptags_entry *e = slot(s, mid);
-                if (name_cmp(e->name, e->name_len, pat, prefix_len) < 0)
-                        lo = mid + 1;
-                else
-                        hi = mid;
-        }
+        size_t prefix_len = len - 1;
+        const char *piece[3] = {pat, "", ""};
+        const size_t piece_len[3] = {prefix_len, 0, 0};
+        size_t lo = first_not_below(s, piece, piece_len), hi = n;
         *first = lo;
-        hi = n;
         while (lo < hi) {
                 size_t mid = lo + (hi - lo) / 2;
                 if (has_prefix_at(s, mid, pat, prefix_len))

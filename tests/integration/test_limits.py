@@ -979,12 +979,18 @@ class ArrivalBoundTests(PtagsTestCase):
         client = self.world.spawn_client()
         reply = client.call("Apply", "uas", [target, ["#" + "c" * 3999] * 1300])
         self.assertError(reply, "LimitExceeded")
-        self.assertIn("MaxMessageBytes limit of 4194304", reply.message)
+        self.assertIn("more than 4194304 bytes", reply.message)
+        self.assertIn("MaxMessageBytes", reply.message)
         # Whatever the interface.
         reply = client.call("Introspect", "s", ["x" * (5 << 20)], destination=(
             ptags_client.BUS_NAME, ptags_client.OBJECT_PATH,
             "org.freedesktop.DBus.Introspectable"))
         self.assertError(reply, "LimitExceeded")
+        # Counted as ptagsd holds it: 100000 empty lines are 0.8 MB on the
+        # wire but a value each once read.
+        reply = client.call("Apply", "uas", [target, [""] * 100000])
+        self.assertError(reply, "LimitExceeded")
+        self.assertIn("for each value in it", reply.message)
         # 3 MB is over Apply's own limit, which names it.
         self.assertError(client.call("Apply", "uas", [target, BIG_LINES]), "InvalidCommand")
         self.assertEqual(self.world.get_tags(target), [])
@@ -1048,6 +1054,7 @@ class ArrivalBoundTests(PtagsTestCase):
             "org.ptags.Error.InvalidCommand": 1, "org.ptags.Error.LimitExceeded": 1})
         self.assertEqual(self.world.get_tags(target), [("app:a", False, "")])
         self.assertTrue(self.world.daemon_alive())
+
 
 
 if __name__ == "__main__":

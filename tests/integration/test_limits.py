@@ -10,11 +10,13 @@
 import json
 import os
 import pwd
+import queue
 import re
 import shutil
 import signal
 import subprocess
 import tempfile
+import threading
 import time
 import unittest
 
@@ -53,7 +55,7 @@ def daemon_has_asan(world):
 
 
 def spawn_flood(world, method, sig, args, calls, connections=1, no_reply=False, uid=65534,
-                warm=False):
+                warm=False, each=False):
     """ptags_flood.py as @uid: @calls calls per connection, all at once.
     Returns the Popen once every call was sent."""
     for name in ("ptags_client.py", "ptags_flood.py"):
@@ -71,7 +73,7 @@ def spawn_flood(world, method, sig, args, calls, connections=1, no_reply=False, 
     argv = unprivileged_argv(uid, uid) + [
         PYTHON, "-I", os.path.join(world.tmp, "ptags_flood.py"), world.address, method, sig,
         args_json, str(calls), str(connections)] + (["no-reply"] if no_reply else []) + (
-        ["warm"] if warm else [])
+        ["warm"] if warm else []) + (["each"] if each else [])
     proc = world.spawn("flood", argv, stdout=subprocess.PIPE)
     line = proc.stdout.readline()
     if not line:
@@ -970,9 +972,54 @@ class ArrivalBoundTests(PtagsTestCase):
     without awaiting a reply are bounded by no bus."""
     # A stopped kernel fixture holds the main loop in a read of a list.
     backends = ("ptags-lsm",)
+    world_options = {"daemon_args": ["--max-connection-calls=4"]}
 
     def fixture_process(self):
         return next(proc for label, proc in self.world._procs if label == "fixture")
+
+    def hold_main_loop(self, target):
+        """Stop the fixture, and have nobody's change wait in a read of
+        @target's list on the main loop. Returns (fixture, the client)."""
+        fixture = self.fixture_process()
+        blocker = self.world.spawn_client()
+        fixture.send_signal(signal.SIGSTOP)
+        blocker.send("AddTag", "usb", [target, "app:b", False])
+        for _ in range(20):
+            stuck = ptags_client.call(self.world.conn, "Get", "ss",
+                                      [ptags_client.INTERFACE, "Version"],
+                                      interface="org.freedesktop.DBus.Properties",
+                                      timeout_ms=300)
+            if not stuck.ok:
+                break
+        self.assertEqual(stuck.error, "local:Timeout was reached",
+                         "the main loop was not held: %r" % (stuck,))
+        return fixture, blocker
+
+    def test_max_connection_calls_counts_calls_as_they_arrive(self):
+        """MaxConnectionCalls was checked when the main loop took a call, so
+        a connection's calls queued behind a busy main loop were not counted
+        at all; taken one by one afterwards, none was refused."""
+        target = self.world.spawn_target()
+        fixture, blocker = self.hold_main_loop(target)
+        try:
+            flood = spawn_flood(self.world, "GetTags", "u", [target], calls=8, each=True)
+            lines = queue.Queue()
+            threading.Thread(target=lambda: [lines.put(json.loads(line))
+                                             for line in flood.stdout], daemon=True).start()
+            # Four are refused while the main loop is still held.
+            early = []
+            try:
+                while len(early) < 4:
+                    early.append(lines.get(timeout=5)["reply"])
+            except queue.Empty:
+                pass
+            self.assertEqual(early, ["org.ptags.Error.LimitExceeded"] * 4)
+        finally:
+            fixture.send_signal(signal.SIGCONT)
+        self.assertError(blocker.receive(), "NotAuthorized")
+        later = [lines.get(timeout=10) for _ in range(5)]
+        self.assertEqual(later, [{"reply": "ok"}] * 4 + [
+            {"replies": {"ok": 4, "org.ptags.Error.LimitExceeded": 4}}])
 
     def test_a_call_over_max_message_bytes_is_refused_on_arrival(self):
         target = self.world.spawn_target()
@@ -1005,23 +1052,11 @@ class ArrivalBoundTests(PtagsTestCase):
         everyone queue."""
         target = self.world.spawn_target()
         self.assertOk(self.world.root_call("AddTag", "usb", [target, "app:a", False]))
-        fixture = self.fixture_process()
-        blocker = self.world.spawn_client()
         base = rss_kib(self.world.daemon.pid)
-        fixture.send_signal(signal.SIGSTOP)
+        # nobody's change reads the target's list on the main loop, which
+        # waits for the stopped fixture.
+        fixture, blocker = self.hold_main_loop(target)
         try:
-            # nobody's change reads the target's list on the main loop,
-            # which waits for the stopped fixture.
-            blocker.send("AddTag", "usb", [target, "app:b", False])
-            for _ in range(20):
-                stuck = ptags_client.call(self.world.conn, "Get", "ss",
-                                          [ptags_client.INTERFACE, "Version"],
-                                          interface="org.freedesktop.DBus.Properties",
-                                          timeout_ms=300)
-                if not stuck.ok:
-                    break
-            self.assertEqual(stuck.error, "local:Timeout was reached",
-                             "the main loop was not held: %r" % (stuck,))
             # One connection may have MaxMessageBytes waiting: of two calls
             # sent at once, the second is refused (its reply is read below).
             pipeliner = spawn_flood(self.world, "Apply", "uas", [target, BIG_LINES], calls=2)

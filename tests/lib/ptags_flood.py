@@ -6,7 +6,8 @@
 # Usage: ptags_flood.py ADDRESS METHOD SIG ARGS_JSON CALLS [CONNECTIONS] [FLAG...]
 # ARGS_JSON: the arguments as JSON, or @FILE holding them.
 # FLAG: no-reply (fire and forget), warm (each connection first makes one
-# call and waits for its reply, so ptagsd knows the connection beforehand).
+# call and waits for its reply, so ptagsd knows the connection beforehand),
+# each (print {"reply": NAME} for each reply as it arrives).
 # Prints {"sent": N} once every call is on its way (the test may then SIGSTOP
 # this process, so it stops reading), then {"replies": {"ok": n, ERROR: n}}
 # once every reply arrived (never, with no-reply: it then exits at once).
@@ -52,6 +53,8 @@ def main():
         except GLib.Error as e:
             name = Gio.DBusError.get_remote_error(e) or "local"
         counts[name] = counts.get(name, 0) + 1
+        if "each" in flags:
+            print(json.dumps({"reply": name}), flush=True)
         left[0] -= 1
         if left[0] == 0:
             loop.quit()

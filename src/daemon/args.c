@@ -376,11 +376,11 @@ gboolean ptags_check_change_arg(const char *arg_name, const char *arg, const cha
         gboolean is_tag = strcmp(arg_name, "tag") == 0;
         ptags_result r =
                 is_tag ? ptags_tag_validate(arg, len) : ptags_pattern_validate(arg, len, true);
+        /* The argument first, whatever is wrong with it, then the value. */
         return arg_ok(r, arg_name, arg, error) &&
-               (value == NULL ||
-                arg_ok(ptags_value_validate(value, strlen(value)), "value", value, error)) &&
                arg_has_no_noncharacter(is_tag ? PTAGS_E_INVALID_TAG : pattern_error(arg, len),
                                        arg_name, arg, error) &&
                (value == NULL ||
-                arg_has_no_noncharacter(PTAGS_E_INVALID_VALUE, "value", value, error));
+                (arg_ok(ptags_value_validate(value, strlen(value)), "value", value, error) &&
+                 arg_has_no_noncharacter(PTAGS_E_INVALID_VALUE, "value", value, error)));
 }

@@ -99,6 +99,9 @@ def rows_noncharacters(t):
             ("SetValue tag " + name, "SetValue", "uss", [t, "u:" + c, "v"], "InvalidTag"),
             ("SetValue value " + name, "SetValue", "uss", [t, "app:a", "v" + c],
              "InvalidValue"),
+            # The tag is judged before the value, whatever is wrong with each.
+            ("SetValue tag " + name + " and a bad value", "SetValue", "uss",
+             [t, "u:" + c, "v\x01"], "InvalidTag"),
             ("RemoveTag tag " + name, "RemoveTag", "us", [t, "app:a" + c], "InvalidTag"),
             ("RemoveTag pattern " + name, "RemoveTag", "us", [t, c + ":*"], "InvalidPattern"),
             ("SetKeep " + name, "SetKeep", "usb", [t, "app:" + c + ":*", True],

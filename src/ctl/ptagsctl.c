@@ -640,8 +640,10 @@ static int cmd_container(sd_bus *bus, char **args)
         return ctl_container_run(bus, args, &o);
 }
 
-/* exec: tag this very process through ptagsd (pid 0, so polkit sees the
- * caller target itself: "self"), with kept tags, which survive the exec. */
+/* exec: tag this very process through ptagsd, named by its own pidfd (the
+ * bus peer may be a bridge process, which pid 0 would name; ptagsd still
+ * tells polkit "self" when the caller is this process), with kept tags,
+ * which survive the exec. */
 static int cmd_exec(sd_bus *bus, char **command)
 {
         char **lines = calloc(2 * arg.n_tags + 1, sizeof(char *));
@@ -665,9 +667,20 @@ static int cmd_exec(sd_bus *bus, char **command)
         }
         if (lines == NULL)
                 return ctl_call_failed(_("Cannot tag this process"), -ENOMEM, NULL);
-        const CtlTarget self = {0, -1};
-        if (n > 0)
+        CtlTarget self = {0, -1};
+        int opened = n > 0 ? ctl_target_open(bus, (uint32_t)getpid(), &self) : 0;
+        if (opened == -EOPNOTSUPP) {
+                fprintf(stderr, "ptagsctl: %s\n",
+                        _("Cannot tag this process: the bus connection cannot carry a file "
+                          "descriptor naming it (a bridge?); COMMAND was not run"));
+                r = EXIT_FAILED;
+        } else if (opened < 0) {
+                r = ctl_call_failed(_("Cannot tag this process"), opened, NULL);
+        } else if (n > 0) {
+                self.pid = 0; /* as the command line named it: no --json report */
                 r = change(bus, &self, _("Cannot tag this process"), lines);
+        }
+        ctl_target_close(&self);
         ctl_strv_free(lines);
         if (r != EXIT_OK)
                 return r;

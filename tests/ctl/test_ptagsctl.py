@@ -648,6 +648,29 @@ class ExecTests(CtlTestCase):
         self.assertEqual({c["details"]["self"] for c in checks}, {"true"},
                          "exec must change its own process, so polkit sees self")
 
+    def test_exec_through_a_bridge_never_tags_the_bridge(self):
+        """Through a bridge (--address=unixexec:..., as with
+        systemd-stdio-bridge), the bus connection is the bridge's process:
+        exec tagged "pid 0", which named the bridge, then ran COMMAND
+        without the tag, with exit status 0. It now names itself by its own
+        pidfd, which a bridge cannot carry, so it fails and never runs
+        COMMAND. (This bridge drops the descriptor, and the bus then drops
+        the connection; systemd-stdio-bridge refuses to carry one, which
+        ptagsctl names.)"""
+        self.world.polkit.set_allowed([ADD, SET_VALUE])
+        bridge = os.path.join(os.path.dirname(os.path.abspath(__file__)), "stdio_bridge.py")
+        socket_path = self.world.address.split("path=", 1)[1].split(",")[0]
+        address = "unixexec:path=%s,argv0=bridge,argv1=-I,argv2=%s,argv3=%s" % (
+            PYTHON, bridge.replace("=", "%3d"), socket_path.replace("=", "%3d"))
+        out = ctl_run.run(self.world, "--address=" + address, "exec", "--tag", "app:x", "--",
+                          "echo", "RAN", address=False)
+        self.assertNotIn("RAN", out.stdout)
+        self.assertIn(out.returncode, (UNREACHABLE, FAILED), out.stderr)
+        self.assertIn("Cannot tag this process", out.stderr)
+        # The bridge itself works: a read through it is answered.
+        self.assertExit(ctl_run.run(self.world, "--address=" + address, "status",
+                                    address=False), OK)
+
     def test_exec_refused_never_runs_the_command(self):
         out = run(self.world, "exec", "--tag", "app:x", "--", "echo", "RAN", uid=NOBODY_UID)
         self.assertExit(out, DENIED, "org.ptags.Error.NotAuthorized")

@@ -459,6 +459,7 @@ static int read_lines(const char *path, char ***ret)
         FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "re");
         char *text = NULL, **lines = NULL;
         size_t size = 0, n = 0;
+        long nonchar = 0;
 
         if (f == NULL) {
                 fprintf(stderr, "ptagsctl: %s: %s\n", path, strerror(errno));
@@ -508,12 +509,12 @@ static int read_lines(const char *path, char ***ret)
                         free(text);
                         ctl_strv_free(lines);
                         return r;
-                } else if (ctl_noncharacter(lines[n - 1]) != 0) {
+                } else if ((nonchar = ctl_noncharacter(lines[n - 1])) != 0) {
                         char *shown = ctl_escape(lines[n - 1]);
                         int r = ctl_invalid(path,
                                             _("line %zu (\"%s\") holds U+%04lX, a Unicode "
                                               "noncharacter, which ptagsd does not take"),
-                                            n, shown ? shown : "?", ctl_noncharacter(lines[n - 1]));
+                                            n, shown ? shown : "?", nonchar);
                         free(shown);
                         free(text);
                         ctl_strv_free(lines);

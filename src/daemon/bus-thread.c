@@ -149,12 +149,21 @@ static void passed_done(gpointer data)
         g_free(call);
 }
 
+/* Whether ptagsd knows @sender for a connection of root's: asked only of
+ * calls past the total above, not of every call. (The peer cache's lock
+ * is never held while this file's is taken.) */
+static gboolean known_root(PtagsBusThread *bt, const char *sender)
+{
+        g_autoptr(PtagsPeer) peer = ptags_peer_cache_get(bt->svc->peers, sender);
+        return peer != NULL && peer->uid == 0;
+}
+
 /* Counts @msg, a method call of @bytes, under @sender, if the bounds above
  * let it through; otherwise says which bound it would pass (transfer full:
  * g_free) and counts nothing. */
-static char *pass(GDBusMessage *msg, const char *sender, gsize bytes, guint max_calls,
-                  gboolean root)
+static char *pass(PtagsBusThread *bt, GDBusMessage *msg, const char *sender, gsize bytes)
 {
+        guint max_calls = bt->svc->limits.connection_calls;
         char *refusal = NULL;
 
         pthread_mutex_lock(&passed_lock);
@@ -171,8 +180,8 @@ static char *pass(GDBusMessage *msg, const char *sender, gsize bytes, guint max_
                         "progress; with this one (%" G_GSIZE_FORMAT " bytes) they would pass the "
                         "MaxMessageBytes limit of %u; wait for their replies",
                         sender, held, bytes, PTAGS_MAX_MESSAGE_BYTES);
-        else if (!root && passed_total + bytes > PASSED_TOTAL_MAX &&
-                 (calls > 0 || bytes > PASSED_SMALL))
+        else if (passed_total + bytes > PASSED_TOTAL_MAX && (calls > 0 || bytes > PASSED_SMALL) &&
+                 !known_root(bt, sender))
                 refusal = g_strdup_printf(
                         "ptagsd holds %" G_GSIZE_FORMAT " bytes of calls waiting for it, %u at "
                         "most; a call over %u bytes, or one from a connection with calls in "
@@ -215,7 +224,7 @@ static gsize value_cost(GVariant *v, gsize so_far, gsize max)
 
         so_far += PTAGS_VALUE_COST;
         if (!g_variant_is_container(v) ||
-            (type[0] == 'a' && strchr("ybnqiuxtdh", type[1]) && type[1] != '\0'))
+            (type[0] == 'a' && type[1] != '\0' && strchr("ybnqiuxtdh", type[1]) != NULL))
                 return so_far + g_variant_get_size(v);
         gsize n = g_variant_n_children(v);
         for (gsize i = 0; i < n && so_far <= max; i++) {
@@ -702,9 +711,7 @@ static GDBusMessage *filter(GDBusConnection *connection, GDBusMessage *msg, gboo
         if (!done) {
                 /* Any method call, of any interface: a later change of the
                  * same connection must not overtake it. */
-                g_autoptr(PtagsPeer) peer = ptags_peer_cache_get(bt->svc->peers, sender);
-                char *refusal = pass(msg, sender, bytes, bt->svc->limits.connection_calls,
-                                     peer != NULL && peer->uid == 0);
+                char *refusal = pass(bt, msg, sender, bytes);
                 if (refusal != NULL) {
                         refuse(connection, msg, ptags_error_dbus_name(PTAGS_ERROR_LIMIT_EXCEEDED),
                                refusal);
